@@ -1,0 +1,177 @@
+// Command local-plane runs the local management plane for people and
+// scripts: `make plane-up` runs `local-plane up` in the background, `make
+// plane-down` stops it, and `make demo` runs `local-plane demo`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/capwright/capwright/tests/plane"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "up":
+		err = up(os.Args[2:])
+	case "down":
+		err = down(os.Args[2:])
+	case "demo":
+		err = demo(os.Args[2:])
+	case "-h", "--help", "help":
+		usage()
+		return
+	default:
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "local-plane:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `local-plane runs the local Kubernetes + Flux management plane.
+
+Usage:
+  local-plane up   [-state DIR] [-workload-clusters N]   start, write DIR/kubeconfig and DIR/registry, run until signalled
+  local-plane down [-state DIR]                          stop a plane started with up
+  local-plane demo                                       start, prove Flux works, print what runs, stop
+
+Component binaries come from bin/ (make tools); CAPWRIGHT_BIN_DIR overrides.
+`)
+}
+
+type stateFlags struct {
+	dir string
+}
+
+func (s *stateFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.dir, "state", "bin/plane", "directory for kubeconfig, registry address, pid and logs link")
+}
+
+func (s *stateFlags) pidFile() string { return filepath.Join(s.dir, "pid") }
+
+// up starts the plane, writes the state files people and scripts use, and
+// runs until SIGINT or SIGTERM.
+func up(args []string) error {
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	var state stateFlags
+	state.register(fs)
+	workloads := fs.Int("workload-clusters", 0, "number of workload clusters to start")
+	_ = fs.Parse(args)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := os.MkdirAll(state.dir, 0o755); err != nil {
+		return err
+	}
+	// Stale files from an earlier run must not look like a live plane.
+	for _, f := range []string{"kubeconfig", "registry", "ready", "run-dir"} {
+		_ = os.Remove(filepath.Join(state.dir, f))
+	}
+	if err := os.WriteFile(state.pidFile(), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(state.pidFile())
+
+	p, err := plane.Start(ctx, plane.Options{Log: os.Stdout})
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+	files := map[string][]byte{
+		"registry": []byte(p.Registry.Host + "\n"),
+		"run-dir":  []byte(p.RunDir + "\n"),
+	}
+	kubeconfig, err := os.ReadFile(p.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	files["kubeconfig"] = kubeconfig
+	for i := 1; i <= *workloads; i++ {
+		w, err := p.StartWorkloadCluster(ctx, fmt.Sprintf("workload-%d", i), plane.WorkloadOptions{ControllerManager: true})
+		if err != nil {
+			return err
+		}
+		files[w.Name+".kubeconfig"] = w.Kubeconfig
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(state.dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	// "ready" is written last: its presence means every file above is valid.
+	if err := os.WriteFile(filepath.Join(state.dir, "ready"), []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		return err
+	}
+	printUsage(state.dir, p)
+	<-ctx.Done()
+	fmt.Println("local-plane: stopping")
+	return p.Stop()
+}
+
+func printUsage(stateDir string, p *plane.Plane) {
+	abs, _ := filepath.Abs(stateDir)
+	fmt.Printf(`
+The local management plane is up.
+  kubeconfig:  %[1]s/kubeconfig      (export KUBECONFIG=%[1]s/kubeconfig)
+  registry:    %[2]s   (plain HTTP; use insecure: true in OCIRepository)
+  logs:        %[3]s
+Stop it with: make plane-down
+`, abs, p.Registry.Host, p.RunDir)
+}
+
+// down signals the plane started by up and waits until it is gone.
+func down(args []string) error {
+	fs := flag.NewFlagSet("down", flag.ExitOnError)
+	var state stateFlags
+	state.register(fs)
+	_ = fs.Parse(args)
+	data, err := os.ReadFile(state.pidFile())
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Println("local-plane: no plane is running (no", state.pidFile()+")")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(string(data))
+	if err != nil {
+		return fmt.Errorf("bad pid file %s: %w", state.pidFile(), err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			_ = os.Remove(state.pidFile())
+			fmt.Println("local-plane: plane process", pid, "was already gone")
+			return nil
+		}
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			for _, f := range []string{"kubeconfig", "registry", "ready", "run-dir"} {
+				_ = os.Remove(filepath.Join(state.dir, f))
+			}
+			fmt.Println("local-plane: stopped")
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("plane process %d still running after 60s; kill it with: kill -9 -- %d", pid, pid)
+}

@@ -1,0 +1,123 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// NewClient returns a client that knows the Kubernetes and Flux kinds.
+func NewClient(cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+// OCIRepository points at a pushed artifact by tag on the plane's plain
+// HTTP registry.
+func OCIRepository(namespace, name string, a PushedArtifact) *sourcev1.OCIRepository {
+	return &sourcev1.OCIRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: sourcev1.OCIRepositorySpec{
+			URL:       a.URL,
+			Reference: &sourcev1.OCIRepositoryRef{Tag: a.Tag},
+			Insecure:  true,
+			Interval:  metav1.Duration{Duration: time.Minute},
+		},
+	}
+}
+
+// Kustomization applies the root of an OCIRepository's artifact with prune
+// and health checks of everything applied.
+func Kustomization(namespace, name, source string) *kustomizev1.Kustomization {
+	return &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: kustomizev1.KustomizationSpec{
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.OCIRepositoryKind, Name: source},
+			Path:      "./",
+			Prune:     true,
+			Wait:      true,
+			Interval:  metav1.Duration{Duration: 10 * time.Minute},
+			Timeout:   &metav1.Duration{Duration: 3 * time.Minute},
+		},
+	}
+}
+
+// conditioned is a Flux object with conditions.
+type conditioned interface {
+	client.Object
+	GetConditions() []metav1.Condition
+}
+
+// WaitReady waits until obj is Ready for its current generation. On timeout
+// the error carries the last Ready condition.
+func WaitReady(ctx context.Context, c client.Client, obj conditioned, timeout time.Duration) error {
+	key := client.ObjectKeyFromObject(obj)
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key, obj); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		ready := apimeta.FindStatusCondition(obj.GetConditions(), meta.ReadyCondition)
+		if ready == nil {
+			last = "no Ready condition yet"
+			return false, nil
+		}
+		last = fmt.Sprintf("Ready=%s %s: %s", ready.Status, ready.Reason, ready.Message)
+		return ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == obj.GetGeneration(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%T %s not Ready after %s (%s): %w", obj, key, timeout, last, err)
+	}
+	return nil
+}
+
+// Delivery is an artifact pushed to the plane's registry and applied by Flux.
+type Delivery struct {
+	Artifact      PushedArtifact
+	Repository    *sourcev1.OCIRepository
+	Kustomization *kustomizev1.Kustomization
+}
+
+// Deliver pushes files as an artifact to registryHost/<name>/app:v1, creates
+// an OCIRepository and a Kustomization named name in namespace, and waits
+// until both are Ready.
+func Deliver(ctx context.Context, c client.Client, registryHost, namespace, name string, files map[string][]byte) (*Delivery, error) {
+	pushed, err := PushFiles(ctx, registryHost, name+"/app", "v1", files, nil)
+	if err != nil {
+		return nil, err
+	}
+	d := &Delivery{
+		Artifact:      pushed,
+		Repository:    OCIRepository(namespace, name, pushed),
+		Kustomization: Kustomization(namespace, name, name),
+	}
+	for _, obj := range []client.Object{d.Repository, d.Kustomization} {
+		if err := c.Create(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	if err := WaitReady(ctx, c, d.Repository, time.Minute); err != nil {
+		return nil, err
+	}
+	if err := WaitReady(ctx, c, d.Kustomization, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	return d, nil
+}

@@ -1,0 +1,182 @@
+package plane
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/fluxcd/pkg/envsubst"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// CAPIVersion is the Cluster API release the plane's manager is built from.
+const CAPIVersion = "v1.14.2"
+
+// CAPIManagerOptions configure the real Cluster API core manager.
+type CAPIManagerOptions struct {
+	// Namespace holds the core provider's components: the webhook Service
+	// capi-webhook-service and the Secret capi-webhook-service-cert that
+	// certsim fills for the Certificate capi-serving-cert. Default
+	// capi-system.
+	Namespace string
+	// Install applies the real core components of CAPIVersion (CRDs,
+	// webhooks, Certificate, Service, RBAC, Deployment; variables at their
+	// defaults) before starting the manager. Leave it false when something
+	// else installed them, e.g. a Flux Kustomization under test.
+	Install bool
+}
+
+// CAPIManager is a running Cluster API core manager.
+type CAPIManager struct {
+	Namespace string
+	// WebhookAddr is where it serves its webhooks (loopback).
+	WebhookAddr string
+	proc        *process
+}
+
+// CAPIComponentsPath is the rendered core-components.yaml of a Cluster API
+// release that `make tools` prepared (v1.13.6 and v1.14.2).
+func (p *Plane) CAPIComponentsPath(version, file string) string {
+	return filepath.Join(p.opts.BinDir, "fixtures", "capi", version, file)
+}
+
+// StartCAPIManager runs the real CAPI core manager as a local process: its
+// controllers work on the plane, and the webhook router sends the API
+// server's calls for <namespace>/capi-webhook-service (admission and CRD
+// conversion) to it. It serves the certificate certsim issued for the
+// provider's own Certificate, so the caBundles in the CRDs and webhook
+// configurations trust it exactly as they would trust the in-cluster pod.
+func (p *Plane) StartCAPIManager(ctx context.Context, opts CAPIManagerOptions) (*CAPIManager, error) {
+	if opts.Namespace == "" {
+		opts.Namespace = "capi-system"
+	}
+	if opts.Install {
+		if opts.Namespace != "capi-system" {
+			// The released components name capi-system throughout; moving
+			// them is the product's job (clusterctl's namespace fixes).
+			return nil, fmt.Errorf("the harness installs Cluster API only into capi-system, not %q", opts.Namespace)
+		}
+		if err := p.installCAPICore(ctx, opts.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	certDir := filepath.Join(p.RunDir, "capi-manager-certs")
+	if err := p.writeWebhookCert(ctx, opts.Namespace, "capi-webhook-service-cert", certDir); err != nil {
+		return nil, err
+	}
+	webhookPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	healthPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	diagnosticsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	name := "cluster-api-manager"
+	proc, err := startProcess(processSpec{
+		Name:   name,
+		Binary: filepath.Join(p.opts.BinDir, name),
+		Args: append([]string{
+			"--leader-elect=false",
+			"--webhook-port=" + strconv.Itoa(webhookPort),
+			"--webhook-cert-dir=" + certDir,
+			"--health-addr=127.0.0.1:" + strconv.Itoa(healthPort),
+			"--diagnostics-address=127.0.0.1:" + strconv.Itoa(diagnosticsPort),
+			"--insecure-diagnostics=true",
+		}, p.opts.ExtraArgs[name]...),
+		Env:    []string{"KUBECONFIG=" + p.Kubeconfig, "POD_NAMESPACE=" + opts.Namespace},
+		LogDir: p.tracker.logDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.tracker.add(proc)
+	err = proc.waitReady(ctx, 90*time.Second, func(ctx context.Context) error {
+		return httpGetOK(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
+	})
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(webhookPort)
+	p.Webhooks.Route(opts.Namespace, "capi-webhook-service", addr)
+	p.logf("cluster-api manager %s serving webhooks of %s/capi-webhook-service at %s", CAPIVersion, opts.Namespace, addr)
+	return &CAPIManager{Namespace: opts.Namespace, WebhookAddr: addr, proc: proc}, nil
+}
+
+// Stop stops the manager; webhook calls for its Service then fail.
+func (m *CAPIManager) Stop() { m.proc.stop(10 * time.Second) }
+
+// installCAPICore applies the real core components, with every clusterctl
+// variable at its default, into namespace.
+func (p *Plane) installCAPICore(ctx context.Context, namespace string) error {
+	path := p.CAPIComponentsPath(CAPIVersion, "core-components.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading Cluster API components (build them with `make tools`): %w", err)
+	}
+	rendered, err := envsubst.Eval(string(data), func(string) (string, bool) { return "", false })
+	if err != nil {
+		return fmt.Errorf("substituting defaults in %s: %w", path, err)
+	}
+	objs, err := DecodeYAML(bytes.NewReader([]byte(rendered)))
+	if err != nil {
+		return err
+	}
+	applier, err := NewApplier(p.Config)
+	if err != nil {
+		return err
+	}
+	if err := applier.Apply(ctx, objs...); err != nil {
+		return fmt.Errorf("installing Cluster API %s core components: %w", CAPIVersion, err)
+	}
+	return waitCRDsEstablished(ctx, p.Config, objs)
+}
+
+// writeWebhookCert waits for the webhook serving Secret and writes its
+// tls.crt and tls.key to dir, as the manager's pod would mount them.
+func (p *Plane) writeWebhookCert(ctx context.Context, namespace, secret, dir string) error {
+	client, err := kubernetes.NewForConfig(p.Config)
+	if err != nil {
+		return err
+	}
+	var s *corev1.Secret
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := client.CoreV1().Secrets(namespace).Get(ctx, secret, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if len(got.Data["tls.crt"]) == 0 || len(got.Data["tls.key"]) == 0 {
+			return false, nil
+		}
+		s = got
+		return true, nil
+	})
+	if err != nil {
+		return &ComponentError{
+			Component: "cluster-api-manager",
+			Cause:     fmt.Errorf("webhook Secret %s/%s never got a certificate: is the core provider installed there? (%w)", namespace, secret, err),
+			LogPath:   p.LogPath("certsim"),
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, key := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(dir, key), s.Data[key], 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}

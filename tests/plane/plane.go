@@ -1,0 +1,304 @@
+package plane
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/capwright/capwright/tests/plane/certsim"
+)
+
+// Options configure a management plane.
+type Options struct {
+	// BinDir holds the component binaries and assets `make tools` builds.
+	// Default: $CAPWRIGHT_BIN_DIR, else bin/ at the repository root.
+	BinDir string
+	// RunDir receives every component's log, certificates and data.
+	// Default: a new directory under <BinDir>/runs/.
+	RunDir string
+	// Nodes is the number of kwok nodes; default 1.
+	Nodes int
+	// APIServerPort fixes the API server port; 0 picks a free one.
+	APIServerPort int
+	// ExtraArgs adds command-line arguments per component name
+	// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok,
+	// source-controller, kustomize-controller, helm-controller).
+	ExtraArgs map[string][]string
+	// Log receives progress lines; default io.Discard.
+	Log io.Writer
+}
+
+// Plane is a running local management plane: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok with simulated nodes, the
+// Flux source, kustomize and helm controllers, an in-process OCI registry,
+// the certsim stand-in for cert-manager and a webhook router that lets the
+// API server reach webhooks served by local processes.
+type Plane struct {
+	// RunDir holds the logs (<component>.log), certificates and data.
+	RunDir string
+	// Kubeconfig is the path of the admin kubeconfig.
+	Kubeconfig string
+	// Config is the admin REST config.
+	Config *rest.Config
+	// Registry is the in-process OCI registry (plain HTTP on loopback).
+	Registry *Registry
+	// Webhooks routes API server webhook calls for a Service to a local
+	// process.
+	Webhooks *WebhookRouter
+
+	opts      Options
+	api       *apiServer
+	tracker   *tracker
+	cancel    context.CancelFunc
+	inProcess sync.WaitGroup
+	stopOnce  sync.Once
+	stopErr   error
+
+	mu        sync.Mutex
+	workloads []*WorkloadCluster
+}
+
+// tracker remembers started processes so teardown reaches all of them.
+type tracker struct {
+	logDir string
+	mu     sync.Mutex
+	procs  []*process
+}
+
+func (t *tracker) add(p *process) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.procs = append(t.procs, p)
+}
+
+// stopAll stops processes in reverse start order.
+func (t *tracker) stopAll() {
+	t.mu.Lock()
+	procs := append([]*process(nil), t.procs...)
+	t.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].stop(10 * time.Second)
+	}
+}
+
+// PIDs returns the process ids of every component started so far.
+func (t *tracker) pids() []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var pids []int
+	for _, p := range t.procs {
+		pids = append(pids, p.pid())
+	}
+	return pids
+}
+
+// Start brings up a plane and returns once every component is ready. On any
+// failure it tears down what it started and returns an error naming the
+// component, the cause and its log file.
+func Start(ctx context.Context, opts Options) (*Plane, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	p := &Plane{
+		RunDir:  opts.RunDir,
+		opts:    opts,
+		tracker: &tracker{logDir: opts.RunDir},
+		cancel:  cancel,
+	}
+	if err := p.start(ctx, runCtx); err != nil {
+		_ = p.Stop()
+		return nil, fmt.Errorf("starting the local management plane (logs in %s): %w", opts.RunDir, err)
+	}
+	return p, nil
+}
+
+func (p *Plane) logf(format string, args ...any) {
+	fmt.Fprintf(p.opts.Log, "plane: "+format+"\n", args...)
+}
+
+func (p *Plane) start(ctx, runCtx context.Context) error {
+	start := time.Now()
+	webhooks, err := newWebhookRouter(p.RunDir)
+	if err != nil {
+		return err
+	}
+	p.Webhooks = webhooks
+	p.inProcess.Add(1)
+	go func() {
+		defer p.inProcess.Done()
+		webhooks.serve(runCtx)
+	}()
+
+	p.api, err = startAPIServer(ctx, apiServerOptions{
+		Dir:     p.RunDir,
+		BinDir:  p.opts.BinDir,
+		Port:    p.opts.APIServerPort,
+		Extra:   p.opts.ExtraArgs,
+		Egress:  webhooks.egressConfig,
+		Tracker: p.tracker,
+	})
+	if err != nil {
+		return err
+	}
+	p.Kubeconfig, p.Config = p.api.KubeconfigPath, p.api.Config
+	p.logf("kube-apiserver ready at %s after %s", p.api.URL(), time.Since(start).Round(time.Millisecond))
+	client, err := kubernetes.NewForConfig(p.Config)
+	if err != nil {
+		return err
+	}
+	webhooks.setClient(client)
+
+	// The rest starts side by side; each is awaited below.
+	kcm, err := p.startControllerManager()
+	if err != nil {
+		return err
+	}
+	scheduler, err := p.startScheduler()
+	if err != nil {
+		return err
+	}
+	kwok, err := p.startKwok()
+	if err != nil {
+		return err
+	}
+	if err := p.installCRDs(ctx); err != nil {
+		return err
+	}
+	flux, err := p.startFlux(ctx)
+	if err != nil {
+		return err
+	}
+	p.Registry, err = startRegistry()
+	if err != nil {
+		return err
+	}
+	p.startCertsim(runCtx)
+
+	for _, wait := range append([]func(context.Context) error{kcm, scheduler, kwok}, flux...) {
+		if err := wait(ctx); err != nil {
+			return err
+		}
+	}
+	p.logf("ready in %s (logs in %s)", time.Since(start).Round(time.Millisecond), p.RunDir)
+	return nil
+}
+
+// startCertsim runs the cert-manager stand-in in this process; its log is
+// certsim.log in the run directory.
+func (p *Plane) startCertsim(ctx context.Context) {
+	logFile, err := os.Create(filepath.Join(p.RunDir, "certsim.log"))
+	if err != nil {
+		logFile = nil
+	}
+	p.inProcess.Add(1)
+	go func() {
+		defer p.inProcess.Done()
+		if logFile != nil {
+			defer logFile.Close()
+		}
+		err := certsim.Run(ctx, p.Config, certsim.Options{Logf: func(format string, args ...any) {
+			if logFile != nil {
+				fmt.Fprintf(logFile, time.Now().Format(time.RFC3339Nano)+" "+format+"\n", args...)
+			}
+		}})
+		if err != nil && logFile != nil {
+			fmt.Fprintf(logFile, "certsim stopped: %v\n", err)
+		}
+	}()
+}
+
+// Stop tears everything down: workload clusters, processes (whole process
+// groups), in-process servers. It is safe to call more than once.
+func (p *Plane) Stop() error {
+	p.stopOnce.Do(func() {
+		var errs []error
+		p.mu.Lock()
+		workloads := p.workloads
+		p.mu.Unlock()
+		for _, w := range workloads {
+			w.stop()
+		}
+		p.tracker.stopAll()
+		p.cancel()
+		if p.Registry != nil {
+			errs = append(errs, p.Registry.close())
+		}
+		p.inProcess.Wait()
+		p.stopErr = errors.Join(errs...)
+	})
+	return p.stopErr
+}
+
+// PIDs lists the process ids of every component process the plane started,
+// workload clusters included; after Stop none of them is alive.
+func (p *Plane) PIDs() []int {
+	pids := p.tracker.pids()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.workloads {
+		pids = append(pids, w.tracker.pids()...)
+	}
+	return pids
+}
+
+// LogPath returns the log file of a component.
+func (p *Plane) LogPath(component string) string {
+	return filepath.Join(p.RunDir, component+".log")
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 1
+	}
+	if o.BinDir == "" {
+		dir, err := DefaultBinDir()
+		if err != nil {
+			return o, err
+		}
+		o.BinDir = dir
+	}
+	if o.RunDir == "" {
+		suffix := make([]byte, 3)
+		_, _ = rand.Read(suffix)
+		o.RunDir = filepath.Join(o.BinDir, "runs", time.Now().Format("20060102-150405")+"-"+hex.EncodeToString(suffix))
+	}
+	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
+		return o, fmt.Errorf("creating run directory: %w", err)
+	}
+	return o, nil
+}
+
+// DefaultBinDir is $CAPWRIGHT_BIN_DIR, or bin/ in the repository root found
+// from the working directory (tests run in their package directory).
+func DefaultBinDir() (string, error) {
+	if dir := os.Getenv("CAPWRIGHT_BIN_DIR"); dir != "" {
+		return filepath.Abs(dir)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "tests", "tools", "main.go")); err == nil {
+			return filepath.Join(dir, "bin"), nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", errors.New("cannot find the repository root (tests/tools) from the working directory; set CAPWRIGHT_BIN_DIR")
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// capiFixtureVersions are the Cluster API releases whose provider components
+// are rendered for tests: the current line and the one before it, so that
+// upgrades can be exercised.
+var capiFixtureVersions = []string{"v1.13.6", "v1.14.2"}
+
+// capiProvider is one provider config tree inside the cluster-api module and
+// the clusterctl file its rendering becomes.
+type capiProvider struct {
+	// Tree is the kustomize root, by release line: core moved from config/
+	// to core/config/ in v1.14.
+	Tree func(version string) string
+	// File is the clusterctl components file name.
+	File string
+	// Image is the development image the tree references; releases point it
+	// at registry.k8s.io/cluster-api/<name>:<version>.
+	Image string
+}
+
+var capiProviders = []capiProvider{
+	{
+		Tree: func(v string) string {
+			if v < "v1.14" {
+				return "config/default"
+			}
+			return "core/config/default"
+		},
+		File:  "core-components.yaml",
+		Image: "cluster-api-controller",
+	},
+	{
+		Tree:  func(string) string { return "bootstrap/kubeadm/config/default" },
+		File:  "bootstrap-components.yaml",
+		Image: "kubeadm-bootstrap-controller",
+	},
+	{
+		Tree:  func(string) string { return "controlplane/kubeadm/config/default" },
+		File:  "control-plane-components.yaml",
+		Image: "kubeadm-control-plane-controller",
+	},
+}
+
+// renderCAPIComponents renders the real provider components of each fixture
+// version with kustomize, the way a Cluster API release does, into
+// bin/fixtures/capi/<version>/ along with that release's metadata.yaml.
+func renderCAPIComponents(b *builder) error {
+	for _, version := range capiFixtureVersions {
+		modDir, err := b.moduleDir("capi", "sigs.k8s.io/cluster-api", version)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(b.binDir, "fixtures", "capi", version)
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		for _, p := range capiProviders {
+			data, err := renderTree(filepath.Join(modDir, p.Tree(version)), p.Image, version)
+			if err != nil {
+				return fmt.Errorf("rendering %s of cluster-api %s: %w", p.File, version, err)
+			}
+			if err := os.WriteFile(filepath.Join(out, p.File), data, 0o644); err != nil {
+				return err
+			}
+		}
+		metadata, err := os.ReadFile(filepath.Join(modDir, "metadata.yaml"))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(out, "metadata.yaml"), metadata, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// renderTree runs kustomize on tree through a small overlay that sets the
+// release image, since the module cache is read-only.
+func renderTree(tree, image, version string) ([]byte, error) {
+	overlay, err := os.MkdirTemp("", "capi-render-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(overlay)
+	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+images:
+- name: gcr.io/k8s-staging-cluster-api/%s
+  newName: registry.k8s.io/cluster-api/%s
+  newTag: %s
+`, tree, image, image, version)
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		return nil, err
+	}
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsNone
+	resMap, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), overlay)
+	if err != nil {
+		return nil, err
+	}
+	return resMap.AsYaml()
+}
