@@ -74,21 +74,26 @@ func TestRealCAPIComponentsBecomeReadyAndServeWebhooks(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "capi-system", Name: "capi-webhook-service-cert"}, &secret); err != nil {
 		t.Fatal(err)
 	}
-	crd := &unstructured.Unstructured{}
-	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	if err := c.Get(ctx, client.ObjectKey{Name: "clusters.cluster.x-k8s.io"}, crd); err != nil {
-		t.Fatal(err)
-	}
-	caBundle, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
-	if caBundle == "" {
-		t.Fatal("clusters.cluster.x-k8s.io has no conversion caBundle: CA injection did not happen")
+	// certsim injects the CA a moment after the Certificate is issued, as
+	// cert-manager's cainjector would.
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		if err := c.Get(ctx, client.ObjectKey{Name: "clusters.cluster.x-k8s.io"}, crd); err != nil {
+			return false, err
+		}
+		caBundle, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+		return caBundle != "", nil
+	})
+	if err != nil {
+		t.Fatalf("clusters.cluster.x-k8s.io never got a conversion caBundle: %v", err)
 	}
 
 	// Without a process behind the webhook Service, CAPI objects cannot be
 	// created: the webhook is real.
 	cluster := newCluster("before-manager")
 	err = c.Create(ctx, cluster)
-	if err == nil || !strings.Contains(err.Error(), "webhook") {
+	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Fatalf("creating a Cluster with no webhook server: want a webhook error, got %v", err)
 	}
 
@@ -98,13 +103,19 @@ func TestRealCAPIComponentsBecomeReadyAndServeWebhooks(t *testing.T) {
 	}
 	defer manager.Stop()
 
+	if err := env.InstallTestInfraClusterCRD(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	cluster = newCluster("e2e")
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := c.Create(ctx, cluster); err != nil {
+		err := c.Create(ctx, cluster)
+		if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
+			// The route may take a moment to be used by a fresh connection.
 			t.Logf("creating Cluster: %v", err)
 			return false, nil
 		}
-		return true, nil
+		return true, err
 	})
 	if err != nil {
 		t.Fatalf("Cluster could not be created with the CAPI manager serving webhooks: %v", err)
@@ -126,13 +137,22 @@ func TestRealCAPIComponentsBecomeReadyAndServeWebhooks(t *testing.T) {
 		t.Fatal("the CAPI manager never added its finalizer to Cluster default/e2e")
 	}
 	// Reading at v1beta1 goes through the conversion webhook.
-	old := &unstructured.UnstructuredList{}
-	old.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta1", Kind: "ClusterList"})
-	if err := c.List(ctx, old, client.InNamespace("default")); err != nil {
-		t.Fatalf("listing Clusters at v1beta1 (conversion webhook): %v", err)
+	crs := &unstructured.Unstructured{}
+	crs.SetGroupVersionKind(schema.GroupVersionKind{Group: "addons.cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterResourceSet"})
+	crs.SetNamespace("default")
+	crs.SetName("e2e")
+	_ = unstructured.SetNestedStringMap(crs.Object, map[string]string{"e2e": "true"}, "spec", "clusterSelector", "matchLabels")
+	_ = unstructured.SetNestedSlice(crs.Object, []any{map[string]any{"kind": "ConfigMap", "name": "addons"}}, "spec", "resources")
+	if err := c.Create(ctx, crs); err != nil {
+		t.Fatal(err)
 	}
-	if len(old.Items) != 1 {
-		t.Fatalf("want 1 Cluster at v1beta1, got %d", len(old.Items))
+	old := &unstructured.Unstructured{}
+	old.SetGroupVersionKind(schema.GroupVersionKind{Group: "addons.cluster.x-k8s.io", Version: "v1beta1", Kind: "ClusterResourceSet"})
+	if err := c.Get(ctx, client.ObjectKeyFromObject(crs), old); err != nil {
+		t.Fatalf("reading a ClusterResourceSet at v1beta1 (conversion webhook): %v", err)
+	}
+	if old.GetAPIVersion() != "addons.cluster.x-k8s.io/v1beta1" {
+		t.Fatalf("converted object has apiVersion %s", old.GetAPIVersion())
 	}
 	if err := c.Delete(ctx, cluster); err != nil {
 		t.Fatal(err)
@@ -151,5 +171,10 @@ func newCluster(name string) *unstructured.Unstructured {
 	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
 	u.SetNamespace("default")
 	u.SetName(name)
+	_ = unstructured.SetNestedMap(u.Object, map[string]any{
+		"apiGroup": "infrastructure.cluster.x-k8s.io",
+		"kind":     plane.TestInfraClusterKind,
+		"name":     name,
+	}, "spec", "infrastructureRef")
 	return u
 }

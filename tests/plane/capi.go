@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/envsubst"
@@ -180,3 +181,49 @@ func (p *Plane) writeWebhookCert(ctx context.Context, namespace, secret, dir str
 	}
 	return nil
 }
+
+// TestInfraClusterKind is the infrastructure kind of TestInfraClusterCRD.
+const TestInfraClusterKind = "TestInfraCluster"
+
+// InstallTestInfraClusterCRD installs the smallest infrastructure kind CAPI
+// accepts a Cluster reference to (group infrastructure.cluster.x-k8s.io, a
+// CRD carrying the v1beta2 contract label): CAPI looks the CRD up to convert
+// and to delete Clusters, and no infrastructure provider runs here.
+func (p *Plane) InstallTestInfraClusterCRD(ctx context.Context) error {
+	applier, err := NewApplier(p.Config)
+	if err != nil {
+		return err
+	}
+	objs, err := DecodeYAML(strings.NewReader(testInfraClusterCRD))
+	if err != nil {
+		return err
+	}
+	if err := applier.Apply(ctx, objs...); err != nil {
+		return err
+	}
+	return waitCRDsEstablished(ctx, p.Config, objs)
+}
+
+const testInfraClusterCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: testinfraclusters.infrastructure.cluster.x-k8s.io
+  labels:
+    cluster.x-k8s.io/v1beta2: v1beta1
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names:
+    kind: TestInfraCluster
+    listKind: TestInfraClusterList
+    plural: testinfraclusters
+    singular: testinfracluster
+  scope: Namespaced
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`

@@ -92,6 +92,11 @@ func renderTree(tree, image, version string) ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(overlay)
+	// kustomize refuses absolute resource paths.
+	rel, err := filepath.Rel(overlay, tree)
+	if err != nil {
+		return nil, err
+	}
 	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -100,7 +105,7 @@ images:
 - name: gcr.io/k8s-staging-cluster-api/%s
   newName: registry.k8s.io/cluster-api/%s
   newTag: %s
-`, tree, image, image, version)
+`, rel, image, image, version)
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		return nil, err
 	}

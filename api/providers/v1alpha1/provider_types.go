@@ -1,0 +1,338 @@
+package v1alpha1
+
+import (
+	"github.com/fluxcd/pkg/apis/kustomize"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProviderSpec is the desired state of a Cluster API provider, shared by
+// every provider kind. Field names follow cluster-api-operator where the
+// meaning is the same.
+// +kubebuilder:validation:XValidation:rule="!has(self.variables) || self.variables.all(k, k.matches('^[A-Za-z_][A-Za-z0-9_]*$'))",message="variables: names must be clusterctl variable names (letters, digits and _, not starting with a digit)"
+type ProviderSpec struct {
+	// Version is the provider release to install: a semantic version with a
+	// leading v, e.g. v1.14.2. It is also the tag of the OCI artifact.
+	// Changing it upgrades the provider; downgrades across minor versions
+	// are refused.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?([+][0-9A-Za-z.-]+)?$')",message="version must be a semantic version with a leading v, e.g. v1.14.2"
+	Version string `json:"version"`
+
+	// Source tells where the release manifests come from. When omitted, the
+	// controller's catalog of well-known providers gives the OCI repository
+	// (after its registry mirror rules).
+	// +optional
+	Source *ProviderSource `json:"source,omitempty"`
+
+	// ConfigSecret holds clusterctl variables (`${VAR}` in the components)
+	// as Secret data keys. Flux substitutes them after the build.
+	// +optional
+	ConfigSecret *SecretReference `json:"configSecret,omitempty"`
+
+	// Variables are clusterctl variables given inline; they win over
+	// ConfigSecret.
+	// +optional
+	Variables map[string]string `json:"variables,omitempty"`
+
+	// Manager configures the provider's controller manager; it becomes
+	// arguments of its manager container.
+	// +optional
+	Manager *ManagerSpec `json:"manager,omitempty"`
+
+	// Deployment customises the provider's controller Deployment.
+	// +optional
+	Deployment *DeploymentSpec `json:"deployment,omitempty"`
+
+	// Images overrides container images of the provider, as Flux
+	// Kustomization images do.
+	// +optional
+	Images []kustomize.Image `json:"images,omitempty"`
+
+	// Patches are strategic-merge or JSON6902 patches applied to the
+	// provider's components, as Flux Kustomization patches are.
+	// +optional
+	Patches []kustomize.Patch `json:"patches,omitempty"`
+
+	// DependsOn lists Flux objects that must be Ready before the provider is
+	// installed, e.g. the HelmRelease of cert-manager.
+	// +optional
+	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
+
+	// Interval at which Flux reconciles the provider's objects (drift
+	// correction). Default 10m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Timeout for applying the components and waiting for them to be
+	// healthy. Default 5m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Suspend stops reconciling the provider and its Flux objects; what is
+	// installed stays as it is.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// ProviderSource is where the provider's release manifests come from:
+// exactly one of OCI or Chart.
+// +kubebuilder:validation:XValidation:rule="has(self.oci) != has(self.chart)",message="source: set exactly one of oci or chart"
+type ProviderSource struct {
+	// OCI is an artifact in the Cluster API provider-artifact layout: one
+	// tar+gzip layer holding metadata.yaml and <type>-components.yaml.
+	// +optional
+	OCI *OCISource `json:"oci,omitempty"`
+
+	// Chart is an OCI Helm chart of the provider, installed by a HelmRelease.
+	// +optional
+	Chart *ChartSource `json:"chart,omitempty"`
+}
+
+// OCIRegistryAccess is how to reach and trust an OCI repository; it maps
+// onto Flux OCIRepository fields.
+type OCIRegistryAccess struct {
+	// URL of the repository, oci://host[:port]/path, without a tag (the tag
+	// is the version).
+	// +required
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches('^oci://[^/:@]+(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+$')",message="url must be oci://host[:port]/repository in lower case, without a tag or digest (the tag is spec.version)"
+	URL string `json:"url"`
+
+	// SecretRef names a Secret of type kubernetes.io/dockerconfigjson, in the
+	// provider's namespace, with credentials for the registry.
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// CertSecretRef names a Secret with ca.crt (and optionally tls.crt and
+	// tls.key) for the registry's TLS.
+	// +optional
+	CertSecretRef *meta.LocalObjectReference `json:"certSecretRef,omitempty"`
+
+	// Insecure allows plain HTTP. TLS verification is never turned off.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// Verify checks the artifact's signature with cosign or notation before
+	// Flux uses it.
+	// +optional
+	Verify *OCIVerification `json:"verify,omitempty"`
+}
+
+// OCISource is a provider artifact in an OCI repository.
+type OCISource struct {
+	OCIRegistryAccess `json:",inline"`
+
+	// Digest pins the artifact (sha256:…); the tag must still resolve to it.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^sha256:[a-f0-9]{64}$')",message="digest must be sha256: followed by 64 lower-case hex digits"
+	Digest string `json:"digest,omitempty"`
+}
+
+// ChartSource is a provider packaged as an OCI Helm chart; the chart's
+// version (and OCI tag) is spec.version.
+type ChartSource struct {
+	OCIRegistryAccess `json:",inline"`
+
+	// Values for the chart.
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// ValuesFrom merges values from ConfigMaps and Secrets in the provider's
+	// namespace, as HelmRelease valuesFrom does.
+	// +optional
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+}
+
+// ValuesReference is a ConfigMap or Secret key holding chart values.
+type ValuesReference struct {
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	// +required
+	Kind string `json:"kind"`
+	// +required
+	Name string `json:"name"`
+	// ValuesKey is the data key holding the values; default values.yaml.
+	// +optional
+	ValuesKey string `json:"valuesKey,omitempty"`
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// OCIVerification configures signature verification, as on a Flux
+// OCIRepository.
+type OCIVerification struct {
+	// Provider is the signing tool.
+	// +kubebuilder:validation:Enum=cosign;notation
+	// +kubebuilder:default:=cosign
+	// +optional
+	Provider string `json:"provider,omitempty"`
+	// SecretRef names a Secret with the public keys or trust policy.
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+	// MatchOIDCIdentity lists keyless signing identities to accept.
+	// +optional
+	MatchOIDCIdentity []OIDCIdentityMatch `json:"matchOIDCIdentity,omitempty"`
+}
+
+// OIDCIdentityMatch is a keyless signing identity (regular expressions).
+type OIDCIdentityMatch struct {
+	// +required
+	Issuer string `json:"issuer"`
+	// +required
+	Subject string `json:"subject"`
+}
+
+// SecretReference names a Secret, in the provider's namespace unless
+// Namespace is set.
+type SecretReference struct {
+	// +required
+	Name string `json:"name"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// DependencyReference is a Flux object that must be Ready first.
+type DependencyReference struct {
+	// Kind of the Flux object.
+	// +kubebuilder:validation:Enum=Kustomization;HelmRelease
+	// +kubebuilder:default:=Kustomization
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// +required
+	Name string `json:"name"`
+	// Namespace; default the provider's.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ManagerSpec configures a provider's controller manager. Each field becomes
+// the matching command-line argument of the manager container.
+type ManagerSpec struct {
+	// FeatureGates become --feature-gates=Name=true,…
+	// +optional
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
+	// Verbosity becomes --v.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Verbosity *int32 `json:"verbosity,omitempty"`
+	// MaxConcurrentReconciles becomes the provider's concurrency flags
+	// (e.g. --cluster-concurrency) through AdditionalArgs; kept as a typed
+	// field for parity with cluster-api-operator.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxConcurrentReconciles *int32 `json:"maxConcurrentReconciles,omitempty"`
+	// SyncPeriod becomes --sync-period.
+	// +optional
+	SyncPeriod *metav1.Duration `json:"syncPeriod,omitempty"`
+	// MetricsBindAddress becomes --diagnostics-address.
+	// +optional
+	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
+	// HealthProbeBindAddress becomes --health-addr.
+	// +optional
+	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
+	// AdditionalArgs are further --key=value arguments.
+	// +optional
+	AdditionalArgs map[string]string `json:"additionalArgs,omitempty"`
+}
+
+// DeploymentSpec customises a provider's controller Deployment.
+type DeploymentSpec struct {
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Replicas *int32 `json:"replicas,omitempty"`
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Containers customise containers by name (default: the manager).
+	// +optional
+	Containers []ContainerSpec `json:"containers,omitempty"`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+}
+
+// ContainerSpec customises one container of the provider's Deployment.
+type ContainerSpec struct {
+	// Name of the container to change.
+	// +required
+	Name string `json:"name"`
+	// ImageURL replaces the container image.
+	// +optional
+	ImageURL string `json:"imageUrl,omitempty"`
+	// Args are set as --key=value, replacing an argument with the same key.
+	// +optional
+	Args map[string]string `json:"args,omitempty"`
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// +optional
+	Command []string `json:"command,omitempty"`
+}
+
+// ProviderStatus is the observed state of a provider.
+type ProviderStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions in Cluster API v1beta2 style: Ready summarises
+	// ArtifactResolved, Compatible, Installed, Available, Paused and
+	// Deleting.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// InstalledVersion is the version Flux applied and found healthy.
+	// +optional
+	InstalledVersion string `json:"installedVersion,omitempty"`
+
+	// Contract is the Cluster API contract of the desired version (from its
+	// metadata.yaml release series), e.g. v1beta2.
+	// +optional
+	Contract string `json:"contract,omitempty"`
+
+	// Artifact is the artifact preflight checked and Flux is pinned to.
+	// +optional
+	Artifact *ResolvedArtifact `json:"artifact,omitempty"`
+
+	// FluxObjects are the Flux objects generated for the provider and their
+	// readiness.
+	// +optional
+	FluxObjects []FluxObjectStatus `json:"fluxObjects,omitempty"`
+}
+
+// ResolvedArtifact identifies the checked artifact.
+type ResolvedArtifact struct {
+	// URL of the repository (after mirror rules).
+	URL string `json:"url"`
+	// Revision is tag@sha256:digest, as Flux reports it.
+	Revision string `json:"revision"`
+	// Digest of the OCI manifest.
+	Digest string `json:"digest"`
+}
+
+// FluxObjectStatus is a generated Flux object and its readiness.
+type FluxObjectStatus struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Ready mirrors the object's Ready condition for its current
+	// generation (Unknown until it has one).
+	Ready metav1.ConditionStatus `json:"ready"`
+	// Reason of the object's Ready condition.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
