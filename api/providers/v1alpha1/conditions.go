@@ -1,0 +1,84 @@
+package v1alpha1
+
+// Condition types of a provider, in Cluster API v1beta2 style. Each starts
+// Unknown and carries the generation it describes.
+const (
+	// ReadyCondition summarises the others: True only when the artifact is
+	// resolved and compatible, Flux installed the desired version and it is
+	// available, the provider is not paused and not being deleted.
+	ReadyCondition = "Ready"
+	// ArtifactResolvedCondition is True when the version's artifact was
+	// resolved to a digest, read and found in the provider-artifact layout.
+	ArtifactResolvedCondition = "ArtifactResolved"
+	// CompatibleCondition is True when preflight found the version
+	// installable: its contract works with the core provider's, it is not a
+	// downgrade across minor versions, no other provider has the same type
+	// and name, every variable has a value or a default, and (non-core) the
+	// core provider is Ready.
+	CompatibleCondition = "Compatible"
+	// InstalledCondition is True when Flux applied the desired version's
+	// artifact and its health checks passed.
+	InstalledCondition = "Installed"
+	// AvailableCondition is True while everything Flux applied for the
+	// provider is healthy.
+	AvailableCondition = "Available"
+	// PausedCondition is True while spec.suspend is set.
+	PausedCondition = "Paused"
+	// DeletingCondition is True while the provider is being deleted; its
+	// message names what blocks the deletion.
+	DeletingCondition = "Deleting"
+)
+
+// Condition reasons.
+const (
+	// Generic.
+	ReconcilingReason = "Reconciling"
+	SucceededReason   = "Succeeded"
+	NotPausedReason   = "NotPaused"
+	PausedReason      = "Paused"
+	NotDeletingReason = "NotDeleting"
+
+	// ArtifactResolved.
+	ResolvedReason             = "Resolved"
+	ResolveFailedReason        = "ResolveFailed"
+	ArtifactInvalidReason      = "ArtifactInvalid"
+	ArtifactTooLargeReason     = "ArtifactTooLarge"
+	DigestMismatchReason       = "DigestMismatch"
+	TagMovedReason             = "TagMoved"
+	SourceUnsupportedReason    = "SourceUnsupported"
+	AuthenticationFailedReason = "AuthenticationFailed"
+
+	// Compatible.
+	CompatibleReason           = "Compatible"
+	ContractUnknownReason      = "ContractUnknown"
+	IncompatibleContractReason = "IncompatibleContract"
+	DowngradeReason            = "DowngradeRefused"
+	DuplicateProviderReason    = "DuplicateProvider"
+	MissingVariablesReason     = "MissingVariables"
+	WaitingForCoreReason       = "WaitingForCoreProvider"
+	WaitingForDependencyReason = "WaitingForDependency"
+	ConfigSecretMissingReason  = "ConfigSecretMissing"
+
+	// Installed and Available.
+	InstallingReason     = "Installing"
+	UpgradingReason      = "Upgrading"
+	InstalledReason      = "Installed"
+	InstallFailedReason  = "InstallFailed"
+	AvailableReason      = "Available"
+	NotAvailableReason   = "NotAvailable"
+	FluxAPIMissingReason = "FluxAPIMissing"
+
+	// Deleting.
+	DeletionBlockedReason = "DeletionBlocked"
+	DeletingReason        = "Deleting"
+)
+
+// Labels and annotations Capwright puts on what it generates.
+const (
+	// ProviderKindLabel and ProviderNameLabel point a generated Flux object
+	// back at its provider (namespace = the object's namespace).
+	ProviderKindLabel = "providers.capwright.io/kind"
+	ProviderNameLabel = "providers.capwright.io/name"
+	// Finalizer holds a provider until its Flux objects are gone.
+	Finalizer = "providers.capwright.io/finalizer"
+)
