@@ -39,11 +39,11 @@ build: ## Build every Go package of both modules.
 
 .PHONY: generate
 generate: ## Generate deep-copy code for the API types.
-	$(CONTROLLER_GEN) object paths=./api/...
+	cd api && $(CONTROLLER_GEN) object paths=./...
 
 .PHONY: manifests
-manifests: ## Generate CRDs and RBAC into manifests/.
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=$(CURDIR)/manifests/crd/bases
+manifests: ## Generate CRDs into manifests/crd/bases.
+	cd api && $(CONTROLLER_GEN) crd paths=./... output:crd:dir=$(CURDIR)/manifests/crd/bases
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## go vet and golangci-lint on both modules.

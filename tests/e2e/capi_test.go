@@ -53,7 +53,7 @@ func TestRealCAPIComponentsBecomeReadyAndServeWebhooks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := framework.WaitReady(ctx, c, ks, 4*time.Minute); err != nil {
+	if err := framework.WaitApplied(ctx, c, ks, pushed.Tag+"@"+pushed.Digest, 4*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("kustomize-controller: %s", readyMessage(ks))

@@ -119,14 +119,19 @@ func up(args []string) error {
 	if err := os.WriteFile(filepath.Join(state.dir, "ready"), []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644); err != nil {
 		return err
 	}
-	printUsage(state.dir, p)
+	printUsage(state.dir, p, *workloads)
 	<-ctx.Done()
 	fmt.Println("local-plane: stopping")
 	return p.Stop()
 }
 
-func printUsage(stateDir string, p *plane.Plane) {
+func printUsage(stateDir string, p *plane.Plane, workloads int) {
 	abs, _ := filepath.Abs(stateDir)
+	defer func() {
+		for i := 1; i <= workloads; i++ {
+			fmt.Printf("  workload cluster workload-%d: %s/workload-%d.kubeconfig\n", i, abs, i)
+		}
+	}()
 	fmt.Printf(`
 The local management plane is up.
   kubeconfig:  %[1]s/kubeconfig      (export KUBECONFIG=%[1]s/kubeconfig)

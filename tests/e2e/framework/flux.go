@@ -116,8 +116,27 @@ func Deliver(ctx context.Context, c client.Client, registryHost, namespace, name
 	if err := WaitReady(ctx, c, d.Repository, time.Minute); err != nil {
 		return nil, err
 	}
-	if err := WaitReady(ctx, c, d.Kustomization, 2*time.Minute); err != nil {
+	if err := WaitApplied(ctx, c, d.Kustomization, pushed.Tag+"@"+pushed.Digest, 2*time.Minute); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// WaitApplied waits until ks is Ready for its generation with revision
+// applied: kustomize-controller may report Ready a moment before it records
+// lastAppliedRevision.
+func WaitApplied(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization, revision string, timeout time.Duration) error {
+	if err := WaitReady(ctx, c, ks, timeout); err != nil {
+		return err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ks), ks); err != nil {
+			return false, nil
+		}
+		return ks.Status.LastAppliedRevision == revision, nil
+	})
+	if err != nil {
+		return fmt.Errorf("Kustomization %s/%s never recorded revision %s as applied (has %q): %w", ks.Namespace, ks.Name, revision, ks.Status.LastAppliedRevision, err)
+	}
+	return nil
 }
