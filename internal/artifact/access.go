@@ -1,0 +1,80 @@
+package artifact
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/retry"
+)
+
+// Access is how to reach and authenticate to a registry. TLS certificates
+// are always verified for https; PlainHTTP is the only way around TLS.
+type Access struct {
+	// PlainHTTP talks http instead of https (spec.source.oci.insecure).
+	PlainHTTP bool
+	// RootCAs trusted for the registry's certificate; nil means the system
+	// pool.
+	RootCAs *x509.CertPool
+	// ClientCert is presented for mutual TLS.
+	ClientCert *tls.Certificate
+	// Username and Password for basic auth or a token exchange.
+	Username, Password string
+	// IdentityToken is an OAuth2 refresh token (the "identitytoken" of a
+	// docker config), used instead of Username and Password.
+	IdentityToken string
+	// UserAgent identifies Capwright to the registry.
+	UserAgent string
+}
+
+// repository returns an oras-go repository for ref with this access, and a
+// function that releases its idle connections.
+func (a Access) repository(ref Reference, maxMetadata int64) (*remote.Repository, func(), error) {
+	repo, err := remote.NewRepository(ref.Host + "/" + ref.Repository)
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid repository %s: %w", ref.URL(), err)
+	}
+	repo.PlainHTTP = a.PlainHTTP
+	repo.MaxMetadataBytes = maxMetadata
+
+	transport := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: time.Minute,
+		IdleConnTimeout:       90 * time.Second,
+		TLSClientConfig: &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			RootCAs:    a.RootCAs,
+		},
+	}
+	if a.ClientCert != nil {
+		transport.TLSClientConfig.Certificates = []tls.Certificate{*a.ClientCert}
+	}
+	client := &auth.Client{
+		Client: &http.Client{Transport: retry.NewTransport(transport)},
+		Header: http.Header{},
+		Cache:  auth.NewCache(),
+	}
+	if a.UserAgent != "" {
+		client.Header.Set("User-Agent", a.UserAgent)
+	}
+	if cred := a.credential(); cred != auth.EmptyCredential {
+		client.Credential = auth.StaticCredential(ref.Host, cred)
+	}
+	repo.Client = client
+	return repo, transport.CloseIdleConnections, nil
+}
+
+func (a Access) credential() auth.Credential {
+	if a.IdentityToken != "" {
+		return auth.Credential{Username: a.Username, RefreshToken: a.IdentityToken}
+	}
+	return auth.Credential{Username: a.Username, Password: a.Password}
+}

@@ -1,0 +1,82 @@
+package artifact_test
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/capwright/capwright/internal/artifact"
+)
+
+func TestRegistryCredentials(t *testing.T) {
+	const user, password = "capwright", "s3cret-Passw0rd"
+	srv := httptest.NewServer(basicAuth(registry.New(registry.Logger(log.New(io.Discard, "", 0))), user, password))
+	t.Cleanup(srv.Close)
+	ref := artifact.Reference{Host: strings.TrimPrefix(srv.URL, "http://"), Repository: "private/core", Tag: "v1.14.2"}
+	files := map[string][]byte{"metadata.yaml": []byte("m")}
+	ctx := context.Background()
+
+	good := artifact.Access{PlainHTTP: true, Username: user, Password: password}
+	if _, err := artifact.Push(ctx, ref, files, nil, good); err != nil {
+		t.Fatalf("Push with credentials: %v", err)
+	}
+	if _, err := (&artifact.Fetcher{}).Fetch(ctx, ref, good); err != nil {
+		t.Fatalf("Fetch with credentials: %v", err)
+	}
+
+	tests := []struct {
+		name   string
+		access artifact.Access
+	}{
+		{"wrong password", artifact.Access{PlainHTTP: true, Username: user, Password: "wrong-" + password}},
+		{"no credentials", artifact.Access{PlainHTTP: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := (&artifact.Fetcher{}).Fetch(ctx, ref, tt.access)
+			var authErr *artifact.AuthError
+			if !errors.As(err, &authErr) || authErr.StatusCode != 401 {
+				t.Fatalf("Fetch error = %v, want *AuthError with status 401", err)
+			}
+			if strings.Contains(err.Error(), password) || strings.Contains(err.Error(), user) {
+				t.Errorf("error %q leaks credentials", err)
+			}
+			if !strings.Contains(err.Error(), ref.String()) || !strings.Contains(err.Error(), "credentials") {
+				t.Errorf("error %q should name the artifact and point at the credentials", err)
+			}
+			_, err = artifact.Push(ctx, ref, files, nil, tt.access)
+			if !errors.As(err, &authErr) {
+				t.Errorf("Push error = %v, want *AuthError", err)
+			}
+		})
+	}
+}
+
+func TestRegistryTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	ref := artifact.Reference{Host: strings.TrimPrefix(srv.URL, "https://"), Repository: "tls/core", Tag: "v1.14.2"}
+	ctx := context.Background()
+
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	trusted := artifact.Access{RootCAs: pool}
+	if _, err := artifact.Push(ctx, ref, map[string][]byte{"metadata.yaml": []byte("m")}, nil, trusted); err != nil {
+		t.Fatalf("Push over TLS with the registry's CA: %v", err)
+	}
+	if _, err := (&artifact.Fetcher{}).Fetch(ctx, ref, trusted); err != nil {
+		t.Fatalf("Fetch over TLS with the registry's CA: %v", err)
+	}
+	_, err := (&artifact.Fetcher{}).Fetch(ctx, ref, artifact.Access{})
+	var unknownCA x509.UnknownAuthorityError
+	if !errors.As(err, &unknownCA) {
+		t.Fatalf("Fetch without the CA = %v, want a certificate verification error", err)
+	}
+}

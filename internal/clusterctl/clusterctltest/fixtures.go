@@ -1,0 +1,64 @@
+// Package clusterctltest gives tests the real Cluster API release manifests
+// that `make tools` renders into bin/fixtures/capi/<version>/ (core,
+// bootstrap and control-plane components plus metadata.yaml).
+package clusterctltest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Versions with fixtures.
+const (
+	// Current is the Cluster API release Capwright is built against.
+	Current = "v1.14.2"
+	// Previous is the older release used for upgrade tests.
+	Previous = "v1.13.6"
+)
+
+// Dir returns bin/fixtures/capi/<version>: under $CAPWRIGHT_BIN_DIR when
+// set, else under bin/ of the repository root found from the working
+// directory (the directory holding tests/tools/main.go). It fails the test
+// when the fixtures are missing: they are built, never skipped.
+func Dir(t testing.TB, version string) string {
+	t.Helper()
+	bin, err := binDir()
+	if err != nil {
+		t.Fatalf("locating the fixtures: %v", err)
+	}
+	dir := filepath.Join(bin, "fixtures", "capi", version)
+	if _, err := os.Stat(filepath.Join(dir, "metadata.yaml")); err != nil {
+		t.Fatalf("Cluster API %s fixtures are missing in %s: run `make tools` at the repository root (%v)", version, dir, err)
+	}
+	return dir
+}
+
+// Read returns one fixture file, e.g. Read(t, Current, "core-components.yaml").
+func Read(t testing.TB, version, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(Dir(t, version), file))
+	if err != nil {
+		t.Fatalf("reading fixture %s of Cluster API %s: %v; run `make tools` at the repository root", file, version, err)
+	}
+	return data
+}
+
+func binDir() (string, error) {
+	if dir := os.Getenv("CAPWRIGHT_BIN_DIR"); dir != "" {
+		return filepath.Abs(dir)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "tests", "tools", "main.go")); err == nil {
+			return filepath.Join(dir, "bin"), nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", errors.New("no repository root (a directory with tests/tools/main.go) above the working directory; set CAPWRIGHT_BIN_DIR to the bin directory `make tools` fills")
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package clusterctl
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ComponentNamespace returns the namespace the components install into:
+// the name of their single Namespace object. clusterctl derives the default
+// target namespace the same way; components without one, or with several,
+// cannot be moved to the provider's namespace reliably.
+func ComponentNamespace(components []byte) (string, error) {
+	objs, err := decodeObjects(components)
+	if err != nil {
+		return "", err
+	}
+	return componentNamespace(objs)
+}
+
+func componentNamespace(objs []object) (string, error) {
+	var names []string
+	for _, o := range objs {
+		if isNamespace(o) {
+			names = append(names, o.GetName())
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "", errors.New("the components have no Namespace object: a provider's components must create the namespace they run in")
+	case 1:
+		return names[0], nil
+	}
+	return "", fmt.Errorf("the components have %d Namespace objects (%s), clusterctl allows exactly one: the provider's own namespace",
+		len(names), strings.Join(names, ", "))
+}
+
+// isNamespace tells whether o is a core/v1 Namespace.
+func isNamespace(o object) bool {
+	return o.GetAPIVersion() == "v1" && o.GetKind() == "Namespace"
+}
+
+// isCRD tells whether o is a CustomResourceDefinition.
+func isCRD(o object) bool {
+	return o.GroupVersionKind().Group == "apiextensions.k8s.io" && o.GetKind() == "CustomResourceDefinition"
+}
+
+// CRDKinds returns the group and kind of every CustomResourceDefinition in
+// the components, sorted: the kinds whose objects must be gone before the
+// provider may be deleted.
+func CRDKinds(components []byte) ([]schema.GroupKind, error) {
+	objs, err := decodeObjects(components)
+	if err != nil {
+		return nil, err
+	}
+	var kinds []schema.GroupKind
+	for _, o := range objs {
+		if !isCRD(o) {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		if group == "" || kind == "" {
+			return nil, fmt.Errorf("%s: spec.group and spec.names.kind are required", o)
+		}
+		kinds = append(kinds, schema.GroupKind{Group: group, Kind: kind})
+	}
+	slices.SortFunc(kinds, func(a, b schema.GroupKind) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Kind, b.Kind))
+	})
+	return slices.Compact(kinds), nil
+}

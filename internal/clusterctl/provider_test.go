@@ -1,0 +1,33 @@
+package clusterctl_test
+
+import (
+	"testing"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterctl"
+)
+
+func TestComponentsFileAndLabel(t *testing.T) {
+	tests := []struct {
+		providerType, name, file, label string
+	}{
+		{v1alpha1.CoreProviderType, "cluster-api", "core-components.yaml", "cluster-api"},
+		{v1alpha1.BootstrapProviderType, "kubeadm", "bootstrap-components.yaml", "bootstrap-kubeadm"},
+		{v1alpha1.ControlPlaneProviderType, "kubeadm", "control-plane-components.yaml", "control-plane-kubeadm"},
+		{v1alpha1.InfrastructureProviderType, "aws", "infrastructure-components.yaml", "infrastructure-aws"},
+		{v1alpha1.IPAMProviderType, "in-cluster", "ipam-components.yaml", "ipam-in-cluster"},
+		{v1alpha1.RuntimeExtensionProviderType, "test", "runtime-extension-components.yaml", "runtime-extension-test"},
+		{v1alpha1.AddonProviderType, "helm", "addon-components.yaml", "addon-helm"},
+		{"unknown", "x", "", "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.providerType, func(t *testing.T) {
+			if got := clusterctl.ComponentsFile(tt.providerType); got != tt.file {
+				t.Errorf("ComponentsFile(%q) = %q, want %q", tt.providerType, got, tt.file)
+			}
+			if got := clusterctl.ProviderLabelValue(tt.providerType, tt.name); got != tt.label {
+				t.Errorf("ProviderLabelValue(%q, %q) = %q, want %q", tt.providerType, tt.name, got, tt.label)
+			}
+		})
+	}
+}
