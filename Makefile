@@ -26,8 +26,15 @@ help: ## Show the targets.
 tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI) into bin/.
 	$(GO) -C tests/tools run . -bin $(BIN)
 
+.PHONY: fixtures
+fixtures: ## Render the real Cluster API v1.13/v1.14 provider components used as test fixtures into bin/fixtures.
+	$(GO) -C tests/tools run . -bin $(BIN) capi
+
 $(BIN)/local-plane: FORCE
 	$(GO) build -o $@ ./tests/cmd/local-plane
+
+$(BIN)/capwright-manager: FORCE
+	$(GO) build -o $@ ./cmd/manager
 
 .PHONY: FORCE
 FORCE:
@@ -42,8 +49,12 @@ generate: ## Generate deep-copy code for the API types.
 	cd api && $(CONTROLLER_GEN) object paths=./...
 
 .PHONY: manifests
-manifests: ## Generate CRDs into manifests/crd/bases.
+manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inventory CRD of the pinned Cluster API.
 	cd api && $(CONTROLLER_GEN) crd paths=./... output:crd:dir=$(CURDIR)/manifests/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=capwright-manager paths=./internal/... output:rbac:dir=$(CURDIR)/manifests/rbac
+	capi=$$(GOFLAGS=-mod=mod $(GO) -C tests/tools/capi list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api) && \
+	{ echo "# clusterctl's inventory CRD, copied by make manifests from sigs.k8s.io/cluster-api $$(basename $$capi | cut -d@ -f2)."; \
+	  cat $$capi/cmd/clusterctl/config/manifest/clusterctl-api.yaml; } > manifests/clusterctl/clusterctl-api.yaml
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## go vet and golangci-lint on both modules.
@@ -67,7 +78,7 @@ demo: tools $(BIN)/local-plane ## Start the local plane, show Flux delivering on
 	$(BIN)/local-plane demo
 
 .PHONY: plane-up
-plane-up: tools $(BIN)/local-plane ## Start the local plane in the background (bin/plane/kubeconfig, bin/plane/registry).
+plane-up: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Start the local plane in the background (bin/plane/kubeconfig, bin/plane/registry).
 	@mkdir -p $(PLANE_STATE)
 	@if [ -f $(PLANE_STATE)/pid ] && kill -0 $$(cat $(PLANE_STATE)/pid) 2>/dev/null; then \
 		echo "plane already running (pid $$(cat $(PLANE_STATE)/pid)); make plane-down first"; exit 1; fi

@@ -29,13 +29,15 @@ const adminUser = "capwright-admin"
 type apiServerOptions struct {
 	// Name prefixes component names (log files, errors): "" for the
 	// management plane, "workload-1" for a workload cluster.
-	Name    string
-	Dir     string
-	BinDir  string
-	Port    int
-	Extra   map[string][]string
-	Egress  string // egress selector config file, optional
-	Tracker *tracker
+	Name   string
+	Dir    string
+	BinDir string
+	Port   int
+	Extra  map[string][]string
+	Egress string // egress selector config file, optional
+	// AuditLog records every write request in <Dir>/audit.log.
+	AuditLog bool
+	Tracker  *tracker
 }
 
 // apiServer is a running etcd + kube-apiserver with its PKI and an admin
@@ -205,6 +207,13 @@ func (s *apiServer) startKubeAPIServer(ctx context.Context, etcdURL string) erro
 		"--proxy-client-cert-file=" + frontCert,
 		"--proxy-client-key-file=" + frontKey,
 		"--enable-priority-and-fairness=false",
+	}
+	if s.opts.AuditLog {
+		policy := filepath.Join(s.pkiDir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+			return err
+		}
+		args = append(args, "--audit-policy-file="+policy, "--audit-log-path="+filepath.Join(s.opts.Dir, "audit.log"), "--audit-log-format=json", "--audit-log-maxsize=0")
 	}
 	if s.opts.Egress != "" {
 		args = append(args, "--egress-selector-config-file="+s.opts.Egress)

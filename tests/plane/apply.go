@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -122,6 +123,8 @@ func (a *Applier) ApplyFiles(ctx context.Context, dir string) ([]*unstructured.U
 		return nil, fmt.Errorf("no YAML files in %s; build them with `make tools`", dir)
 	}
 	sort.Strings(files)
+	// A kustomize kustomization.yaml beside the manifests is not an object.
+	files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "kustomization.yaml" })
 	var all []*unstructured.Unstructured
 	for _, f := range files {
 		data, err := os.ReadFile(f)

@@ -34,6 +34,10 @@ type Options struct {
 	// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok,
 	// source-controller, kustomize-controller, helm-controller).
 	ExtraArgs map[string][]string
+	// AuditLog makes the API server record every write request (who, what
+	// verb, which object) so tests can count a component's writes; see
+	// Plane.Writes.
+	AuditLog bool
 	// Log receives progress lines; default io.Discard.
 	Log io.Writer
 }
@@ -142,12 +146,13 @@ func (p *Plane) start(ctx, runCtx context.Context) error {
 	}()
 
 	p.api, err = startAPIServer(ctx, apiServerOptions{
-		Dir:     p.RunDir,
-		BinDir:  p.opts.BinDir,
-		Port:    p.opts.APIServerPort,
-		Extra:   p.opts.ExtraArgs,
-		Egress:  webhooks.egressConfig,
-		Tracker: p.tracker,
+		Dir:      p.RunDir,
+		BinDir:   p.opts.BinDir,
+		Port:     p.opts.APIServerPort,
+		Extra:    p.opts.ExtraArgs,
+		Egress:   webhooks.egressConfig,
+		Tracker:  p.tracker,
+		AuditLog: p.opts.AuditLog,
 	})
 	if err != nil {
 		return err

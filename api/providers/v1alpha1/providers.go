@@ -36,6 +36,7 @@ type Provider interface {
 // +kubebuilder:object:generate=false
 type ProviderList interface {
 	runtime.Object
+	metav1.ListInterface
 	GetItems() []Provider
 }
 

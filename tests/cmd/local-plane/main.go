@@ -48,7 +48,8 @@ func usage() {
 	fmt.Fprint(os.Stderr, `local-plane runs the local Kubernetes + Flux management plane.
 
 Usage:
-  local-plane up   [-state DIR] [-workload-clusters N]   start, write DIR/kubeconfig and DIR/registry, run until signalled
+  local-plane up   [-state DIR] [-workload-clusters N] [-capwright=false]
+                   start (with the Capwright manager), write DIR/kubeconfig and DIR/registry, run until signalled
   local-plane down [-state DIR]                          stop a plane started with up
   local-plane demo                                       start, prove Flux works, print what runs, stop
 
@@ -73,6 +74,7 @@ func up(args []string) error {
 	var state stateFlags
 	state.register(fs)
 	workloads := fs.Int("workload-clusters", 0, "number of workload clusters to start")
+	capwright := fs.Bool("capwright", true, "install the Capwright CRDs and run bin/capwright-manager against the plane")
 	_ = fs.Parse(args)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -94,6 +96,11 @@ func up(args []string) error {
 		return err
 	}
 	defer p.Stop()
+	if *capwright {
+		if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{}); err != nil {
+			return err
+		}
+	}
 	files := map[string][]byte{
 		"registry": []byte(p.Registry.Host + "\n"),
 		"run-dir":  []byte(p.RunDir + "\n"),

@@ -1,0 +1,201 @@
+// Command manager runs the Capwright controllers: it turns provider CRs into
+// Flux objects and folds their health back into the CRs' status.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/runtime/events"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrlruntime "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/controller/provider"
+)
+
+const controllerName = "capwright"
+
+type mirrorFlags []string
+
+func (m *mirrorFlags) String() string     { return fmt.Sprint(*m) }
+func (m *mirrorFlags) Set(s string) error { *m = append(*m, s); return nil }
+
+func main() {
+	var (
+		metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize string
+		leaderElect                                             bool
+		concurrent                                              int
+		resync                                                  time.Duration
+		mirrors, insecure                                       mirrorFlags
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	flag.StringVar(&eventsAddr, "events-addr", "", "notification-controller address to forward events to, as Flux controllers do (e.g. http://notification-controller.flux-system.svc.cluster.local./)")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader, for running more than one replica")
+	flag.IntVar(&concurrent, "concurrent", 4, "providers of one kind reconciled at once")
+	flag.DurationVar(&resync, "resync-interval", 10*time.Minute, "how often an unchanged provider's artifact tag is re-resolved at most (spec.interval may be shorter)")
+	flag.StringVar(&maxSize, "max-artifact-size", "64Mi", "largest provider artifact read from a registry, compressed or unpacked")
+	flag.Var(&mirrors, "registry-mirror", "FROM=TO registry mirror rule for artifacts and container images (repeatable), e.g. registry.k8s.io=mirror.example.com/k8s")
+	flag.Var(&insecure, "insecure-registry", "HOST[:PORT] of a registry reached over plain HTTP, e.g. an internal mirror (repeatable); TLS verification is never switched off for HTTPS registries")
+	flag.StringVar(&mirrorFile, "registry-mirror-file", "", "file of FROM=TO rules, one per line (as `capwright mirror` writes it)")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrlruntime.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrlruntime.Log.WithName("setup")
+
+	if err := run(runOptions{metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize, leaderElect, concurrent, resync, mirrors, insecure}); err != nil {
+		log.Error(err, "manager stopped")
+		os.Exit(1)
+	}
+}
+
+type runOptions struct {
+	metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize string
+	leaderElect                                             bool
+	concurrent                                              int
+	resync                                                  time.Duration
+	mirrors, insecure                                       []string
+}
+
+func run(o runOptions) error {
+	rules, err := mirrorRules(o.mirrors, o.mirrorFile)
+	if err != nil {
+		return err
+	}
+	size, err := resource.ParseQuantity(o.maxSize)
+	if err != nil {
+		return fmt.Errorf("--max-artifact-size %q: %w", o.maxSize, err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	cfg, err := ctrlruntime.GetConfig()
+	if err != nil {
+		return err
+	}
+	if err := requireFluxAPIs(cfg); err != nil {
+		return err
+	}
+	mgr, err := ctrlruntime.NewManager(cfg, ctrlruntime.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
+		LeaderElection:         o.leaderElect,
+		LeaderElectionID:       "capwright-leader-election",
+		Client: client.Options{Cache: &client.CacheOptions{
+			// Secrets are read when needed, not cached cluster-wide.
+			DisableFor: []client.Object{&corev1.Secret{}},
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	recorder, err := events.NewRecorder(mgr, ctrlruntime.Log, o.eventsAddr, controllerName)
+	if err != nil {
+		return err
+	}
+	fetcher := &artifact.Fetcher{MaxArtifactSize: size.Value()}
+	cache := &provider.ArtifactCache{}
+	kinds := provider.Kinds()
+	for _, k := range kinds {
+		r := &provider.Reconciler{
+			Client:             mgr.GetClient(),
+			Reader:             mgr.GetAPIReader(),
+			Kind:               k,
+			Kinds:              kinds,
+			Fetcher:            fetcher,
+			Cache:              cache,
+			Mirrors:            rules,
+			InsecureRegistries: o.insecure,
+			Recorder:           recorder,
+			ResyncInterval:     o.resync,
+		}
+		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctrlruntime.SetupSignalHandler())
+}
+
+func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
+	var rules catalog.Mirrors
+	if file != "" {
+		fromFile, err := catalog.ReadMirrorFile(file)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, fromFile...)
+	}
+	for _, f := range flags {
+		r, err := catalog.ParseMirrorRule(f)
+		if err != nil {
+			return nil, fmt.Errorf("--registry-mirror: %w", err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
+// requireFluxAPIs fails with a clear message when a Flux API Capwright
+// writes is not served: Capwright extends Flux and needs its source,
+// kustomize and helm controllers installed.
+func requireFluxAPIs(cfg *rest.Config) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var missing []error
+	for _, gvk := range []schema.GroupVersionKind{
+		sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind),
+		kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind),
+		helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind),
+	} {
+		resources, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		found := false
+		if err == nil {
+			for _, r := range resources.APIResources {
+				if r.Kind == gvk.Kind {
+					found = true
+				}
+			}
+		}
+		if !found {
+			missing = append(missing, fmt.Errorf("%s is not served", gvk))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("Flux is not installed on this cluster (Capwright needs the source, kustomize and helm controllers of Flux v2.9 or later; run `flux install`): %w", errors.Join(missing...))
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+)
+
+// finalize deletes the provider: it waits while objects of the provider's
+// own kinds exist (and, for the core provider, while other providers
+// exist), then removes the Flux objects — Flux prunes what it applied, CRDs
+// stay — and finally the finalizer.
+func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	if blockers, err := r.deletionBlockers(ctx, obj); err != nil {
+		return reconcile.Result{}, err
+	} else if len(blockers) > 0 {
+		setTrue(obj, v1alpha1.DeletingCondition, v1alpha1.DeletionBlockedReason,
+			fmt.Sprintf("waiting until these are deleted: %s", strings.Join(blockers, "; ")))
+		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+
+	name := objectName(obj)
+	remaining := 0
+	// kustomize-controller's finalizer prunes what the Kustomization applied
+	// from its inventory; it does not need the source any more.
+	for _, o := range []ctrl.Object{&kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, &sourcev1.OCIRepository{}} {
+		err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, o)
+		if apierrors.IsNotFound(err) || isNoMatch(err) {
+			continue
+		}
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		remaining++
+		if o.GetDeletionTimestamp().IsZero() {
+			if err := r.Client.Delete(ctx, o, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); ctrl.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("deleting %s/%s: %w", obj.GetNamespace(), name, err)
+			}
+		}
+	}
+	if remaining > 0 {
+		setTrue(obj, v1alpha1.DeletingCondition, v1alpha1.DeletingReason,
+			fmt.Sprintf("Flux is pruning what it applied for %s/%s (CustomResourceDefinitions are kept)", obj.GetNamespace(), name))
+		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if err := r.deleteInventory(ctx, obj); err != nil {
+		return reconcile.Result{}, err
+	}
+	patch := ctrl.MergeFrom(obj.DeepCopyObject().(v1alpha1.Provider))
+	controllerutil.RemoveFinalizer(obj, v1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, obj, patch); err != nil {
+		return reconcile.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// deletionBlockers names what must go before the provider can: objects of
+// the CRD kinds the provider installed, and for the core provider the other
+// providers.
+func (r *Reconciler) deletionBlockers(ctx context.Context, obj v1alpha1.Provider) ([]string, error) {
+	var blockers []string
+	if obj.ProviderType() == v1alpha1.CoreProviderType {
+		for _, k := range r.Kinds {
+			if k.Name == r.Kind.Name {
+				continue
+			}
+			list := k.NewList()
+			if err := r.Client.List(ctx, list); err != nil {
+				return nil, err
+			}
+			for _, p := range list.GetItems() {
+				blockers = append(blockers, fmt.Sprintf("%s %s/%s", k.Name, p.GetNamespace(), p.GetName()))
+			}
+		}
+	}
+	kinds, err := r.installedKinds(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	for _, gvk := range kinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Reader.List(ctx, list, ctrl.Limit(3)); err != nil {
+			if apierrors.IsNotFound(err) || isNoMatch(err) {
+				continue
+			}
+			return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		for _, item := range list.Items {
+			blockers = append(blockers, fmt.Sprintf("%s %s/%s", gvk.Kind, item.Namespace, item.Name))
+		}
+	}
+	sort.Strings(blockers)
+	return blockers, nil
+}
+
+// installedKinds lists the kinds of the CRDs Flux applied for the provider,
+// from the Kustomization's inventory (entries <ns>_<name>_<group>_<kind>).
+func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) ([]schema.GroupVersionKind, error) {
+	var ks kustomizev1.Kustomization
+	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, &ks); err != nil {
+		return nil, ctrl.IgnoreNotFound(err)
+	}
+	if ks.Status.Inventory == nil {
+		return nil, nil
+	}
+	var kinds []schema.GroupVersionKind
+	for _, e := range ks.Status.Inventory.Entries {
+		parts := strings.Split(e.ID, "_")
+		if len(parts) != 4 || parts[2] != apiextensionsv1.GroupName || parts[3] != "CustomResourceDefinition" {
+			continue
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := r.Reader.Get(ctx, ctrl.ObjectKey{Name: parts[1]}, &crd); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				kinds = append(kinds, schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind})
+			}
+		}
+	}
+	return kinds, nil
+}

@@ -1,0 +1,302 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/kustomize"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/render"
+)
+
+// specHashAnnotation records what the controller last applied, so a resync
+// with nothing changed writes nothing, and a field it stopped setting is
+// still removed by the next apply.
+const specHashAnnotation = "providers.capwright.io/applied-hash"
+
+func objectName(obj v1alpha1.Provider) string {
+	return render.ObjectName(obj.ProviderType(), obj.GetName())
+}
+
+func isChart(obj v1alpha1.Provider) bool {
+	src := obj.GetSpec().Source
+	return src != nil && src.Chart != nil
+}
+
+// writeFluxObjects renders the Flux objects and applies those that changed.
+func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider, pre *PreflightResult) error {
+	in := render.Input{
+		Provider:         obj,
+		Kind:             r.Kind.Name,
+		Insecure:         r.insecureRegistry(pre.URL),
+		ArtifactURL:      pre.URL,
+		Tag:              pre.Tag,
+		Digest:           pre.Digest,
+		ComponentsFile:   pre.Artifact.ComponentsFile,
+		ProviderLabel:    clusterctl.ProviderLabelValue(obj.ProviderType(), obj.GetName()),
+		NamespacePatches: pre.NamespacePatches,
+		MirrorImages:     r.mirrorImages(pre),
+		ManagerArgs:      pre.ManagerArgs,
+	}
+	if pre.CoreDependency != nil {
+		in.CoreDependency = &meta.NamespacedObjectReference{Name: pre.CoreDependency.Name, Namespace: pre.CoreDependency.Namespace}
+	}
+	rendered, err := render.Provider(in)
+	if err != nil {
+		return fmt.Errorf("rendering the Flux objects of %s %s/%s: %w", r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)
+	}
+	for _, o := range []ctrl.Object{rendered.OCIRepository, rendered.Kustomization} {
+		if err := r.applyIfChanged(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mirrorImages rewrites every container image of the components through the
+// registry mirror rules, so a mirrored site pulls nothing from the
+// original registries.
+func (r *Reconciler) mirrorImages(pre *PreflightResult) []kustomize.Image {
+	if len(r.Mirrors) == 0 {
+		return nil
+	}
+	images, err := clusterctl.Images(pre.Artifact.Components)
+	if err != nil {
+		return nil
+	}
+	var out []kustomize.Image
+	seen := map[string]bool{}
+	for _, image := range images {
+		name := imageName(image)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if to, ok := r.Mirrors.Rewrite(name); ok {
+			out = append(out, kustomize.Image{Name: name, NewName: to})
+		}
+	}
+	return out
+}
+
+// imageName strips the tag and digest of an image reference.
+func imageName(image string) string {
+	if i := strings.Index(image, "@"); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		image = image[:i]
+	}
+	return image
+}
+
+// applyIfChanged applies desired with server-side apply unless the object
+// already holds exactly what was last applied and nobody changed those
+// fields since.
+func (r *Reconciler) applyIfChanged(ctx context.Context, desired ctrl.Object) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
+	if err != nil {
+		return err
+	}
+	want := &unstructured.Unstructured{Object: u}
+	delete(want.Object, "status")
+	unstructured.RemoveNestedField(want.Object, "metadata", "creationTimestamp")
+	hash, err := specHash(want)
+	if err != nil {
+		return err
+	}
+	annotations := want.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[specHashAnnotation] = hash
+	want.SetAnnotations(annotations)
+
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(want.GroupVersionKind())
+	err = r.Client.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+	case apimeta.IsNoMatchError(err):
+		return fmt.Errorf("the Flux API %s is not installed on this cluster; install Flux (source, kustomize and helm controllers): %w", want.GroupVersionKind(), err)
+	case err != nil:
+		return err
+	default:
+		if existing.GetAnnotations()[specHashAnnotation] == hash && subset(want.Object, existing.Object) {
+			return nil
+		}
+		if !ownedBy(existing, desired) {
+			return fmt.Errorf("%s %s/%s exists and was not created by Capwright for this provider; rename or delete it", want.GetKind(), want.GetNamespace(), want.GetName())
+		}
+	}
+	if err := r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(FieldOwner), ctrl.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s/%s: %w", want.GetKind(), want.GetNamespace(), want.GetName(), err)
+	}
+	return nil
+}
+
+// ownedBy tells whether existing is controlled by the owner desired names.
+func ownedBy(existing *unstructured.Unstructured, desired ctrl.Object) bool {
+	for _, want := range desired.GetOwnerReferences() {
+		for _, have := range existing.GetOwnerReferences() {
+			if have.UID == want.UID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func specHash(u *unstructured.Unstructured) (string, error) {
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// subset reports whether every field set in want has the same value in
+// have; fields only in have (server defaults, status) are ignored.
+func subset(want, have any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			if !subset(wv, h[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !subset(w[i], h[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return fmt.Sprint(want) == fmt.Sprint(have)
+	}
+}
+
+// suspendFluxObjects carries spec.suspend to the existing Flux objects.
+func (r *Reconciler) suspendFluxObjects(ctx context.Context, obj v1alpha1.Provider) error {
+	name := objectName(obj)
+	for _, o := range []ctrl.Object{&sourcev1.OCIRepository{}, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{}} {
+		if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, o); err != nil {
+			continue
+		}
+		if suspended(o) {
+			continue
+		}
+		patch := ctrl.MergeFrom(o.DeepCopyObject().(ctrl.Object))
+		setSuspend(o)
+		if err := r.Client.Patch(ctx, o, patch, ctrl.FieldOwner(FieldOwner)); err != nil {
+			return fmt.Errorf("suspending %s/%s: %w", obj.GetNamespace(), name, err)
+		}
+	}
+	return nil
+}
+
+func suspended(o ctrl.Object) bool {
+	switch v := o.(type) {
+	case *sourcev1.OCIRepository:
+		return v.Spec.Suspend
+	case *kustomizev1.Kustomization:
+		return v.Spec.Suspend
+	case *helmv2.HelmRelease:
+		return v.Spec.Suspend
+	}
+	return true
+}
+
+func setSuspend(o ctrl.Object) {
+	switch v := o.(type) {
+	case *sourcev1.OCIRepository:
+		v.Spec.Suspend = true
+	case *kustomizev1.Kustomization:
+		v.Spec.Suspend = true
+	case *helmv2.HelmRelease:
+		v.Spec.Suspend = true
+	}
+}
+
+// dependencyReady tells whether a Flux object of spec.dependsOn is Ready
+// for its current generation.
+func (r *Reconciler) dependencyReady(ctx context.Context, kind string, key ctrl.ObjectKey) (bool, string) {
+	var obs health.Observation
+	switch kind {
+	case helmv2.HelmReleaseKind:
+		var hr helmv2.HelmRelease
+		if err := r.Client.Get(ctx, key, &hr); err != nil {
+			return false, err.Error()
+		}
+		obs = health.ObserveHelmRelease(&hr)
+	default:
+		var ks kustomizev1.Kustomization
+		if err := r.Client.Get(ctx, key, &ks); err != nil {
+			return false, err.Error()
+		}
+		obs = health.ObserveKustomization(&ks)
+	}
+	ready := apimeta.FindStatusCondition(obs.Conditions, "Ready")
+	if obs.ObservedGeneration == obs.Generation && ready != nil && ready.Status == "True" && ready.ObservedGeneration == obs.Generation {
+		return true, ""
+	}
+	if ready != nil {
+		return false, ready.Message
+	}
+	return false, "not Ready yet"
+}
+
+func (r *Reconciler) observeHelmRelease(ctx context.Context, namespace, name string) health.Observation {
+	var hr helmv2.HelmRelease
+	return observe(ctx, r.Client, namespace, name, &hr, func() health.Observation { return health.ObserveHelmRelease(&hr) }, helmv2.HelmReleaseKind)
+}
+
+// managerArgs are the args of the "manager" container of the components'
+// Deployment, which manager settings are merged into.
+func managerArgs(components []byte) []string {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(components), 4096)
+	for {
+		var dep appsv1.Deployment
+		if err := dec.Decode(&dep); err != nil {
+			return nil
+		}
+		if dep.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range dep.Spec.Template.Spec.Containers {
+			if c.Name == "manager" {
+				return c.Args
+			}
+		}
+	}
+}

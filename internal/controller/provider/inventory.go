@@ -1,0 +1,91 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterctl"
+)
+
+// inventoryGVK is clusterctl's inventory kind: one Provider object per
+// installed provider, which `clusterctl describe`, `clusterctl move` and
+// `clusterctl upgrade plan` read.
+var inventoryGVK = schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "Provider"}
+
+// clusterctlTypes maps provider types to the inventory's type names.
+var clusterctlTypes = map[string]string{
+	v1alpha1.CoreProviderType:             "CoreProvider",
+	v1alpha1.BootstrapProviderType:        "BootstrapProvider",
+	v1alpha1.ControlPlaneProviderType:     "ControlPlaneProvider",
+	v1alpha1.InfrastructureProviderType:   "InfrastructureProvider",
+	v1alpha1.IPAMProviderType:             "IPAMProvider",
+	v1alpha1.RuntimeExtensionProviderType: "RuntimeExtensionProvider",
+	v1alpha1.AddonProviderType:            "AddonProvider",
+}
+
+// inventoryName is clusterctl's name for the inventory object, the same as
+// its provider label value (cluster-api, bootstrap-kubeadm, …).
+func inventoryName(obj v1alpha1.Provider) string {
+	return clusterctl.ProviderLabelValue(obj.ProviderType(), obj.GetName())
+}
+
+// recordInventory keeps the clusterctl inventory object of an installed
+// provider in step with its installed version.
+func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider) error {
+	version := obj.GetStatus().InstalledVersion
+	if version == "" {
+		return nil
+	}
+	want := &unstructured.Unstructured{}
+	want.SetGroupVersionKind(inventoryGVK)
+	want.SetNamespace(obj.GetNamespace())
+	want.SetName(inventoryName(obj))
+	want.SetLabels(map[string]string{
+		clusterctl.LabelProvider:   inventoryName(obj),
+		clusterctl.LabelClusterctl: "",
+		v1alpha1.ProviderKindLabel: r.Kind.Name,
+		v1alpha1.ProviderNameLabel: obj.GetName(),
+	})
+	want.Object["providerName"] = obj.GetName()
+	want.Object["type"] = clusterctlTypes[obj.ProviderType()]
+	want.Object["version"] = version
+
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(inventoryGVK)
+	err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
+	switch {
+	case apimeta.IsNoMatchError(err):
+		return fmt.Errorf("the clusterctl inventory CRD (providers.clusterctl.cluster.x-k8s.io) is not installed; install manifests/clusterctl: %w", err)
+	case err == nil && subset(want.Object, existing.Object):
+		return nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+	return r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(FieldOwner), ctrl.ForceOwnership)
+}
+
+// deleteInventory removes the provider's inventory object.
+func (r *Reconciler) deleteInventory(ctx context.Context, obj v1alpha1.Provider) error {
+	inv := &unstructured.Unstructured{}
+	inv.SetGroupVersionKind(inventoryGVK)
+	inv.SetNamespace(obj.GetNamespace())
+	inv.SetName(inventoryName(obj))
+	err := r.Client.Delete(ctx, inv)
+	if err == nil || apierrors.IsNotFound(err) || isNoMatch(err) {
+		return nil
+	}
+	return err
+}
+
+func isNoMatch(err error) bool {
+	var noKind *apimeta.NoKindMatchError
+	return apimeta.IsNoMatchError(err) || errors.As(err, &noKind)
+}

@@ -1,0 +1,288 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/kustomize"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/clusterctl"
+)
+
+// PreflightResult is what preflight established about the desired version;
+// only with it are Flux objects written.
+type PreflightResult struct {
+	URL      string // oci://…, after mirror rules
+	Tag      string
+	Digest   string
+	Revision string // tag@digest
+	Contract string
+	Artifact *artifact.ProviderArtifact
+	// NamespacePatches move the components into the provider's namespace.
+	NamespacePatches []kustomize.Patch
+	ManagerArgs      []string
+	CoreDependency   *ctrl.ObjectKey
+}
+
+// preflightError is a refusal: the condition and reason it sets and when
+// to look again.
+type preflightError struct {
+	Condition string
+	Reason    string
+	Message   string
+	Retry     time.Duration
+}
+
+func (e *preflightError) Error() string { return e.Message }
+
+func (e *preflightError) retryAfter() time.Duration {
+	if e.Retry > 0 {
+		return e.Retry
+	}
+	return time.Minute
+}
+
+// preflight checks the desired version before anything is written: the
+// artifact resolves to a digest and follows the provider-artifact layout,
+// the contract is known and compatible, the version is no downgrade across
+// minors, the provider is unique, every variable has a value or a default,
+// and the dependencies are Ready. It sets ArtifactResolved and Compatible.
+func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*PreflightResult, *preflightError) {
+	res, perr := r.resolveArtifact(ctx, obj)
+	if perr != nil {
+		return nil, r.refuse(obj, perr)
+	}
+	setTrue(obj, v1alpha1.ArtifactResolvedCondition, v1alpha1.ResolvedReason,
+		fmt.Sprintf("%s:%s resolved to %s and follows the provider-artifact layout", strings.TrimPrefix(res.URL, "oci://"), res.Tag, res.Digest))
+
+	for _, check := range []func(context.Context, v1alpha1.Provider, *PreflightResult) *preflightError{
+		r.checkContract,
+		r.checkUpgrade,
+		r.checkUnique,
+		r.checkCore,
+		r.checkVariables,
+		r.checkDependencies,
+	} {
+		if perr := check(ctx, obj, res); perr != nil {
+			return nil, r.refuse(obj, perr)
+		}
+	}
+	patches, err := clusterctl.NamespacePatches(res.Artifact.Components, obj.GetNamespace())
+	if err != nil {
+		return nil, r.refuse(obj, &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ArtifactInvalidReason,
+			Message: fmt.Sprintf("cannot install %s into namespace %s: %v", res.Artifact.ComponentsFile, obj.GetNamespace(), err)})
+	}
+	res.NamespacePatches = patches
+	res.ManagerArgs = managerArgs(res.Artifact.Components)
+	setTrue(obj, v1alpha1.CompatibleCondition, v1alpha1.CompatibleReason,
+		fmt.Sprintf("%s %s (contract %s) can be installed", obj.GetName(), obj.GetSpec().Version, res.Contract))
+	return res, nil
+}
+
+// refuse sets the condition of a refusal; for an artifact problem the
+// compatibility is unknown.
+func (r *Reconciler) refuse(obj v1alpha1.Provider, e *preflightError) *preflightError {
+	setFalse(obj, e.Condition, e.Reason, e.Message)
+	if e.Condition == v1alpha1.ArtifactResolvedCondition {
+		setCondition(obj, v1alpha1.CompatibleCondition, metav1.ConditionUnknown, v1alpha1.ReconcilingReason, "waiting for the artifact to resolve")
+	}
+	return e
+}
+
+// resolveArtifact finds, fetches and checks the desired version's artifact.
+func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider) (*PreflightResult, *preflightError) {
+	spec := obj.GetSpec()
+	fail := func(reason, format string, args ...any) *preflightError {
+		return &preflightError{Condition: v1alpha1.ArtifactResolvedCondition, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	}
+	if spec.Source != nil && spec.Source.Chart != nil {
+		return nil, fail(v1alpha1.SourceUnsupportedReason, "spec.source.chart is not supported yet; publish the provider as an artifact in the provider-artifact layout and use spec.source.oci")
+	}
+	url, err := catalog.ArtifactURL(obj, r.Mirrors)
+	if err != nil {
+		return nil, fail(v1alpha1.ResolveFailedReason, "%v", err)
+	}
+	ref, err := artifact.ParseURL(url)
+	if err != nil {
+		return nil, fail(v1alpha1.ResolveFailedReason, "artifact URL %s: %v", url, err)
+	}
+	ref.Tag = spec.Version
+	if spec.Source != nil && spec.Source.OCI != nil {
+		ref.Digest = spec.Source.OCI.Digest
+	}
+	access, err := r.registryAccess(ctx, obj)
+	if err != nil {
+		return nil, fail(v1alpha1.AuthenticationFailedReason, "%v", err)
+	}
+	pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version)
+	if err != nil {
+		return nil, fail(fetchFailureReason(err), "artifact %s: %v", ref.String(), err)
+	}
+	res := &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa}
+
+	// The digest checked for this version when it was installed stays
+	// pinned: a tag re-pushed with other content is refused.
+	if prev := obj.GetStatus().Artifact; prev != nil && ref.Digest == "" && prev.URL == res.URL &&
+		strings.HasPrefix(prev.Revision, spec.Version+"@") && prev.Digest != res.Digest {
+		return nil, fail(v1alpha1.TagMovedReason,
+			"tag %s of %s now points to %s, but %s was checked and installed for this version; it stays installed. If the new content is intended, pin it with spec.source.oci.digest: %s",
+			spec.Version, strings.TrimPrefix(res.URL, "oci://"), res.Digest, prev.Digest, res.Digest)
+	}
+	return res, nil
+}
+
+func fetchFailureReason(err error) string {
+	var tooLarge *artifact.TooLargeError
+	var layout *artifact.LayoutError
+	var mismatch *artifact.DigestMismatchError
+	var auth *artifact.AuthError
+	switch {
+	case errors.As(err, &tooLarge):
+		return v1alpha1.ArtifactTooLargeReason
+	case errors.As(err, &layout):
+		return v1alpha1.ArtifactInvalidReason
+	case errors.As(err, &mismatch):
+		return v1alpha1.DigestMismatchReason
+	case errors.As(err, &auth):
+		return v1alpha1.AuthenticationFailedReason
+	default:
+		return v1alpha1.ResolveFailedReason
+	}
+}
+
+// checkContract takes the contract from the version's release series.
+func (r *Reconciler) checkContract(_ context.Context, obj v1alpha1.Provider, res *PreflightResult) *preflightError {
+	md, err := clusterctl.ParseMetadata(res.Artifact.Metadata)
+	if err == nil {
+		res.Contract, err = md.ContractFor(obj.GetSpec().Version)
+	}
+	if err != nil {
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ContractUnknownReason,
+			Message: fmt.Sprintf("metadata.yaml of %s: %v", res.Revision, err)}
+	}
+	return nil
+}
+
+func (r *Reconciler) checkUpgrade(_ context.Context, obj v1alpha1.Provider, _ *PreflightResult) *preflightError {
+	if err := clusterctl.CheckUpgrade(obj.GetStatus().InstalledVersion, obj.GetSpec().Version); err != nil {
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.DowngradeReason, Message: err.Error(), Retry: 10 * time.Minute}
+	}
+	return nil
+}
+
+// checkUnique refuses a second provider of the same type and name anywhere
+// in the cluster; the oldest one keeps it.
+func (r *Reconciler) checkUnique(ctx context.Context, obj v1alpha1.Provider, _ *PreflightResult) *preflightError {
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list); err != nil {
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ReconcilingReason, Message: fmt.Sprintf("listing %ss: %v", r.Kind.Name, err)}
+	}
+	for _, other := range list.GetItems() {
+		if other.GetName() != obj.GetName() || other.GetUID() == obj.GetUID() {
+			continue
+		}
+		ot, mt := other.GetCreationTimestamp(), obj.GetCreationTimestamp()
+		if ot.Before(&mt) || (ot.Equal(&mt) && other.GetNamespace() < obj.GetNamespace()) {
+			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.DuplicateProviderReason,
+				Message: fmt.Sprintf("%s %s/%s already manages the %s provider %q; a cluster runs each provider once: delete this one or that one",
+					r.Kind.Name, other.GetNamespace(), other.GetName(), obj.ProviderType(), obj.GetName())}
+		}
+	}
+	return nil
+}
+
+// checkCore makes non-core providers wait for a Ready core provider whose
+// contract theirs works with.
+func (r *Reconciler) checkCore(ctx context.Context, obj v1alpha1.Provider, res *PreflightResult) *preflightError {
+	if obj.ProviderType() == v1alpha1.CoreProviderType {
+		return nil
+	}
+	var cores v1alpha1.CoreProviderList
+	if err := r.Client.List(ctx, &cores); err != nil {
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason, Message: fmt.Sprintf("listing CoreProviders: %v", err)}
+	}
+	if len(cores.Items) == 0 {
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason, Retry: 30 * time.Second,
+			Message: "waiting for the core provider: create a CoreProvider named cluster-api"}
+	}
+	core := &cores.Items[0]
+	if core.Status.Contract == "" || !apimeta.IsStatusConditionTrue(core.Status.Conditions, v1alpha1.InstalledCondition) {
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason, Retry: 15 * time.Second,
+			Message: fmt.Sprintf("waiting for CoreProvider %s/%s to be installed", core.Namespace, core.Name)}
+	}
+	if err := clusterctl.CheckContractCompatible(core.Status.Contract, res.Contract); err != nil {
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.IncompatibleContractReason, Retry: 10 * time.Minute,
+			Message: fmt.Sprintf("%s %s has contract %s, CoreProvider %s/%s runs %s (%s): %v",
+				obj.GetName(), obj.GetSpec().Version, res.Contract, core.Namespace, core.Name, core.Status.InstalledVersion, core.Status.Contract, err)}
+	}
+	res.CoreDependency = &ctrl.ObjectKey{Namespace: core.Namespace, Name: objectName(core)}
+	return nil
+}
+
+// checkVariables refuses a provider whose components use variables that
+// have neither a value (inline or configSecret) nor a default, naming them.
+func (r *Reconciler) checkVariables(ctx context.Context, obj v1alpha1.Provider, res *PreflightResult) *preflightError {
+	spec := obj.GetSpec()
+	provided := map[string]bool{}
+	if ref := spec.ConfigSecret; ref != nil {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = obj.GetNamespace()
+		}
+		var secret corev1.Secret
+		if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
+			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ConfigSecretMissingReason, Retry: 30 * time.Second,
+				Message: fmt.Sprintf("spec.configSecret: cannot read Secret %s/%s: %v", ns, ref.Name, ctrl.IgnoreNotFound(err))}
+		}
+		for k := range secret.Data {
+			provided[k] = true
+		}
+	}
+	for k := range spec.Variables {
+		provided[k] = true
+	}
+	vars, err := clusterctl.ParseVariables(res.Artifact.Components)
+	if err != nil {
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ArtifactInvalidReason, Message: fmt.Sprintf("%s: %v", res.Artifact.ComponentsFile, err)}
+	}
+	missing := clusterctl.MissingVariables(vars, func(name string) bool { return provided[name] })
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.MissingVariablesReason, Retry: 30 * time.Second,
+			Message: fmt.Sprintf("%s of %s %s uses variables with no value and no default: %s; set them in spec.variables or in the spec.configSecret Secret",
+				res.Artifact.ComponentsFile, obj.GetName(), obj.GetSpec().Version, strings.Join(missing, ", "))}
+	}
+	return nil
+}
+
+// checkDependencies waits for the Flux objects in spec.dependsOn.
+func (r *Reconciler) checkDependencies(ctx context.Context, obj v1alpha1.Provider, _ *PreflightResult) *preflightError {
+	for _, dep := range obj.GetSpec().DependsOn {
+		ns := dep.Namespace
+		if ns == "" {
+			ns = obj.GetNamespace()
+		}
+		kind := dep.Kind
+		if kind == "" {
+			kind = kustomizev1.KustomizationKind
+		}
+		ready, msg := r.dependencyReady(ctx, kind, ctrl.ObjectKey{Namespace: ns, Name: dep.Name})
+		if !ready {
+			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForDependencyReason, Retry: 15 * time.Second,
+				Message: fmt.Sprintf("waiting for %s %s/%s (spec.dependsOn): %s", kind, ns, dep.Name, msg)}
+		}
+	}
+	return nil
+}

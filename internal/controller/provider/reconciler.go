@@ -1,0 +1,193 @@
+// Package provider holds the reconciler of the seven provider kinds. It
+// turns a provider into Flux objects after a preflight of the artifact and
+// folds the Flux objects' health back into the provider's status; Flux does
+// the fetching, applying, health checking and drift correction.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kuberecorder "k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/health"
+)
+
+// FieldOwner is the server-side apply field manager of everything the
+// controller writes.
+const FieldOwner = "capwright"
+
+// Kind describes one provider kind to the reconciler.
+type Kind struct {
+	Name      string // CoreProvider, BootstrapProvider, …
+	NewObject func() v1alpha1.Provider
+	NewList   func() v1alpha1.ProviderList
+}
+
+// Reconciler reconciles one provider kind.
+type Reconciler struct {
+	Client ctrl.Client
+	// Reader reads without the cache (for objects the manager does not
+	// watch, such as Secrets and CAPI objects).
+	Reader   ctrl.Reader
+	Kind     Kind
+	Kinds    []Kind // every provider kind, for duplicate and dependency checks
+	Fetcher  *artifact.Fetcher
+	Cache    *ArtifactCache
+	Mirrors  catalog.Mirrors
+	Recorder kuberecorder.EventRecorder
+	// InsecureRegistries are hosts reached over plain HTTP although the
+	// provider does not say so itself (a plain-HTTP mirror of catalog
+	// providers).
+	InsecureRegistries []string
+	// ResyncInterval bounds how long a tag move goes unnoticed when
+	// spec.interval is longer.
+	ResyncInterval time.Duration
+}
+
+// Reconcile is the shell: fetch, finalize or reconcile, write the status
+// once if it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
+	obj := r.Kind.NewObject()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	before := obj.DeepCopyObject().(v1alpha1.Provider)
+	initConditions(obj)
+
+	defer func() {
+		if err := r.patchStatus(ctx, before, obj); err != nil && !apierrors.IsNotFound(err) {
+			retErr = errors.Join(retErr, err)
+		}
+		r.emitTransitions(before, obj)
+	}()
+
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return r.finalize(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		patch := ctrl.MergeFrom(obj.DeepCopyObject().(v1alpha1.Provider))
+		controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, obj, patch); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+		before.SetFinalizers(obj.GetFinalizers())
+		before.SetResourceVersion(obj.GetResourceVersion())
+	}
+	return r.reconcile(ctx, obj)
+}
+
+// reconcile reads as the data flow: preflight → render and write the Flux
+// objects → fold their health → record the inventory.
+func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	spec, status := obj.GetSpec(), obj.GetStatus()
+	requeue := reconcile.Result{RequeueAfter: r.resyncInterval(obj)}
+
+	r.reconcilePaused(obj)
+	if spec.Suspend {
+		if err := r.suspendFluxObjects(ctx, obj); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.foldHealth(ctx, obj, status.Artifact)
+		return reconcile.Result{}, nil
+	}
+
+	pre, err := r.preflight(ctx, obj)
+	if err != nil {
+		logger.Info("preflight refused the provider", "reason", err.Reason, "message", err.Message)
+		// Nothing new is written; what Flux installed before stays.
+		r.foldHealth(ctx, obj, status.Artifact)
+		return reconcile.Result{RequeueAfter: err.retryAfter()}, nil
+	}
+	status.Contract = pre.Contract
+	status.Artifact = &v1alpha1.ResolvedArtifact{URL: pre.URL, Revision: pre.Revision, Digest: pre.Digest}
+
+	if err := r.writeFluxObjects(ctx, obj, pre); err != nil {
+		setFalse(obj, v1alpha1.InstalledCondition, v1alpha1.InstallFailedReason, err.Error())
+		return reconcile.Result{}, err
+	}
+	r.foldHealth(ctx, obj, status.Artifact)
+	if err := r.recordInventory(ctx, obj); err != nil {
+		logger.Error(err, "recording the clusterctl inventory")
+	}
+	return requeue, nil
+}
+
+func (r *Reconciler) resyncInterval(obj v1alpha1.Provider) time.Duration {
+	interval := 10 * time.Minute
+	if i := obj.GetSpec().Interval; i != nil && i.Duration > 0 {
+		interval = i.Duration
+	}
+	if r.ResyncInterval > 0 && r.ResyncInterval < interval {
+		interval = r.ResyncInterval
+	}
+	return interval
+}
+
+// patchStatus writes the status when it differs from what was read.
+func (r *Reconciler) patchStatus(ctx context.Context, before, obj v1alpha1.Provider) error {
+	status := obj.GetStatus()
+	status.ObservedGeneration = obj.GetGeneration()
+	setSummary(obj)
+	if equality.Semantic.DeepEqual(before.GetStatus(), status) {
+		return nil
+	}
+	return r.Client.Status().Patch(ctx, obj, ctrl.MergeFrom(before))
+}
+
+// foldHealth reads the Flux objects and folds their conditions into
+// Installed, Available, installedVersion and fluxObjects.
+func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art *v1alpha1.ResolvedArtifact) {
+	status := obj.GetStatus()
+	name := objectName(obj)
+	in := health.ProviderInput{
+		Generation:               obj.GetGeneration(),
+		DesiredVersion:           obj.GetSpec().Version,
+		PreviousInstalledVersion: status.InstalledVersion,
+		Suspended:                obj.GetSpec().Suspend,
+		Now:                      metav1.Now(),
+	}
+	if art != nil {
+		// The OCIRepository is pinned by digest, so Flux reports the bare
+		// digest as its revision (tag@digest is for people).
+		in.ExpectedRevision = art.Digest
+	}
+	var repo sourcev1.OCIRepository
+	in.Source = observe(ctx, r.Client, obj.GetNamespace(), name, &repo, func() health.Observation { return health.ObserveOCIRepository(&repo) }, sourcev1.OCIRepositoryKind)
+	if isChart(obj) {
+		in.Apply = r.observeHelmRelease(ctx, obj.GetNamespace(), name)
+	} else {
+		var ks kustomizev1.Kustomization
+		in.Apply = observe(ctx, r.Client, obj.GetNamespace(), name, &ks, func() health.Observation { return health.ObserveKustomization(&ks) }, kustomizev1.KustomizationKind)
+	}
+	res := health.FoldProvider(in)
+	conds := obj.GetConditions()
+	health.SetCondition(&conds, res.Installed)
+	health.SetCondition(&conds, res.Available)
+	obj.SetConditions(conds)
+	status.InstalledVersion = res.InstalledVersion
+	status.FluxObjects = res.FluxObjects
+}
+
+// observe gets a Flux object; a missing one is an observation too.
+func observe(ctx context.Context, c ctrl.Client, namespace, name string, obj ctrl.Object, fn func() health.Observation, kind string) health.Observation {
+	if err := c.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return health.Observation{Kind: kind, Name: name, Namespace: namespace, Missing: true}
+	}
+	return fn()
+}

@@ -1,0 +1,79 @@
+package provider
+
+import (
+	"context"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	ctrlruntime "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+)
+
+// The controller's permissions (controller-gen writes manifests/rbac from
+// these): its own kinds, the Flux objects it owns, Secrets it reads for
+// variables and registry credentials, CRDs and objects of the CAPI groups it
+// lists to block deletion, and the clusterctl inventory.
+// +kubebuilder:rbac:groups=providers.capwright.io,resources=*,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=providers.capwright.io,resources=*/status;*/finalizers,verbs=get;patch;update
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io;addons.cluster.x-k8s.io;bootstrap.cluster.x-k8s.io;controlplane.cluster.x-k8s.io;infrastructure.cluster.x-k8s.io;ipam.cluster.x-k8s.io;runtime.cluster.x-k8s.io,resources=*,verbs=list
+// +kubebuilder:rbac:groups=clusterctl.cluster.x-k8s.io,resources=providers,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+
+// Kinds lists the seven provider kinds.
+func Kinds() []Kind {
+	return []Kind{
+		{Name: "CoreProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.CoreProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.CoreProviderList{} }},
+		{Name: "BootstrapProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.BootstrapProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.BootstrapProviderList{} }},
+		{Name: "ControlPlaneProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.ControlPlaneProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.ControlPlaneProviderList{} }},
+		{Name: "InfrastructureProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.InfrastructureProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.InfrastructureProviderList{} }},
+		{Name: "IPAMProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.IPAMProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.IPAMProviderList{} }},
+		{Name: "RuntimeExtensionProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.RuntimeExtensionProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.RuntimeExtensionProviderList{} }},
+		{Name: "AddonProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.AddonProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.AddonProviderList{} }},
+	}
+}
+
+// SetupWithManager registers the reconciler of r.Kind. It watches its
+// provider kind (spec changes and reconcile requests, not its own status
+// writes), the Flux objects it owns, and — for non-core kinds — the core
+// provider, whose installation unblocks them.
+func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
+	b := ctrlruntime.NewControllerManagedBy(mgr).
+		Named(r.Kind.Name).
+		For(r.Kind.NewObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&sourcev1.OCIRepository{}).
+		Owns(&kustomizev1.Kustomization{}).
+		Owns(&helmv2.HelmRelease{}).
+		WithOptions(opts)
+	if r.Kind.Name != "CoreProvider" {
+		b = b.Watches(&v1alpha1.CoreProvider{}, handler.EnqueueRequestsFromMapFunc(r.allOfKind))
+	}
+	return b.Complete(r)
+}
+
+// allOfKind enqueues every provider of r.Kind.
+func (r *Reconciler) allOfKind(ctx context.Context, _ ctrl.Object) []reconcile.Request {
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, p := range list.GetItems() {
+		reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Namespace: p.GetNamespace(), Name: p.GetName()}})
+	}
+	return reqs
+}

@@ -1,0 +1,104 @@
+package providers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/tests/e2e/framework"
+)
+
+// publish pushes a real Cluster API release's components of one provider to
+// the plane's registry in the upstream layout and returns the oci:// URL of
+// its repository.
+func publish(t *testing.T, ctx context.Context, providerType, name, version string) string {
+	t.Helper()
+	files := map[string][]byte{}
+	components := clusterctl.ComponentsFile(providerType)
+	for _, f := range []string{components, "metadata.yaml"} {
+		data, err := os.ReadFile(env.CAPIComponentsPath(version, f))
+		if err != nil {
+			t.Fatalf("reading fixture (run make tools): %v", err)
+		}
+		files[f] = data
+	}
+	return publishFiles(t, ctx, providerType, name, version, files)
+}
+
+func publishFiles(t *testing.T, ctx context.Context, providerType, name, version string, files map[string][]byte) string {
+	t.Helper()
+	ref := artifact.Reference{Host: env.Registry.Host, Repository: "cluster-api/manifests/" + providerType + "-" + name, Tag: version}
+	_, err := artifact.Push(ctx, ref, files, map[string]string{
+		artifact.AnnotationTitle:        providerType + "-" + name,
+		artifact.AnnotationVersion:      version,
+		artifact.AnnotationSource:       "https://github.com/kubernetes-sigs/cluster-api",
+		artifact.AnnotationProviderType: providerType,
+		artifact.AnnotationProviderName: name,
+	}, artifact.Access{PlainHTTP: true})
+	if err != nil {
+		t.Fatalf("publishing %s-%s %s: %v", providerType, name, version, err)
+	}
+	return ref.URL()
+}
+
+func source(url string) *v1alpha1.ProviderSource {
+	return &v1alpha1.ProviderSource{OCI: &v1alpha1.OCISource{OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: url, Insecure: true}}}
+}
+
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := framework.NewClient(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(c.Scheme()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func ensureNamespace(t *testing.T, ctx context.Context, c client.Client, name string) {
+	t.Helper()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// waitCondition waits until the provider's condition has status (and reason,
+// when given) for its current generation, and returns the provider.
+func waitCondition(t *testing.T, ctx context.Context, c client.Client, obj v1alpha1.Provider, condType string, status metav1.ConditionStatus, reason string, timeout time.Duration) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj.(client.Object)); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		cond := apimeta.FindStatusCondition(obj.GetConditions(), condType)
+		if cond == nil {
+			last = "no " + condType + " condition"
+			return false, nil
+		}
+		last = fmt.Sprintf("%s=%s %s: %s (observedGeneration %d, generation %d)", condType, cond.Status, cond.Reason, cond.Message, cond.ObservedGeneration, obj.GetGeneration())
+		return cond.Status == status && (reason == "" || cond.Reason == reason) && cond.ObservedGeneration == obj.GetGeneration(), nil
+	})
+	if err != nil {
+		t.Fatalf("%T %s/%s: want %s=%s %s; last: %s", obj, obj.GetNamespace(), obj.GetName(), condType, status, reason, last)
+	}
+}

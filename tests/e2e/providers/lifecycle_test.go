@@ -1,0 +1,343 @@
+package providers
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/tests/plane"
+)
+
+const (
+	oldVersion = "v1.13.6"
+	newVersion = "v1.14.2"
+)
+
+// installed describes one of the three providers of the lifecycle test.
+type installed struct {
+	obj        v1alpha1.Provider
+	deployment client.ObjectKey
+}
+
+// TestProviderLifecycle installs the core, kubeadm bootstrap and kubeadm
+// control plane providers of Cluster API v1.13 from artifacts in the
+// upstream layout, upgrades them to v1.14 and deletes them, checking what
+// Flux applied on the API server at each step. The bootstrap provider goes
+// into a namespace of its own (clusterctl's namespace fixes).
+func TestProviderLifecycle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c := newClient(t)
+
+	urls := map[string]string{}
+	for _, v := range []string{oldVersion, newVersion} {
+		urls[v1alpha1.CoreProviderType] = publish(t, ctx, v1alpha1.CoreProviderType, "cluster-api", v)
+		urls[v1alpha1.BootstrapProviderType] = publish(t, ctx, v1alpha1.BootstrapProviderType, "kubeadm", v)
+		urls[v1alpha1.ControlPlaneProviderType] = publish(t, ctx, v1alpha1.ControlPlaneProviderType, "kubeadm", v)
+	}
+	for _, ns := range []string{"capi-system", "kubeadm-bootstrap", "capi-kubeadm-control-plane-system"} {
+		ensureNamespace(t, ctx, c, ns)
+	}
+	core := &v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"},
+		Spec: v1alpha1.ProviderSpec{Version: oldVersion, Source: source(urls[v1alpha1.CoreProviderType])}}
+	bootstrap := &v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "kubeadm-bootstrap", Name: "kubeadm"},
+		Spec: v1alpha1.ProviderSpec{Version: oldVersion, Source: source(urls[v1alpha1.BootstrapProviderType]),
+			Variables: map[string]string{"KUBEADM_BOOTSTRAP_TOKEN_TTL": "30m"}}}
+	controlPlane := &v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"},
+		Spec: v1alpha1.ProviderSpec{Version: oldVersion, Source: source(urls[v1alpha1.ControlPlaneProviderType])}}
+	providers := []installed{
+		{core, client.ObjectKey{Namespace: "capi-system", Name: "capi-controller-manager"}},
+		{bootstrap, client.ObjectKey{Namespace: "kubeadm-bootstrap", Name: "capi-kubeadm-bootstrap-controller-manager"}},
+		{controlPlane, client.ObjectKey{Namespace: "capi-kubeadm-control-plane-system", Name: "capi-kubeadm-control-plane-controller-manager"}},
+	}
+
+	start := time.Now()
+	for _, p := range providers {
+		if err := c.Create(ctx, p.obj.(client.Object)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range providers {
+		waitCondition(t, ctx, c, p.obj, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 5*time.Minute)
+	}
+	t.Logf("three providers %s Ready %s after their CRs were applied", oldVersion, time.Since(start).Round(time.Millisecond))
+	for _, p := range providers {
+		assertInstalled(t, ctx, c, p, oldVersion, "v1beta2")
+	}
+
+	t.Run("upgrade to v1.14 moves all three and prunes what v1.14 dropped", func(t *testing.T) {
+		dropped := droppedObjects(t, oldVersion, newVersion)
+		for _, p := range providers {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(p.obj.(client.Object)), p.obj.(client.Object)); err != nil {
+				t.Fatal(err)
+			}
+			p.obj.GetSpec().Version = newVersion
+			if err := c.Update(ctx, p.obj.(client.Object)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range providers {
+			waitCondition(t, ctx, c, p.obj, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 5*time.Minute)
+			assertInstalled(t, ctx, c, p, newVersion, "v1beta2")
+		}
+		for _, d := range dropped {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(d.GroupVersionKind())
+			err := c.Get(ctx, client.ObjectKey{Namespace: d.GetNamespace(), Name: d.GetName()}, u)
+			if err == nil {
+				t.Errorf("%s %s/%s was dropped by %s but is still there", d.GetKind(), d.GetNamespace(), d.GetName(), newVersion)
+			}
+		}
+		t.Logf("%d objects dropped by %s were pruned", len(dropped), newVersion)
+	})
+
+	t.Run("a no-op resync writes nothing", func(t *testing.T) {
+		// Let the dust settle, then ask every provider to reconcile.
+		time.Sleep(3 * time.Second)
+		since := time.Now()
+		for _, p := range providers {
+			requestReconcile(t, ctx, c, p.obj)
+		}
+		time.Sleep(5 * time.Second)
+		writes, err := env.Writes(plane.CapwrightUser, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(writes) > 0 {
+			var lines []string
+			for _, w := range writes {
+				lines = append(lines, w.String())
+			}
+			t.Fatalf("a resync with nothing changed made %d writes:\n%s", len(writes), strings.Join(lines, "\n"))
+		}
+	})
+
+	refusals(t, ctx, c)
+
+	t.Run("deleting the core provider waits for other providers and clusters", func(t *testing.T) {
+		manager, err := env.StartCAPIManager(ctx, plane.CAPIManagerOptions{Namespace: "capi-system"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer manager.Stop()
+		if err := env.InstallTestInfraClusterCRD(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cluster := testCluster("blocker")
+		if err := createWithRetry(ctx, c, cluster); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, core); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, ctx, c, core, v1alpha1.DeletingCondition, metav1.ConditionTrue, v1alpha1.DeletionBlockedReason, time.Minute)
+		msg := conditionMessage(core, v1alpha1.DeletingCondition)
+		for _, want := range []string{"Cluster default/blocker", "BootstrapProvider kubeadm-bootstrap/kubeadm", "ControlPlaneProvider capi-kubeadm-control-plane-system/kubeadm"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("Deleting message %q does not name %s", msg, want)
+			}
+		}
+		// Still installed while blocked.
+		assertDeploymentAvailable(t, ctx, c, providers[0].deployment)
+
+		for _, p := range providers[1:] {
+			if err := c.Delete(ctx, p.obj.(client.Object)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range providers[1:] {
+			waitGone(t, ctx, c, p.obj.(client.Object), 3*time.Minute)
+			waitGone(t, ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: p.deployment.Namespace, Name: p.deployment.Name}}, time.Minute)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(core), core); err != nil {
+				return false, err
+			}
+			msg := conditionMessage(core, v1alpha1.DeletingCondition)
+			return strings.Contains(msg, "Cluster default/blocker") && !strings.Contains(msg, "Provider"), nil
+		})
+		if err != nil {
+			t.Errorf("after the other providers are gone, Deleting should name only the Cluster: %q", conditionMessage(core, v1alpha1.DeletingCondition))
+		}
+		if err := c.Delete(ctx, cluster); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, ctx, c, cluster, 2*time.Minute)
+		waitGone(t, ctx, c, core, 3*time.Minute)
+		waitGone(t, ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "capi-controller-manager"}}, time.Minute)
+		// CRDs stay: deleting a provider must never delete users' objects.
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := c.Get(ctx, client.ObjectKey{Name: "clusters.cluster.x-k8s.io"}, &crd); err != nil {
+			t.Fatalf("the Cluster CRD was removed with the core provider: %v", err)
+		}
+		var ks kustomizev1.Kustomization
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "capi-system", Name: "core-cluster-api"}, &ks); !apierrors.IsNotFound(err) {
+			t.Fatalf("the core provider's Kustomization is still there: %v", err)
+		}
+	})
+}
+
+func assertInstalled(t *testing.T, ctx context.Context, c client.Client, p installed, version, contract string) {
+	t.Helper()
+	status := p.obj.GetStatus()
+	if status.InstalledVersion != version || status.Contract != contract {
+		t.Errorf("%s: installedVersion %q contract %q, want %s %s", p.obj.GetName(), status.InstalledVersion, status.Contract, version, contract)
+	}
+	if status.Artifact == nil || !strings.HasPrefix(status.Artifact.Revision, version+"@sha256:") {
+		t.Errorf("%s: artifact %+v, want revision %s@sha256:…", p.obj.GetName(), status.Artifact, version)
+	}
+	assertDeploymentAvailable(t, ctx, c, p.deployment)
+	var repo sourcev1.OCIRepository
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.obj.GetNamespace(), Name: status.FluxObjects[0].Name}, &repo); err != nil {
+		t.Fatal(err)
+	}
+	if repo.Spec.Reference == nil || repo.Spec.Reference.Digest != status.Artifact.Digest {
+		t.Errorf("%s: OCIRepository is not pinned to the checked digest %s: %+v", p.obj.GetName(), status.Artifact.Digest, repo.Spec.Reference)
+	}
+	// The CRDs carry the contract label and clusterctl's provider label.
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(ctx, &crds, client.MatchingLabels{"cluster.x-k8s.io/provider": labelValue(p.obj)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(crds.Items) == 0 {
+		t.Errorf("%s: no CRD labelled cluster.x-k8s.io/provider=%s", p.obj.GetName(), labelValue(p.obj))
+	}
+	for _, crd := range crds.Items {
+		// Provider CRDs declare the contract they implement; the core's own
+		// CRDs define it and carry no such label.
+		if _, ok := crd.Labels["cluster.x-k8s.io/"+contract]; !ok && p.obj.ProviderType() != v1alpha1.CoreProviderType {
+			t.Errorf("CRD %s lacks the contract label cluster.x-k8s.io/%s: %v", crd.Name, contract, crd.Labels)
+		}
+		if _, ok := crd.Labels["clusterctl.cluster.x-k8s.io"]; !ok {
+			t.Errorf("CRD %s lacks the clusterctl label", crd.Name)
+		}
+	}
+	// clusterctl's inventory.
+	inv := &unstructured.Unstructured{}
+	inv.SetGroupVersionKind(schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "Provider"})
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.obj.GetNamespace(), Name: labelValue(p.obj)}, inv); err != nil {
+		t.Errorf("%s: clusterctl inventory: %v", p.obj.GetName(), err)
+	} else if inv.Object["version"] != version {
+		t.Errorf("%s: clusterctl inventory version %v, want %s", p.obj.GetName(), inv.Object["version"], version)
+	}
+}
+
+func labelValue(p v1alpha1.Provider) string {
+	if p.ProviderType() == v1alpha1.CoreProviderType {
+		return "cluster-api"
+	}
+	return p.ProviderType() + "-" + p.GetName()
+}
+
+func assertDeploymentAvailable(t *testing.T, ctx context.Context, c client.Client, key client.ObjectKey) {
+	t.Helper()
+	var dep appsv1.Deployment
+	if err := c.Get(ctx, key, &dep); err != nil {
+		t.Fatalf("Deployment %s: %v", key, err)
+	}
+	for _, cond := range dep.Status.Conditions {
+		if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue {
+			return
+		}
+	}
+	t.Fatalf("Deployment %s not Available: %+v", key, dep.Status)
+}
+
+// droppedObjects lists objects of the three providers' components in from
+// that to no longer has (the upgrade must prune them).
+func droppedObjects(t *testing.T, from, to string) []*unstructured.Unstructured {
+	t.Helper()
+	keys := func(version string) map[string]*unstructured.Unstructured {
+		out := map[string]*unstructured.Unstructured{}
+		for _, f := range []string{"core-components.yaml", "bootstrap-components.yaml", "control-plane-components.yaml"} {
+			data, err := os.ReadFile(env.CAPIComponentsPath(version, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := plane.DecodeYAML(strings.NewReader(string(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				ns := o.GetNamespace()
+				if f == "bootstrap-components.yaml" && ns != "" {
+					ns = "kubeadm-bootstrap"
+					o.SetNamespace(ns)
+				}
+				out[o.GetKind()+"/"+ns+"/"+o.GetName()] = o
+			}
+		}
+		return out
+	}
+	old, cur := keys(from), keys(to)
+	var dropped []*unstructured.Unstructured
+	for k, o := range old {
+		if _, ok := cur[k]; !ok && o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "Namespace" {
+			dropped = append(dropped, o)
+		}
+	}
+	return dropped
+}
+
+func conditionMessage(p v1alpha1.Provider, condType string) string {
+	for _, c := range p.GetConditions() {
+		if c.Type == condType {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func waitGone(t *testing.T, ctx context.Context, c client.Client, obj client.Object, timeout time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("%T %s/%s still exists after %s", obj, obj.GetNamespace(), obj.GetName(), timeout)
+	}
+}
+
+func testCluster(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
+	u.SetNamespace("default")
+	u.SetName(name)
+	_ = unstructured.SetNestedMap(u.Object, map[string]any{
+		"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": plane.TestInfraClusterKind, "name": name,
+	}, "spec", "infrastructureRef")
+	return u
+}
+
+// createWithRetry creates obj, retrying while its webhook is not reachable
+// yet (the manager has just started).
+func createWithRetry(ctx context.Context, c client.Client, obj client.Object) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = c.Create(ctx, obj)
+		if last != nil && strings.Contains(last.Error(), "failed calling webhook") {
+			return false, nil
+		}
+		return true, last
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
+}

@@ -1,0 +1,218 @@
+package providers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+)
+
+// testComponents is a small infrastructure provider: a namespace, a config
+// and a Deployment, with the given extra text in the ConfigMap.
+func testComponents(namespace, extra string) []byte {
+	return []byte(fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: test-settings
+  namespace: %[1]s
+data:
+  setting: "%[2]s"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: test-controller-manager
+  namespace: %[1]s
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: test}
+  template:
+    metadata:
+      labels: {app: test}
+    spec:
+      containers:
+      - name: manager
+        image: registry.example.com/test/manager:v0.1.0
+        args: ["--leader-elect"]
+`, namespace, extra))
+}
+
+func testMetadata(contract string) []byte {
+	return []byte(fmt.Sprintf(`apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3
+kind: Metadata
+releaseSeries:
+- major: 0
+  minor: 1
+  contract: %s
+`, contract))
+}
+
+// refusals runs while the core provider is Ready: preflight refuses what
+// cannot work and writes nothing for it.
+func refusals(t *testing.T, ctx context.Context, c client.Client) {
+	t.Run("a variable with no value and no default is refused by name", func(t *testing.T) {
+		url := publishFiles(t, ctx, v1alpha1.InfrastructureProviderType, "needsvars", "v0.1.0", map[string][]byte{
+			"metadata.yaml":                  testMetadata("v1beta2"),
+			"infrastructure-components.yaml": testComponents("needsvars-system", "${TEST_REGION} ${TEST_ZONE:=a} ${TEST_ACCOUNT}"),
+		})
+		p := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "needsvars"},
+			Spec: v1alpha1.ProviderSpec{Version: "v0.1.0", Source: source(url), Variables: map[string]string{"TEST_ACCOUNT": "42"}}}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, ctx, c, p, v1alpha1.CompatibleCondition, metav1.ConditionFalse, v1alpha1.MissingVariablesReason, 2*time.Minute)
+		msg := conditionMessage(p, v1alpha1.CompatibleCondition)
+		if !strings.Contains(msg, "TEST_REGION") || strings.Contains(msg, "TEST_ZONE") || strings.Contains(msg, "TEST_ACCOUNT") {
+			t.Errorf("message should name TEST_REGION only: %q", msg)
+		}
+		waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionFalse, "", time.Minute)
+		assertNothingApplied(t, ctx, c, p)
+		deleteAndWait(t, ctx, c, p)
+	})
+
+	t.Run("a contract the core provider cannot work with is refused", func(t *testing.T) {
+		url := publishFiles(t, ctx, v1alpha1.InfrastructureProviderType, "oldcontract", "v0.1.0", map[string][]byte{
+			"metadata.yaml":                  testMetadata("v1alpha4"),
+			"infrastructure-components.yaml": testComponents("oldcontract-system", "x"),
+		})
+		p := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "oldcontract"},
+			Spec: v1alpha1.ProviderSpec{Version: "v0.1.0", Source: source(url)}}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, ctx, c, p, v1alpha1.CompatibleCondition, metav1.ConditionFalse, v1alpha1.IncompatibleContractReason, 2*time.Minute)
+		if msg := conditionMessage(p, v1alpha1.CompatibleCondition); !strings.Contains(msg, "v1alpha4") || !strings.Contains(msg, "v1beta2") {
+			t.Errorf("message should name both contracts: %q", msg)
+		}
+		assertNothingApplied(t, ctx, c, p)
+		deleteAndWait(t, ctx, c, p)
+	})
+
+	t.Run("an upgrade prunes what the new version dropped", func(t *testing.T) {
+		v1 := map[string][]byte{
+			"metadata.yaml": []byte(`apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3
+kind: Metadata
+releaseSeries:
+- {major: 0, minor: 1, contract: v1beta2}
+- {major: 0, minor: 2, contract: v1beta2}
+`),
+			"infrastructure-components.yaml": append(testComponents("shrinking-system", "v0.1"), []byte(`---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: dropped-in-v0-2
+  namespace: shrinking-system
+`)...),
+		}
+		url := publishFiles(t, ctx, v1alpha1.InfrastructureProviderType, "shrinking", "v0.1.0", v1)
+		v2 := map[string][]byte{"metadata.yaml": v1["metadata.yaml"], "infrastructure-components.yaml": testComponents("shrinking-system", "v0.2")}
+		publishFiles(t, ctx, v1alpha1.InfrastructureProviderType, "shrinking", "v0.2.0", v2)
+		ensureNamespace(t, ctx, c, "shrinking-system")
+		p := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "shrinking-system", Name: "shrinking"},
+			Spec: v1alpha1.ProviderSpec{Version: "v0.1.0", Source: source(url)}}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 3*time.Minute)
+		dropped := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shrinking-system", Name: "dropped-in-v0-2"}}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(dropped), dropped); err != nil {
+			t.Fatalf("v0.1.0 was installed without its ConfigMap: %v", err)
+		}
+		p.Spec.Version = "v0.2.0"
+		if err := c.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 3*time.Minute)
+		if p.Status.InstalledVersion != "v0.2.0" {
+			t.Fatalf("installedVersion %q after the upgrade", p.Status.InstalledVersion)
+		}
+		waitGone(t, ctx, c, dropped, time.Minute)
+		var settings corev1.ConfigMap
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "shrinking-system", Name: "test-settings"}, &settings); err != nil || settings.Data["setting"] != "v0.2" {
+			t.Fatalf("test-settings after the upgrade: %v %v", settings.Data, err)
+		}
+		deleteAndWait(t, ctx, c, p)
+	})
+
+	t.Run("a re-pushed tag leaves the checked digest installed", func(t *testing.T) {
+		files := map[string][]byte{
+			"metadata.yaml":                  testMetadata("v1beta2"),
+			"infrastructure-components.yaml": testComponents("moved-system", "original"),
+		}
+		url := publishFiles(t, ctx, v1alpha1.InfrastructureProviderType, "moved", "v0.1.0", files)
+		p := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "moved-system", Name: "moved"},
+			Spec: v1alpha1.ProviderSpec{Version: "v0.1.0", Source: source(url)}}
+		ensureNamespace(t, ctx, c, "moved-system")
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 3*time.Minute)
+		checked := p.Status.Artifact.Digest
+
+		files["infrastructure-components.yaml"] = testComponents("moved-system", "tampered")
+		publishFiles(t, ctx, v1alpha1.InfrastructureProviderType, "moved", "v0.1.0", files)
+		requestReconcile(t, ctx, c, p)
+		waitCondition(t, ctx, c, p, v1alpha1.ArtifactResolvedCondition, metav1.ConditionFalse, v1alpha1.TagMovedReason, 2*time.Minute)
+		if msg := conditionMessage(p, v1alpha1.ArtifactResolvedCondition); !strings.Contains(msg, checked) {
+			t.Errorf("TagMoved message should name the installed digest %s: %q", checked, msg)
+		}
+		var repo sourcev1.OCIRepository
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "moved-system", Name: "infrastructure-moved"}, &repo); err != nil {
+			t.Fatal(err)
+		}
+		if repo.Spec.Reference.Digest != checked {
+			t.Fatalf("OCIRepository moved to %s; the checked digest %s must stay", repo.Spec.Reference.Digest, checked)
+		}
+		deleteAndWait(t, ctx, c, p)
+	})
+}
+
+func assertNothingApplied(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider) {
+	t.Helper()
+	name := p.ProviderType() + "-" + p.GetName()
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.GetNamespace(), Name: name}, &sourcev1.OCIRepository{}); !apierrors.IsNotFound(err) {
+		t.Errorf("an OCIRepository was written for refused %s: %v", p.GetName(), err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.GetNamespace(), Name: name}, &kustomizev1.Kustomization{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Kustomization was written for refused %s: %v", p.GetName(), err)
+	}
+}
+
+func requestReconcile(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider) {
+	t.Helper()
+	obj := p.(client.Object)
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a["reconcile.fluxcd.io/requestedAt"] = time.Now().Format(time.RFC3339Nano)
+	obj.SetAnnotations(a)
+	if err := c.Patch(ctx, obj, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deleteAndWait(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider) {
+	t.Helper()
+	if err := c.Delete(ctx, p.(client.Object)); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ctx, c, p.(client.Object), 3*time.Minute)
+}

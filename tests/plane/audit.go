@@ -1,0 +1,81 @@
+package plane
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// auditPolicy records the metadata of write requests only.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`
+
+// Write is one write request the API server completed.
+type Write struct {
+	Time        time.Time
+	User        string
+	Verb        string
+	Resource    string
+	Namespace   string
+	Name        string
+	Subresource string
+	Code        int
+}
+
+func (w Write) String() string {
+	res := w.Resource
+	if w.Subresource != "" {
+		res += "/" + w.Subresource
+	}
+	return fmt.Sprintf("%s %s %s %s/%s (%d)", w.Time.Format(time.RFC3339Nano), w.Verb, res, w.Namespace, w.Name, w.Code)
+}
+
+// Writes returns the write requests of user completed after since, from the
+// audit log (Options.AuditLog).
+func (p *Plane) Writes(user string, since time.Time) ([]Write, error) {
+	if !p.opts.AuditLog {
+		return nil, errors.New("the plane was started without Options.AuditLog")
+	}
+	f, err := os.Open(filepath.Join(p.RunDir, "audit.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var writes []Write
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e struct {
+			Verb string `json:"verb"`
+			User struct {
+				Username string `json:"username"`
+			} `json:"user"`
+			ObjectRef struct {
+				Resource, Namespace, Name, Subresource string
+			} `json:"objectRef"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+			StageTimestamp time.Time `json:"stageTimestamp"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue
+		}
+		if e.User.Username != user || e.StageTimestamp.Before(since) {
+			continue
+		}
+		writes = append(writes, Write{Time: e.StageTimestamp, User: user, Verb: e.Verb, Resource: e.ObjectRef.Resource,
+			Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, Subresource: e.ObjectRef.Subresource, Code: e.ResponseStatus.Code})
+	}
+	return writes, sc.Err()
+}

@@ -1,0 +1,127 @@
+package plane
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CapwrightUser is the user the Capwright manager authenticates as.
+const CapwrightUser = "capwright-manager"
+
+// managerUserBinding grants the manager's ClusterRole to CapwrightUser (the
+// manifests bind it to the ServiceAccount of the in-cluster Deployment).
+const managerUserBinding = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: capwright-manager-plane-user
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: capwright-manager
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: capwright-manager
+`
+
+// CapwrightOptions configure the Capwright manager on the plane.
+type CapwrightOptions struct {
+	// Binary is the manager; default <BinDir>/capwright-manager, which
+	// BuildCapwright builds from the working tree.
+	Binary string
+	// Args are extra manager arguments (e.g. --registry-mirror).
+	Args []string
+}
+
+// Capwright is the running Capwright manager.
+type Capwright struct {
+	proc *process
+}
+
+// Stop stops the manager.
+func (c *Capwright) Stop() { c.proc.stop(10 * time.Second) }
+
+// RepoRoot is the repository root: the parent of the default bin/.
+func (p *Plane) RepoRoot() string { return filepath.Dir(p.opts.BinDir) }
+
+// BuildCapwright builds the manager from the working tree into
+// <BinDir>/capwright-manager.
+func (p *Plane) BuildCapwright(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(p.opts.BinDir, "capwright-manager"), "./cmd/manager")
+	cmd.Dir = p.RepoRoot()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("building the Capwright manager: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// StartCapwright installs the Capwright CRDs and clusterctl's inventory CRD
+// from manifests/ and runs the manager against the plane; its log is
+// capwright-manager.log.
+func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Capwright, error) {
+	if opts.Binary == "" {
+		opts.Binary = filepath.Join(p.opts.BinDir, "capwright-manager")
+	}
+	applier, err := NewApplier(p.Config)
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{"manifests/crd/bases", "manifests/clusterctl"} {
+		objs, err := applier.ApplyFiles(ctx, filepath.Join(p.RepoRoot(), dir))
+		if err != nil {
+			return nil, fmt.Errorf("installing Capwright CRDs: %w", err)
+		}
+		if err := waitCRDsEstablished(ctx, p.Config, objs); err != nil {
+			return nil, err
+		}
+	}
+	// The manager runs as its own user, bound to the ClusterRole generated
+	// from its RBAC markers and nothing more, so missing permissions show
+	// up here as they would in a cluster.
+	if _, err := applier.ApplyFiles(ctx, filepath.Join(p.RepoRoot(), "manifests/rbac")); err != nil {
+		return nil, fmt.Errorf("installing Capwright RBAC: %w", err)
+	}
+	binding, err := DecodeYAML(strings.NewReader(managerUserBinding))
+	if err != nil {
+		return nil, err
+	}
+	if err := applier.Apply(ctx, binding...); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := p.api.componentKubeconfig(CapwrightUser)
+	if err != nil {
+		return nil, err
+	}
+	probePort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	proc, err := startProcess(processSpec{
+		Name:   "capwright-manager",
+		Binary: opts.Binary,
+		Args: append([]string{
+			"--metrics-bind-address=0",
+			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
+		}, opts.Args...),
+		Env:    []string{"KUBECONFIG=" + kubeconfig},
+		LogDir: p.tracker.logDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.tracker.add(proc)
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
+	if err := proc.waitReady(ctx, 60*time.Second, func(ctx context.Context) error { return httpGetOK(ctx, http.DefaultClient, url) }); err != nil {
+		return nil, err
+	}
+	p.logf("capwright manager running (log %s)", p.LogPath("capwright-manager"))
+	return &Capwright{proc: proc}, nil
+}
