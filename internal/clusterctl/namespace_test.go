@@ -9,14 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fluxcd/pkg/apis/kustomize"
 	"github.com/fluxcd/pkg/envsubst"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/kustomize/api/krusty"
-	kustypes "sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
@@ -60,7 +55,7 @@ func TestNamespacePatchesMoveRealComponents(t *testing.T) {
 		}
 		for name, components := range map[string][]byte{"raw": raw, "defaults": []byte(substituted)} {
 			t.Run(file+"/"+name, func(t *testing.T) {
-				out := kustomizeBuild(t, components, targetNamespace, patches)
+				out := clusterctltest.KustomizeBuild(t, components, targetNamespace, patches)
 				if loc := regexp.MustCompile(`.*\b` + regexp.QuoteMeta(original) + `\b.*`).Find(out); loc != nil {
 					t.Errorf("the build still refers to %s: %q", original, loc)
 				}
@@ -124,7 +119,7 @@ func assertMoved(t *testing.T, objs []unstructured.Unstructured) {
 // kustomize upgrade starts fixing these, the patches may shrink.
 func TestKustomizeAloneLeavesReferences(t *testing.T) {
 	raw := clusterctltest.Read(t, clusterctltest.Current, "core-components.yaml")
-	out := kustomizeBuild(t, raw, targetNamespace, nil)
+	out := clusterctltest.KustomizeBuild(t, raw, targetNamespace, nil)
 	left := map[string]bool{}
 	for _, line := range regexp.MustCompile(`.*\bcapi-system\b.*`).FindAll(out, -1) {
 		key, _, _ := strings.Cut(strings.TrimSpace(string(line)), ":")
@@ -182,7 +177,7 @@ webhooks:
 	if err != nil {
 		t.Fatalf("NamespacePatches: %v", err)
 	}
-	out := kustomizeBuild(t, components, "new", patches)
+	out := clusterctltest.KustomizeBuild(t, components, "new", patches)
 	if regexp.MustCompile(`\bold\b`).Match(out) {
 		t.Errorf("the build still refers to namespace old:\n%s", out)
 	}
@@ -237,41 +232,6 @@ metadata:
 			}
 		})
 	}
-}
-
-// kustomizeBuild runs kustomize as Flux's kustomize-controller does: one
-// kustomization.yaml with the components, namespace and patches.
-func kustomizeBuild(t *testing.T, components []byte, namespace string, patches []kustomize.Patch) []byte {
-	t.Helper()
-	kus := kustypes.Kustomization{
-		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
-		Resources: []string{"components.yaml"},
-		Namespace: namespace,
-	}
-	for _, p := range patches {
-		target := &kustypes.Selector{}
-		target.Group, target.Version, target.Kind, target.Name = p.Target.Group, p.Target.Version, p.Target.Kind, p.Target.Name
-		kus.Patches = append(kus.Patches, kustypes.Patch{Patch: p.Patch, Target: target})
-	}
-	kfile, err := yaml.Marshal(kus)
-	if err != nil {
-		t.Fatalf("encoding kustomization.yaml: %v", err)
-	}
-	fs := filesys.MakeFsInMemory()
-	for name, data := range map[string][]byte{"/app/components.yaml": components, "/app/kustomization.yaml": kfile} {
-		if err := fs.WriteFile(name, data); err != nil {
-			t.Fatalf("writing %s: %v", name, err)
-		}
-	}
-	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/app")
-	if err != nil {
-		t.Fatalf("kustomize build: %v", err)
-	}
-	out, err := res.AsYaml()
-	if err != nil {
-		t.Fatalf("kustomize output: %v", err)
-	}
-	return out
 }
 
 func parseObjects(t *testing.T, data []byte) []unstructured.Unstructured {
