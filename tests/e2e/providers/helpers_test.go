@@ -3,7 +3,7 @@ package providers
 import (
 	"context"
 	"fmt"
-	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,42 +17,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
-	"github.com/capwright/capwright/internal/artifact"
-	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/tests/e2e/framework"
 )
 
-// publish pushes a real Cluster API release's components of one provider to
-// the plane's registry in the upstream layout and returns the oci:// URL of
-// its repository.
+// publish pushes a real Cluster API release's provider to the plane's
+// registry in the upstream layout and returns its oci:// URL.
 func publish(t *testing.T, ctx context.Context, providerType, name, version string) string {
 	t.Helper()
-	files := map[string][]byte{}
-	components := clusterctl.ComponentsFile(providerType)
-	for _, f := range []string{components, "metadata.yaml"} {
-		data, err := os.ReadFile(env.CAPIComponentsPath(version, f))
-		if err != nil {
-			t.Fatalf("reading fixture (run make tools): %v", err)
-		}
-		files[f] = data
+	url, err := framework.PublishCAPIProvider(ctx, env.Registry.Host, filepath.Dir(env.CAPIComponentsPath(version, "metadata.yaml")), providerType, name, version)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return publishFiles(t, ctx, providerType, name, version, files)
+	return url
 }
 
 func publishFiles(t *testing.T, ctx context.Context, providerType, name, version string, files map[string][]byte) string {
 	t.Helper()
-	ref := artifact.Reference{Host: env.Registry.Host, Repository: "cluster-api/manifests/" + providerType + "-" + name, Tag: version}
-	_, err := artifact.Push(ctx, ref, files, map[string]string{
-		artifact.AnnotationTitle:        providerType + "-" + name,
-		artifact.AnnotationVersion:      version,
-		artifact.AnnotationSource:       "https://github.com/kubernetes-sigs/cluster-api",
-		artifact.AnnotationProviderType: providerType,
-		artifact.AnnotationProviderName: name,
-	}, artifact.Access{PlainHTTP: true})
+	url, err := framework.PublishFiles(ctx, env.Registry.Host, providerType, name, version, files)
 	if err != nil {
-		t.Fatalf("publishing %s-%s %s: %v", providerType, name, version, err)
+		t.Fatal(err)
 	}
-	return ref.URL()
+	return url
 }
 
 func source(url string) *v1alpha1.ProviderSource {

@@ -44,22 +44,23 @@ func TestProviderLifecycle(t *testing.T) {
 	defer cancel()
 	c := newClient(t)
 
-	urls := map[string]string{}
+	// No spec.source: the catalog names registry.k8s.io, the manager's
+	// mirror rule sends it to the plane's registry.
 	for _, v := range []string{oldVersion, newVersion} {
-		urls[v1alpha1.CoreProviderType] = publish(t, ctx, v1alpha1.CoreProviderType, "cluster-api", v)
-		urls[v1alpha1.BootstrapProviderType] = publish(t, ctx, v1alpha1.BootstrapProviderType, "kubeadm", v)
-		urls[v1alpha1.ControlPlaneProviderType] = publish(t, ctx, v1alpha1.ControlPlaneProviderType, "kubeadm", v)
+		publish(t, ctx, v1alpha1.CoreProviderType, "cluster-api", v)
+		publish(t, ctx, v1alpha1.BootstrapProviderType, "kubeadm", v)
+		publish(t, ctx, v1alpha1.ControlPlaneProviderType, "kubeadm", v)
 	}
 	for _, ns := range []string{"capi-system", "kubeadm-bootstrap", "capi-kubeadm-control-plane-system"} {
 		ensureNamespace(t, ctx, c, ns)
 	}
 	core := &v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"},
-		Spec: v1alpha1.ProviderSpec{Version: oldVersion, Source: source(urls[v1alpha1.CoreProviderType])}}
+		Spec: v1alpha1.ProviderSpec{Version: oldVersion}}
 	bootstrap := &v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "kubeadm-bootstrap", Name: "kubeadm"},
-		Spec: v1alpha1.ProviderSpec{Version: oldVersion, Source: source(urls[v1alpha1.BootstrapProviderType]),
+		Spec: v1alpha1.ProviderSpec{Version: oldVersion,
 			Variables: map[string]string{"KUBEADM_BOOTSTRAP_TOKEN_TTL": "30m"}}}
 	controlPlane := &v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"},
-		Spec: v1alpha1.ProviderSpec{Version: oldVersion, Source: source(urls[v1alpha1.ControlPlaneProviderType])}}
+		Spec: v1alpha1.ProviderSpec{Version: oldVersion}}
 	providers := []installed{
 		{core, client.ObjectKey{Namespace: "capi-system", Name: "capi-controller-manager"}},
 		{bootstrap, client.ObjectKey{Namespace: "kubeadm-bootstrap", Name: "capi-kubeadm-bootstrap-controller-manager"}},
@@ -76,6 +77,7 @@ func TestProviderLifecycle(t *testing.T) {
 		waitCondition(t, ctx, c, p.obj, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 5*time.Minute)
 	}
 	t.Logf("three providers %s Ready %s after their CRs were applied", oldVersion, time.Since(start).Round(time.Millisecond))
+	logWrites(t, start)
 	for _, p := range providers {
 		assertInstalled(t, ctx, c, p, oldVersion, "v1beta2")
 	}
@@ -340,4 +342,22 @@ func createWithRetry(ctx context.Context, c client.Client, obj client.Object) er
 		return last
 	}
 	return err
+}
+
+// logWrites reports the manager's API writes since start, by resource.
+func logWrites(t *testing.T, since time.Time) {
+	t.Helper()
+	writes, err := env.Writes(plane.CapwrightUser, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byResource := map[string]int{}
+	for _, w := range writes {
+		key := w.Verb + " " + w.Resource
+		if w.Subresource != "" {
+			key += "/" + w.Subresource
+		}
+		byResource[key]++
+	}
+	t.Logf("the manager made %d API writes for the three installs: %v", len(writes), byResource)
 }

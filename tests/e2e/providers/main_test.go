@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
@@ -24,7 +25,13 @@ func TestMain(m *testing.M) {
 		err = p.BuildCapwright(ctx)
 	}
 	if err == nil {
-		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=30s"}})
+		// Catalog providers (no spec.source) come from registry.k8s.io; the
+		// plane's registry stands in as its mirror, as at an air-gapped site.
+		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
+			"--resync-interval=30s",
+			"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
+			"--insecure-registry=" + p.Registry.Host,
+		}})
 	}
 	cancel()
 	if err != nil {
