@@ -74,7 +74,7 @@ test: tools ## Run unit, integration and e2e tests (builds the tools first).
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -v ./tests/e2e/... 2>&1 | grep -E --line-buffered -v '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: demo
-demo: tools $(BIN)/local-plane ## Start the local plane, show Flux delivering onto it, stop.
+demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Install real CAPI providers through Capwright and Flux on the local plane, print their status, stop.
 	$(BIN)/local-plane demo
 
 .PHONY: plane-up

@@ -5,21 +5,30 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"reflect"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
-// demo starts the plane, has Flux deliver an OCI artifact onto it, prints
-// what runs and what Flux reports, and stops (CAPWRIGHT_DEMO_KEEP=1 keeps it
-// up until Ctrl-C).
+// demo is Capwright's main job on the local plane: it publishes the real
+// Cluster API core, kubeadm bootstrap and kubeadm control plane providers to
+// the plane's registry (standing in as the mirror of registry.k8s.io),
+// applies the provider CRs a platform engineer would commit, waits until
+// Flux installed them, prints their status and stops. CAPWRIGHT_DEMO_KEEP=1
+// keeps the plane up until Ctrl-C.
 func demo(_ []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -29,46 +38,100 @@ func demo(_ []string) error {
 		return err
 	}
 	defer p.Stop()
-	up := time.Since(start)
-
+	version := plane.CAPIVersion
+	fmt.Printf("demo: publishing Cluster API %s providers to the in-process registry %s\n", version, p.Registry.Host)
+	fixtures := filepath.Dir(p.CAPIComponentsPath(version, "metadata.yaml"))
+	providers := []v1alpha1.Provider{
+		&v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"}},
+		&v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-bootstrap-system", Name: "kubeadm"}},
+		&v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"}},
+	}
+	for _, pr := range providers {
+		if _, err := framework.PublishCAPIProvider(ctx, p.Registry.Host, fixtures, pr.ProviderType(), pr.GetName(), version); err != nil {
+			return err
+		}
+	}
+	if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: mirrorArgs(p)}); err != nil {
+		return err
+	}
 	c, err := framework.NewClient(p.Config)
 	if err != nil {
 		return err
 	}
-	fmt.Println("demo: pushing an artifact to the in-process registry and letting Flux apply it")
-	d, err := framework.Deliver(ctx, c, p.Registry.Host, plane.FluxNamespace, "demo", map[string][]byte{"app.yaml": []byte(framework.SmokeManifests)})
+	if err := v1alpha1.AddToScheme(c.Scheme()); err != nil {
+		return err
+	}
+	applied := time.Now()
+	fmt.Println("demo: applying CoreProvider cluster-api, BootstrapProvider kubeadm, ControlPlaneProvider kubeadm (no source: the catalog names registry.k8s.io, the mirror rule serves it)")
+	for _, pr := range providers {
+		pr.GetSpec().Version = version
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pr.GetNamespace()}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		if err := c.Create(ctx, pr.(client.Object)); err != nil {
+			return err
+		}
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, pr := range providers {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(pr.(client.Object)), pr.(client.Object)); err != nil {
+				return false, nil
+			}
+			if !apimeta.IsStatusConditionTrue(pr.GetConditions(), v1alpha1.ReadyCondition) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	printProviders(providers)
 	if err != nil {
-		return err
+		return fmt.Errorf("the providers did not become Ready in 5m (logs in %s): %w", p.RunDir, err)
 	}
-	var dep appsv1.Deployment
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "smoke", Name: "smoke-app"}, &dep); err != nil {
-		return err
-	}
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil {
-		return err
-	}
-
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "\nLocal management plane (up in %s), logs in %s\n", up.Round(time.Millisecond), p.RunDir)
-	fmt.Fprintln(w, "COMPONENT\tLOG")
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "source-controller", "kustomize-controller", "helm-controller", "certsim", "webhook-router"} {
-		fmt.Fprintf(w, "%s\t%s\n", name, p.LogPath(name))
-	}
-	fmt.Fprintf(w, "registry\thttp://%s (in-process)\n", p.Registry.Host)
-	fmt.Fprintf(w, "nodes\t%d simulated by kwok\n", len(nodes.Items))
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "FLUX OBJECT\tREADY\tREVISION")
-	fmt.Fprintf(w, "OCIRepository/%s\tTrue\t%s\n", d.Repository.Name, d.Repository.Status.Artifact.Revision)
-	fmt.Fprintf(w, "Kustomization/%s\tTrue\t%s\n", d.Kustomization.Name, d.Kustomization.Status.LastAppliedRevision)
-	fmt.Fprintf(w, "Deployment smoke/%s\t%d/%d ready\t\n", dep.Name, dep.Status.ReadyReplicas, *dep.Spec.Replicas)
-	if err := w.Flush(); err != nil {
-		return err
-	}
+	fmt.Printf("\ndemo: plane up in %s; the three providers were Ready %s after their CRs were applied\n",
+		applied.Sub(start).Round(time.Millisecond), time.Since(applied).Round(time.Millisecond))
+	fmt.Printf("demo: logs in %s\n", p.RunDir)
 	if os.Getenv("CAPWRIGHT_DEMO_KEEP") != "" {
-		fmt.Printf("\nCAPWRIGHT_DEMO_KEEP is set: the plane stays up (KUBECONFIG=%s); Ctrl-C stops it.\n", p.Kubeconfig)
+		fmt.Printf("\nCAPWRIGHT_DEMO_KEEP is set: the plane stays up; try\n  export KUBECONFIG=%s\n  kubectl get capwright -A\nCtrl-C stops it.\n", p.Kubeconfig)
 		<-ctx.Done()
 	}
-	fmt.Println("\ndemo: stopping the plane")
+	fmt.Println("demo: stopping the plane")
 	return p.Stop()
+}
+
+func printProviders(providers []v1alpha1.Provider) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nKIND\tNAMESPACE/NAME\tVERSION\tINSTALLED\tCONTRACT\tREADY\tARTIFACT")
+	for _, pr := range providers {
+		s := pr.GetStatus()
+		ready := "Unknown"
+		if c := apimeta.FindStatusCondition(pr.GetConditions(), v1alpha1.ReadyCondition); c != nil {
+			ready = string(c.Status)
+			if c.Status != metav1.ConditionTrue {
+				ready += " (" + c.Reason + ": " + c.Message + ")"
+			}
+		}
+		art := ""
+		if s.Artifact != nil {
+			art = s.Artifact.Revision
+		}
+		fmt.Fprintf(w, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\n", reflect.TypeOf(pr).Elem().Name(), pr.GetNamespace(), pr.GetName(),
+			pr.GetSpec().Version, s.InstalledVersion, s.Contract, ready, art)
+	}
+	fmt.Fprintln(w, "\nFLUX OBJECT\tREADY\t")
+	for _, pr := range providers {
+		for _, f := range pr.GetStatus().FluxObjects {
+			fmt.Fprintf(w, "%s %s/%s\t%s\t\n", f.Kind, f.Namespace, f.Name, f.Ready)
+		}
+	}
+	_ = w.Flush()
+}
+
+// mirrorArgs make the plane's registry the mirror of the Cluster API
+// artifacts on registry.k8s.io, reached over plain HTTP: providers with no
+// spec.source install from what was published there.
+func mirrorArgs(p *plane.Plane) []string {
+	return []string{
+		"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
+		"--insecure-registry=" + p.Registry.Host,
+	}
 }

@@ -97,7 +97,7 @@ func up(args []string) error {
 	}
 	defer p.Stop()
 	if *capwright {
-		if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{}); err != nil {
+		if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: mirrorArgs(p)}); err != nil {
 			return err
 		}
 	}
@@ -143,6 +143,8 @@ func printUsage(stateDir string, p *plane.Plane, workloads int) {
 The local management plane is up.
   kubeconfig:  %[1]s/kubeconfig      (export KUBECONFIG=%[1]s/kubeconfig)
   registry:    %[2]s   (plain HTTP; use insecure: true in OCIRepository)
+               the Capwright manager treats it as the mirror of registry.k8s.io/cluster-api/manifests:
+               publish providers to %[2]s/cluster-api/manifests/<type>-<name>:<version>
   logs:        %[3]s
 Stop it with: make plane-down
 `, abs, p.Registry.Host, p.RunDir)

@@ -78,6 +78,7 @@ func TestProviderLifecycle(t *testing.T) {
 	}
 	t.Logf("three providers %s Ready %s after their CRs were applied", oldVersion, time.Since(start).Round(time.Millisecond))
 	logWrites(t, start)
+	assertInstalledEvent(t, ctx, c, core)
 	for _, p := range providers {
 		assertInstalled(t, ctx, c, p, oldVersion, "v1beta2")
 	}
@@ -360,4 +361,22 @@ func logWrites(t *testing.T, since time.Time) {
 		byResource[key]++
 	}
 	t.Logf("the manager made %d API writes for the three installs: %v", len(writes), byResource)
+}
+
+// assertInstalledEvent checks the Flux-shaped event of an installation: a
+// Kubernetes Event on the provider carrying the revision annotation that
+// notification-controller forwards.
+func assertInstalledEvent(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider) {
+	t.Helper()
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(p.GetNamespace())); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == p.GetName() && e.Reason == v1alpha1.InstalledReason && e.Type == corev1.EventTypeNormal &&
+			strings.HasPrefix(e.Annotations[v1alpha1.GroupVersion.Group+"/revision"], p.GetSpec().Version+"@sha256:") {
+			return
+		}
+	}
+	t.Errorf("no Installed event with a revision annotation for %s/%s among %d events", p.GetNamespace(), p.GetName(), len(events.Items))
 }
