@@ -108,16 +108,7 @@ func TestRealCAPIComponentsBecomeReadyAndServeWebhooks(t *testing.T) {
 	}
 
 	cluster = newCluster("e2e")
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := c.Create(ctx, cluster)
-		if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
-			// The route may take a moment to be used by a fresh connection.
-			t.Logf("creating Cluster: %v", err)
-			return false, nil
-		}
-		return true, err
-	})
-	if err != nil {
+	if err := framework.CreateWithRetry(ctx, c, cluster); err != nil {
 		t.Fatalf("Cluster could not be created with the CAPI manager serving webhooks: %v", err)
 	}
 	// The real manager reconciles it: it adds its finalizer.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/capwright/capwright/tests/bindir"
 	"github.com/capwright/capwright/tests/plane/certsim"
 )
 
@@ -288,22 +289,5 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// DefaultBinDir is $CAPWRIGHT_BIN_DIR, or bin/ in the repository root found
-// from the working directory (tests run in their package directory).
-func DefaultBinDir() (string, error) {
-	if dir := os.Getenv("CAPWRIGHT_BIN_DIR"); dir != "" {
-		return filepath.Abs(dir)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "tests", "tools", "main.go")); err == nil {
-			return filepath.Join(dir, "bin"), nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", errors.New("cannot find the repository root (tests/tools) from the working directory; set CAPWRIGHT_BIN_DIR")
-		}
-	}
-}
+// DefaultBinDir is $CAPWRIGHT_BIN_DIR, or bin/ in the repository root.
+func DefaultBinDir() (string, error) { return bindir.Default() }

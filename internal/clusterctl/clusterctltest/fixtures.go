@@ -4,10 +4,11 @@
 package clusterctltest
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/capwright/capwright/tests/bindir"
 )
 
 // Versions with fixtures.
@@ -24,7 +25,7 @@ const (
 // when the fixtures are missing: they are built, never skipped.
 func Dir(t testing.TB, version string) string {
 	t.Helper()
-	bin, err := binDir()
+	bin, err := bindir.Default()
 	if err != nil {
 		t.Fatalf("locating the fixtures: %v", err)
 	}
@@ -43,22 +44,4 @@ func Read(t testing.TB, version, file string) []byte {
 		t.Fatalf("reading fixture %s of Cluster API %s: %v; run `make tools` at the repository root", file, version, err)
 	}
 	return data
-}
-
-func binDir() (string, error) {
-	if dir := os.Getenv("CAPWRIGHT_BIN_DIR"); dir != "" {
-		return filepath.Abs(dir)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "tests", "tools", "main.go")); err == nil {
-			return filepath.Join(dir, "bin"), nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", errors.New("no repository root (a directory with tests/tools/main.go) above the working directory; set CAPWRIGHT_BIN_DIR to the bin directory `make tools` fills")
-		}
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
@@ -142,7 +143,7 @@ func TestProviderLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		cluster := testCluster("blocker")
-		if err := createWithRetry(ctx, c, cluster); err != nil {
+		if err := framework.CreateWithRetry(ctx, c, cluster); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Delete(ctx, core); err != nil {
@@ -326,23 +327,6 @@ func testCluster(name string) *unstructured.Unstructured {
 		"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": plane.TestInfraClusterKind, "name": name,
 	}, "spec", "infrastructureRef")
 	return u
-}
-
-// createWithRetry creates obj, retrying while its webhook is not reachable
-// yet (the manager has just started).
-func createWithRetry(ctx context.Context, c client.Client, obj client.Object) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		last = c.Create(ctx, obj)
-		if last != nil && strings.Contains(last.Error(), "failed calling webhook") {
-			return false, nil
-		}
-		return true, last
-	})
-	if err != nil && last != nil {
-		return last
-	}
-	return err
 }
 
 // logWrites reports the manager's API writes since start, by resource.
