@@ -15,6 +15,8 @@ GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 WORKLOAD_CLUSTERS ?= 0
 # go test flags; e2e packages share the 2 cores, so run them one at a time.
 TEST_TIMEOUT   ?= 60m
+# Iterations of the plane benchmarks (each installs and deletes providers).
+BENCH_TIME     ?= 3x
 
 export CAPWRIGHT_BIN_DIR := $(BIN)
 
@@ -72,6 +74,11 @@ test: tools ## Run unit, integration and e2e tests (builds the tools first).
 	$(GO) -C api vet ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests/e2e')
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -v ./tests/e2e/... 2>&1 | grep -E --line-buffered -v '^=== (RUN|PAUSE|CONT)'
+
+.PHONY: bench
+bench: tools ## Benchmarks: pure packages, and installing the real CAPI providers on the local plane.
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/providers/
 
 .PHONY: demo
 demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Install real CAPI providers through Capwright and Flux on the local plane, print their status, stop.

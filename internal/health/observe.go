@@ -52,13 +52,14 @@ func ObserveKustomization(k *kustomizev1.Kustomization) Observation {
 }
 
 // ObserveHelmRelease observes a Helm applier; its revision is the OCI
-// revision of the chart it last released.
+// digest of the chart it last released (helm-controller records the
+// source's digest revision per release).
 func ObserveHelmRelease(h *helmv2.HelmRelease) Observation {
 	obs := Observation{Kind: helmv2.HelmReleaseKind, Name: h.Name, Namespace: h.Namespace, Generation: h.Generation,
 		ObservedGeneration: h.Status.ObservedGeneration, Conditions: h.Status.Conditions,
 		LastAttemptedRevision: h.Status.LastAttemptedRevision}
 	if latest := h.Status.History.Latest(); latest != nil {
-		obs.Revision = latest.ChartVersion + "@" + latest.OCIDigest
+		obs.Revision = latest.OCIDigest
 	}
 	return obs
 }

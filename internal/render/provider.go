@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/kustomize"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -60,7 +61,9 @@ type Input struct {
 // RenderedObjects are the Flux objects of one provider.
 type RenderedObjects struct {
 	OCIRepository *sourcev1.OCIRepository
+	// Kustomization installs a components file; HelmRelease a chart.
 	Kustomization *kustomizev1.Kustomization
+	HelmRelease   *helmv2.HelmRelease
 }
 
 // ObjectName names the Flux objects of a provider: <type>-<name>.
@@ -70,11 +73,14 @@ func ObjectName(providerType, name string) string { return providerType + "-" + 
 // artifact follows the provider-artifact layout.
 func Provider(in Input) (*RenderedObjects, error) {
 	spec := in.Provider.GetSpec()
-	if spec.Source != nil && spec.Source.Chart != nil {
-		return nil, errors.New("spec.source.chart: providers packaged as Helm charts are not supported yet; use spec.source.oci")
+	if in.Digest == "" || in.ArtifactURL == "" {
+		return nil, errors.New("render: the artifact URL and digest are required (preflight did not run)")
 	}
-	if in.Digest == "" || in.ArtifactURL == "" || in.ComponentsFile == "" {
-		return nil, errors.New("render: the artifact URL, digest and components file are required (preflight did not run)")
+	if spec.Source != nil && spec.Source.Chart != nil {
+		return chart(in)
+	}
+	if in.ComponentsFile == "" {
+		return nil, errors.New("render: the components file is required (preflight did not run)")
 	}
 	repo, err := ociRepository(in)
 	if err != nil {
@@ -143,19 +149,25 @@ func ociRepository(in Input) (*sourcev1.OCIRepository, error) {
 		repo.Spec.SecretRef = oci.SecretRef
 		repo.Spec.CertSecretRef = oci.CertSecretRef
 		repo.Spec.Insecure = oci.Insecure || in.Insecure
-		if v := oci.Verify; v != nil {
-			provider := v.Provider
-			if provider == "" {
-				provider = "cosign"
-			}
-			verify := &sourcev1.OCIRepositoryVerification{Provider: provider, SecretRef: v.SecretRef}
-			for _, id := range v.MatchOIDCIdentity {
-				verify.MatchOIDCIdentity = append(verify.MatchOIDCIdentity, sourcev1.OIDCIdentityMatch{Issuer: id.Issuer, Subject: id.Subject})
-			}
-			repo.Spec.Verify = verify
-		}
+		repo.Spec.Verify = verification(oci.Verify)
 	}
 	return repo, nil
+}
+
+// verification maps spec verification onto the OCIRepository's.
+func verification(v *v1alpha1.OCIVerification) *sourcev1.OCIRepositoryVerification {
+	if v == nil {
+		return nil
+	}
+	provider := v.Provider
+	if provider == "" {
+		provider = "cosign"
+	}
+	verify := &sourcev1.OCIRepositoryVerification{Provider: provider, SecretRef: v.SecretRef}
+	for _, id := range v.MatchOIDCIdentity {
+		verify.MatchOIDCIdentity = append(verify.MatchOIDCIdentity, sourcev1.OIDCIdentityMatch{Issuer: id.Issuer, Subject: id.Subject})
+	}
+	return verify
 }
 
 func kustomization(in Input) (*kustomizev1.Kustomization, error) {

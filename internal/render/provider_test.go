@@ -159,7 +159,7 @@ func TestRenderRefusesWhatFluxCannotDo(t *testing.T) {
 		want string
 	}{
 		{"config Secret in another namespace", v1alpha1.ProviderSpec{Version: "v1.14.2", ConfigSecret: &v1alpha1.SecretReference{Name: "vars", Namespace: "elsewhere"}}, "spec.configSecret"},
-		{"Helm chart source", v1alpha1.ProviderSpec{Version: "v1.14.2", Source: &v1alpha1.ProviderSource{Chart: &v1alpha1.ChartSource{}}}, "spec.source.chart"},
+		{"clusterctl variables for a chart", v1alpha1.ProviderSpec{Version: "v1.14.2", Variables: map[string]string{"A": "b"}, Source: &v1alpha1.ProviderSource{Chart: &v1alpha1.ChartSource{}}}, "spec.source.chart.values"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,5 +177,35 @@ func TestMergeArgs(t *testing.T) {
 	want := "--leader-elect --v=5 --feature-gates=A=true positional --new=x"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("mergeArgs = %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
+func TestRenderChartProvider(t *testing.T) {
+	p := &v1alpha1.AddonProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "addons", Name: "helm"}, Spec: v1alpha1.ProviderSpec{
+		Version: "v0.4.1",
+		Source: &v1alpha1.ProviderSource{Chart: &v1alpha1.ChartSource{
+			OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: "oci://ghcr.io/caaph/charts/cluster-api-addon-provider-helm"},
+			ValuesFrom:        []v1alpha1.ValuesReference{{Kind: "ConfigMap", Name: "helm-values"}},
+		}},
+		Images: []kustomize.Image{{Name: "ghcr.io/caaph/manager", NewName: "mirror.local/caaph/manager"}},
+	}}
+	out, err := Provider(Input{Provider: p, Kind: "AddonProvider", ArtifactURL: p.Spec.Source.Chart.URL, Tag: "v0.4.1", Digest: digest, ProviderLabel: "addon-helm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Kustomization != nil || out.HelmRelease == nil {
+		t.Fatalf("a chart provider is installed by a HelmRelease only: %+v", out)
+	}
+	repo, hr := out.OCIRepository, out.HelmRelease
+	if repo.Spec.LayerSelector == nil || repo.Spec.LayerSelector.MediaType != "application/vnd.cncf.helm.chart.content.v1.tar+gzip" ||
+		repo.Spec.LayerSelector.Operation != "copy" || repo.Spec.Ignore != nil || repo.Spec.Reference.Digest != digest {
+		t.Errorf("OCIRepository spec = %+v", repo.Spec)
+	}
+	if hr.Spec.ChartRef.Name != "addon-helm" || hr.Spec.ChartRef.Kind != "OCIRepository" || hr.Spec.TargetNamespace != "addons" ||
+		hr.Spec.Install.CRDs != "CreateReplace" || hr.Spec.CommonMetadata.Labels["cluster.x-k8s.io/provider"] != "addon-helm" {
+		t.Errorf("HelmRelease spec = %+v", hr.Spec)
+	}
+	if len(hr.Spec.ValuesFrom) != 1 || len(hr.Spec.PostRenderers) != 1 || hr.Spec.PostRenderers[0].Kustomize.Images[0].NewName != "mirror.local/caaph/manager" {
+		t.Errorf("valuesFrom %+v postRenderers %+v", hr.Spec.ValuesFrom, hr.Spec.PostRenderers)
 	}
 }

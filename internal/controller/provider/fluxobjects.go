@@ -44,6 +44,10 @@ func isChart(obj v1alpha1.Provider) bool {
 
 // writeFluxObjects renders the Flux objects and applies those that changed.
 func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider, pre *PreflightResult) error {
+	componentsFile := ""
+	if pre.Artifact != nil {
+		componentsFile = pre.Artifact.ComponentsFile
+	}
 	in := render.Input{
 		Provider:         obj,
 		Kind:             r.Kind.Name,
@@ -51,7 +55,7 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider
 		ArtifactURL:      pre.URL,
 		Tag:              pre.Tag,
 		Digest:           pre.Digest,
-		ComponentsFile:   pre.Artifact.ComponentsFile,
+		ComponentsFile:   componentsFile,
 		ProviderLabel:    clusterctl.ProviderLabelValue(obj.ProviderType(), obj.GetName()),
 		NamespacePatches: pre.NamespacePatches,
 		MirrorImages:     r.mirrorImages(pre),
@@ -64,7 +68,14 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider
 	if err != nil {
 		return fmt.Errorf("rendering the Flux objects of %s %s/%s: %w", r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)
 	}
-	for _, o := range []ctrl.Object{rendered.OCIRepository, rendered.Kustomization} {
+	objects := []ctrl.Object{rendered.OCIRepository}
+	if rendered.Kustomization != nil {
+		objects = append(objects, rendered.Kustomization)
+	}
+	if rendered.HelmRelease != nil {
+		objects = append(objects, rendered.HelmRelease)
+	}
+	for _, o := range objects {
 		if err := r.applyIfChanged(ctx, o); err != nil {
 			return err
 		}
@@ -76,7 +87,7 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider
 // registry mirror rules, so a mirrored site pulls nothing from the
 // original registries.
 func (r *Reconciler) mirrorImages(pre *PreflightResult) []kustomize.Image {
-	if len(r.Mirrors) == 0 {
+	if len(r.Mirrors) == 0 || pre.Artifact == nil {
 		return nil
 	}
 	images, err := clusterctl.Images(pre.Artifact.Components)

@@ -79,6 +79,11 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 			return nil, r.refuse(obj, perr)
 		}
 	}
+	if res.Artifact == nil {
+		setTrue(obj, v1alpha1.CompatibleCondition, v1alpha1.CompatibleReason,
+			fmt.Sprintf("%s %s can be installed (a chart declares no clusterctl contract)", obj.GetName(), obj.GetSpec().Version))
+		return res, nil
+	}
 	patches, err := clusterctl.NamespacePatches(res.Artifact.Components, obj.GetNamespace())
 	if err != nil {
 		return nil, r.refuse(obj, &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ArtifactInvalidReason,
@@ -107,9 +112,6 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 	fail := func(reason, format string, args ...any) *preflightError {
 		return &preflightError{Condition: v1alpha1.ArtifactResolvedCondition, Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
-	if spec.Source != nil && spec.Source.Chart != nil {
-		return nil, fail(v1alpha1.SourceUnsupportedReason, "spec.source.chart is not supported yet; publish the provider as an artifact in the provider-artifact layout and use spec.source.oci")
-	}
 	url, err := catalog.ArtifactURL(obj, r.Mirrors)
 	if err != nil {
 		return nil, fail(v1alpha1.ResolveFailedReason, "%v", err)
@@ -126,11 +128,21 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 	if err != nil {
 		return nil, fail(v1alpha1.AuthenticationFailedReason, "%v", err)
 	}
-	pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version)
-	if err != nil {
-		return nil, fail(fetchFailureReason(err), "artifact %s: %v", ref.String(), err)
+	var res *PreflightResult
+	if isChart(obj) {
+		// A chart is Helm's to read; preflight pins the digest the tag names.
+		digest, err := r.Fetcher.Resolve(ctx, ref, access)
+		if err != nil {
+			return nil, fail(fetchFailureReason(err), "chart %s: %v", ref.String(), err)
+		}
+		res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: digest, Revision: spec.Version + "@" + digest}
+	} else {
+		pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version)
+		if err != nil {
+			return nil, fail(fetchFailureReason(err), "artifact %s: %v", ref.String(), err)
+		}
+		res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa}
 	}
-	res := &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa}
 
 	// The digest checked for this version when it was installed stays
 	// pinned: a tag re-pushed with other content is refused.
@@ -164,6 +176,9 @@ func fetchFailureReason(err error) string {
 
 // checkContract takes the contract from the version's release series.
 func (r *Reconciler) checkContract(_ context.Context, obj v1alpha1.Provider, res *PreflightResult) *preflightError {
+	if res.Artifact == nil {
+		return nil // a chart has no metadata.yaml
+	}
 	md, err := clusterctl.ParseMetadata(res.Artifact.Metadata)
 	if err == nil {
 		res.Contract, err = md.ContractFor(obj.GetSpec().Version)
@@ -222,6 +237,10 @@ func (r *Reconciler) checkCore(ctx context.Context, obj v1alpha1.Provider, res *
 		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason, Retry: 15 * time.Second,
 			Message: fmt.Sprintf("waiting for CoreProvider %s/%s to be installed", core.Namespace, core.Name)}
 	}
+	if res.Contract == "" {
+		res.CoreDependency = &ctrl.ObjectKey{Namespace: core.Namespace, Name: objectName(core)}
+		return nil
+	}
 	if err := clusterctl.CheckContractCompatible(core.Status.Contract, res.Contract); err != nil {
 		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.IncompatibleContractReason, Retry: 10 * time.Minute,
 			Message: fmt.Sprintf("%s %s has contract %s, CoreProvider %s/%s runs %s (%s): %v",
@@ -234,6 +253,9 @@ func (r *Reconciler) checkCore(ctx context.Context, obj v1alpha1.Provider, res *
 // checkVariables refuses a provider whose components use variables that
 // have neither a value (inline or configSecret) nor a default, naming them.
 func (r *Reconciler) checkVariables(ctx context.Context, obj v1alpha1.Provider, res *PreflightResult) *preflightError {
+	if res.Artifact == nil {
+		return nil // chart values are Helm's to check
+	}
 	spec := obj.GetSpec()
 	provided := map[string]bool{}
 	if ref := spec.ConfigSecret; ref != nil {

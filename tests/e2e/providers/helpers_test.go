@@ -44,7 +44,7 @@ func source(url string) *v1alpha1.ProviderSource {
 	return &v1alpha1.ProviderSource{OCI: &v1alpha1.OCISource{OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: url, Insecure: true}}}
 }
 
-func newClient(t *testing.T) client.Client {
+func newClient(t testing.TB) client.Client {
 	t.Helper()
 	c, err := framework.NewClient(env.Config)
 	if err != nil {
@@ -58,7 +58,7 @@ func newClient(t *testing.T) client.Client {
 	return c
 }
 
-func ensureNamespace(t *testing.T, ctx context.Context, c client.Client, name string) {
+func ensureNamespace(t testing.TB, ctx context.Context, c client.Client, name string) {
 	t.Helper()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func ensureNamespace(t *testing.T, ctx context.Context, c client.Client, name st
 
 // waitCondition waits until the provider's condition has status (and reason,
 // when given) for its current generation, and returns the provider.
-func waitCondition(t *testing.T, ctx context.Context, c client.Client, obj v1alpha1.Provider, condType string, status metav1.ConditionStatus, reason string, timeout time.Duration) {
+func waitCondition(t testing.TB, ctx context.Context, c client.Client, obj v1alpha1.Provider, condType string, status metav1.ConditionStatus, reason string, timeout time.Duration) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {

@@ -132,6 +132,7 @@ func TestProviderLifecycle(t *testing.T) {
 	})
 
 	refusals(t, ctx, c)
+	charts(t, ctx, c)
 
 	t.Run("deleting the core provider waits for other providers and clusters", func(t *testing.T) {
 		manager, err := env.StartCAPIManager(ctx, plane.CAPIManagerOptions{Namespace: "capi-system"})
@@ -307,7 +308,7 @@ func conditionMessage(p v1alpha1.Provider, condType string) string {
 	return ""
 }
 
-func waitGone(t *testing.T, ctx context.Context, c client.Client, obj client.Object, timeout time.Duration) {
+func waitGone(t testing.TB, ctx context.Context, c client.Client, obj client.Object, timeout time.Duration) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)

@@ -1,0 +1,68 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/content/memory"
+	"oras.land/oras-go/v2/registry/remote"
+)
+
+// Media types of a Helm chart in an OCI registry, as `helm push` writes it.
+const (
+	helmConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
+	helmChartMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+)
+
+// PushChart packages a Helm chart (Chart.yaml from name and version, the
+// given templates and values.yaml) and pushes it to host/repository:version
+// over plain HTTP, laid out as `helm push` does. It returns the oci:// URL.
+func PushChart(ctx context.Context, host, repository, name, version string, files map[string][]byte) (string, error) {
+	chartYAML := fmt.Sprintf("apiVersion: v2\nname: %s\nversion: %s\ntype: application\n", name, version)
+	tarFiles := map[string][]byte{name + "/Chart.yaml": []byte(chartYAML)}
+	for path, data := range files {
+		tarFiles[name+"/"+path] = data
+	}
+	layer, err := TarGz(tarFiles)
+	if err != nil {
+		return "", err
+	}
+	config, err := json.Marshal(map[string]string{"apiVersion": "v2", "name": name, "version": version, "type": "application"})
+	if err != nil {
+		return "", err
+	}
+	store := memory.New()
+	layerDesc := content.NewDescriptorFromBytes(helmChartMediaType, layer)
+	configDesc := content.NewDescriptorFromBytes(helmConfigMediaType, config)
+	for _, b := range []struct {
+		desc ocispec.Descriptor
+		data []byte
+	}{{layerDesc, layer}, {configDesc, config}} {
+		if err := store.Push(ctx, b.desc, bytes.NewReader(b.data)); err != nil {
+			return "", err
+		}
+	}
+	manifest, err := oras.PackManifest(ctx, store, oras.PackManifestVersion1_1, "", oras.PackManifestOptions{
+		Layers: []ocispec.Descriptor{layerDesc}, ConfigDescriptor: &configDesc,
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := store.Tag(ctx, manifest, version); err != nil {
+		return "", err
+	}
+	repo, err := remote.NewRepository(host + "/" + repository)
+	if err != nil {
+		return "", err
+	}
+	repo.PlainHTTP = true
+	if _, err := oras.Copy(ctx, store, version, repo, version, oras.DefaultCopyOptions); err != nil {
+		return "", fmt.Errorf("pushing chart %s/%s:%s: %w", host, repository, version, err)
+	}
+	return "oci://" + host + "/" + repository, nil
+}
