@@ -195,7 +195,7 @@ func requireFluxAPIs(cfg *rest.Config) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("Flux is not installed on this cluster (Capwright needs the source, kustomize and helm controllers of Flux v2.9 or later; run `flux install`): %w", errors.Join(missing...))
+		return fmt.Errorf("this cluster does not serve the Flux APIs Capwright writes (it needs the source, kustomize and helm controllers of Flux v2.9 or later; run `flux install`): %w", errors.Join(missing...))
 	}
 	return nil
 }

@@ -9,13 +9,13 @@ import (
 // The provider types, as clusterctl names them (also the prefix of the
 // components file, <type>-components.yaml).
 const (
-	CoreProviderType = "core"
-	BootstrapProviderType = "bootstrap"
-	ControlPlaneProviderType = "control-plane"
-	InfrastructureProviderType = "infrastructure"
-	IPAMProviderType = "ipam"
+	CoreProviderType             = "core"
+	BootstrapProviderType        = "bootstrap"
+	ControlPlaneProviderType     = "control-plane"
+	InfrastructureProviderType   = "infrastructure"
+	IPAMProviderType             = "ipam"
 	RuntimeExtensionProviderType = "runtime-extension"
-	AddonProviderType = "addon"
+	AddonProviderType            = "addon"
 )
 
 // Provider is what every provider kind offers to controllers and tools.
