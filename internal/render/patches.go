@@ -21,20 +21,13 @@ import (
 const managerContainer = "manager"
 
 // patches are, in order: clusterctl's namespace fixes, prune protection of
-// CRDs (deleting a provider must never delete users' objects), the
-// manager/deployment settings, and the user's patches (last, so they win).
+// CRDs and of the Namespace (deleting a provider must never delete users'
+// objects: their custom resources, or the namespace that holds the provider
+// CR and its Secrets), the manager/deployment settings, and the user's
+// patches (last, so they win).
 func patches(in Input) ([]kustomize.Patch, error) {
 	out := append([]kustomize.Patch(nil), in.NamespacePatches...)
-	out = append(out, kustomize.Patch{
-		Patch: fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: any
-  annotations:
-    %s: disabled
-`, pruneAnnotation),
-		Target: &kustomize.Selector{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"},
-	})
+	out = append(out, keepOnPrune("apiextensions.k8s.io", "v1", "CustomResourceDefinition"), keepOnPrune("", "v1", "Namespace"))
 	dep, err := deploymentPatch(in)
 	if err != nil {
 		return nil, err
@@ -43,6 +36,18 @@ metadata:
 		out = append(out, *dep)
 	}
 	return append(out, in.Provider.GetSpec().Patches...), nil
+}
+
+// keepOnPrune annotates every object of a kind so Flux never prunes it.
+func keepOnPrune(group, version, kind string) kustomize.Patch {
+	apiVersion := version
+	if group != "" {
+		apiVersion = group + "/" + version
+	}
+	return kustomize.Patch{
+		Patch:  fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata:\n  name: any\n  annotations:\n    %s: disabled\n", apiVersion, kind, pruneAnnotation),
+		Target: &kustomize.Selector{Group: group, Kind: kind},
+	}
 }
 
 // deploymentPatch turns spec.manager and spec.deployment into a strategic

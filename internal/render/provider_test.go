@@ -80,8 +80,11 @@ func TestRenderCoreProvider(t *testing.T) {
 	}
 	built := clusterctltest.KustomizeBuild(t, clusterctltest.Read(t, clusterctltest.Current, "core-components.yaml"), "capi-system", ks.Spec.Patches)
 	crds := strings.Count(string(built), "kind: CustomResourceDefinition")
-	if protected := strings.Count(string(built), "kustomize.toolkit.fluxcd.io/prune: disabled"); protected != crds || crds == 0 {
-		t.Errorf("%d of %d CRDs protected from pruning", protected, crds)
+	if protected := strings.Count(string(built), "kustomize.toolkit.fluxcd.io/prune: disabled"); protected != crds+1 || crds == 0 {
+		t.Errorf("%d objects protected from pruning, want the %d CRDs and the Namespace", protected, crds)
+	}
+	if !strings.Contains(string(built), "kind: Namespace\nmetadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled") {
+		t.Errorf("the Namespace, which holds the provider CR, must survive pruning")
 	}
 }
 

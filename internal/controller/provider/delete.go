@@ -29,6 +29,15 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (recon
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
+	installed, err := r.hasFluxObjects(ctx, obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// A provider that never got Flux objects (refused by preflight, e.g. a
+	// duplicate) installed nothing that others could depend on.
+	if !installed {
+		return r.removeFinalizer(ctx, obj)
+	}
 	if blockers, err := r.deletionBlockers(ctx, obj); err != nil {
 		return reconcile.Result{}, err
 	} else if len(blockers) > 0 {
@@ -61,6 +70,11 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (recon
 			fmt.Sprintf("Flux is pruning what it applied for %s/%s (CustomResourceDefinitions are kept)", obj.GetNamespace(), name))
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 	}
+	return r.removeFinalizer(ctx, obj)
+}
+
+// removeFinalizer drops the inventory object and then the finalizer.
+func (r *Reconciler) removeFinalizer(ctx context.Context, obj v1alpha1.Provider) (reconcile.Result, error) {
 	if err := r.deleteInventory(ctx, obj); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -70,6 +84,20 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (recon
 		return reconcile.Result{}, fmt.Errorf("removing finalizer: %w", err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// hasFluxObjects tells whether any Flux object of the provider exists.
+func (r *Reconciler) hasFluxObjects(ctx context.Context, obj v1alpha1.Provider) (bool, error) {
+	for _, o := range []ctrl.Object{&kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, &sourcev1.OCIRepository{}} {
+		err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, o)
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsNotFound(err) && !isNoMatch(err) {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // deletionBlockers names what must go before the provider can: objects of

@@ -232,7 +232,13 @@ func (r *Reconciler) checkCore(ctx context.Context, obj v1alpha1.Provider, res *
 		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason, Retry: 30 * time.Second,
 			Message: "waiting for the core provider: create a CoreProvider named cluster-api"}
 	}
+	// The oldest core provider is the one uniqueness keeps.
 	core := &cores.Items[0]
+	for i := range cores.Items {
+		if cores.Items[i].CreationTimestamp.Before(&core.CreationTimestamp) {
+			core = &cores.Items[i]
+		}
+	}
 	if core.Status.Contract == "" || !apimeta.IsStatusConditionTrue(core.Status.Conditions, v1alpha1.InstalledCondition) {
 		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason, Retry: 15 * time.Second,
 			Message: fmt.Sprintf("waiting for CoreProvider %s/%s to be installed", core.Namespace, core.Name)}

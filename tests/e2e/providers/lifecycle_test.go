@@ -185,7 +185,13 @@ func TestProviderLifecycle(t *testing.T) {
 		waitGone(t, ctx, c, cluster, 2*time.Minute)
 		waitGone(t, ctx, c, core, 3*time.Minute)
 		waitGone(t, ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "capi-controller-manager"}}, time.Minute)
-		// CRDs stay: deleting a provider must never delete users' objects.
+		// The namespace holding the provider CR (and the user's Secrets)
+		// stays, and so do the CRDs: deleting a provider must never delete
+		// users' objects.
+		var ns corev1.Namespace
+		if err := c.Get(ctx, client.ObjectKey{Name: "capi-system"}, &ns); err != nil || !ns.DeletionTimestamp.IsZero() {
+			t.Fatalf("namespace capi-system was pruned with the core provider: %v %v", err, ns.DeletionTimestamp)
+		}
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := c.Get(ctx, client.ObjectKey{Name: "clusters.cluster.x-k8s.io"}, &crd); err != nil {
 			t.Fatalf("the Cluster CRD was removed with the core provider: %v", err)

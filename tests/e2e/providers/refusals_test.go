@@ -86,6 +86,21 @@ func refusals(t *testing.T, ctx context.Context, c client.Client) {
 		deleteAndWait(t, ctx, c, p)
 	})
 
+	t.Run("a second provider of the same type and name is refused", func(t *testing.T) {
+		ensureNamespace(t, ctx, c, "second-capi")
+		p := &v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "second-capi", Name: "cluster-api"},
+			Spec: v1alpha1.ProviderSpec{Version: newVersion}}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, ctx, c, p, v1alpha1.CompatibleCondition, metav1.ConditionFalse, v1alpha1.DuplicateProviderReason, 2*time.Minute)
+		if msg := conditionMessage(p, v1alpha1.CompatibleCondition); !strings.Contains(msg, "CoreProvider capi-system/cluster-api") {
+			t.Errorf("message should name the provider that keeps it: %q", msg)
+		}
+		assertNothingApplied(t, ctx, c, p)
+		deleteAndWait(t, ctx, c, p)
+	})
+
 	t.Run("a contract the core provider cannot work with is refused", func(t *testing.T) {
 		url := publishFiles(t, ctx, v1alpha1.InfrastructureProviderType, "oldcontract", "v0.1.0", map[string][]byte{
 			"metadata.yaml":                  testMetadata("v1alpha4"),
