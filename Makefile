@@ -57,6 +57,9 @@ manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inve
 	capi=$$(GOFLAGS=-mod=mod $(GO) -C tests/tools/capi list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api) && \
 	{ echo "# clusterctl's inventory CRD, copied by make manifests from sigs.k8s.io/cluster-api $$(basename $$capi | cut -d@ -f2)."; \
 	  cat $$capi/cmd/clusterctl/config/manifest/clusterctl-api.yaml; } > manifests/clusterctl/clusterctl-api.yaml
+	# The Helm chart carries the same CRDs and ClusterRole.
+	cp manifests/crd/bases/providers.capwright.io_*.yaml manifests/clusterctl/clusterctl-api.yaml charts/capwright/crds/
+	cp manifests/rbac/role.yaml charts/capwright/templates/clusterrole.yaml
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## go vet and golangci-lint on both modules.

@@ -19,12 +19,15 @@ const (
 	helmChartMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
 )
 
-// PushChart packages a Helm chart (Chart.yaml from name and version, the
-// given templates and values.yaml) and pushes it to host/repository:version
+// PushChart packages a Helm chart (the given files, relative to the chart
+// root; a Chart.yaml is made from name and version unless given) and pushes it to host/repository:version
 // over plain HTTP, laid out as `helm push` does. It returns the oci:// URL.
 func PushChart(ctx context.Context, host, repository, name, version string, files map[string][]byte) (string, error) {
 	chartYAML := fmt.Sprintf("apiVersion: v2\nname: %s\nversion: %s\ntype: application\n", name, version)
-	tarFiles := map[string][]byte{name + "/Chart.yaml": []byte(chartYAML)}
+	tarFiles := map[string][]byte{}
+	if _, ok := files["Chart.yaml"]; !ok {
+		tarFiles[name+"/Chart.yaml"] = []byte(chartYAML)
+	}
 	for path, data := range files {
 		tarFiles[name+"/"+path] = data
 	}
