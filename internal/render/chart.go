@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -22,22 +21,8 @@ func chart(in Input) (*RenderedObjects, error) {
 	spec := p.GetSpec()
 	src := spec.Source.Chart
 	name := ObjectName(p.ProviderType(), p.GetName())
-	repo := &sourcev1.OCIRepository{
-		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
-		ObjectMeta: objectMeta(in),
-		Spec: sourcev1.OCIRepositorySpec{
-			URL:           in.ArtifactURL,
-			Reference:     &sourcev1.OCIRepositoryRef{Digest: in.Digest},
-			LayerSelector: &sourcev1.OCILayerSelector{MediaType: helmChartLayer, Operation: sourcev1.OCILayerCopy},
-			Interval:      interval(spec),
-			Timeout:       &metav1.Duration{Duration: time.Minute},
-			SecretRef:     src.SecretRef,
-			CertSecretRef: src.CertSecretRef,
-			Insecure:      src.Insecure || in.Insecure,
-			Verify:        verification(src.Verify),
-			Suspend:       spec.Suspend,
-		},
-	}
+	repo := ociRepository(in, &src.OCIRegistryAccess)
+	repo.Spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: helmChartLayer, Operation: sourcev1.OCILayerCopy}
 	if spec.ConfigSecret != nil || len(spec.Variables) > 0 {
 		return nil, fmt.Errorf("spec.configSecret and spec.variables are clusterctl variables of a components file; a chart takes spec.source.chart.values and valuesFrom instead")
 	}

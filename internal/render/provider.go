@@ -82,10 +82,7 @@ func Provider(in Input) (*RenderedObjects, error) {
 	if in.ComponentsFile == "" {
 		return nil, errors.New("render: the components file is required (preflight did not run)")
 	}
-	repo, err := ociRepository(in)
-	if err != nil {
-		return nil, err
-	}
+	repo := componentsRepository(in)
 	ks, err := kustomization(in)
 	if err != nil {
 		return nil, err
@@ -125,12 +122,9 @@ func timeout(spec *v1alpha1.ProviderSpec) *metav1.Duration {
 }
 
 // ociRepository pins the checked digest, so a moved tag can never slip past
-// preflight, and lets the Kustomization see only the components file: the
-// artifact's metadata.yaml has no name and would break kustomize's
-// generated kustomization.
-func ociRepository(in Input) (*sourcev1.OCIRepository, error) {
+// preflight, with the provider's registry access settings.
+func ociRepository(in Input, access *v1alpha1.OCIRegistryAccess) *sourcev1.OCIRepository {
 	spec := in.Provider.GetSpec()
-	ignore := "/*\n!/" + in.ComponentsFile + "\n"
 	repo := &sourcev1.OCIRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.OCIRepositoryKind},
 		ObjectMeta: objectMeta(in),
@@ -139,19 +133,31 @@ func ociRepository(in Input) (*sourcev1.OCIRepository, error) {
 			Reference: &sourcev1.OCIRepositoryRef{Digest: in.Digest},
 			Interval:  interval(spec),
 			Timeout:   &metav1.Duration{Duration: time.Minute},
-			Ignore:    &ignore,
 			Insecure:  in.Insecure,
 			Suspend:   spec.Suspend,
 		},
 	}
-	if src := spec.Source; src != nil && src.OCI != nil {
-		oci := src.OCI
-		repo.Spec.SecretRef = oci.SecretRef
-		repo.Spec.CertSecretRef = oci.CertSecretRef
-		repo.Spec.Insecure = oci.Insecure || in.Insecure
-		repo.Spec.Verify = verification(oci.Verify)
+	if access != nil {
+		repo.Spec.SecretRef = access.SecretRef
+		repo.Spec.CertSecretRef = access.CertSecretRef
+		repo.Spec.Insecure = access.Insecure || in.Insecure
+		repo.Spec.Verify = verification(access.Verify)
 	}
-	return repo, nil
+	return repo
+}
+
+// componentsRepository lets the Kustomization see only the components
+// file: the artifact's metadata.yaml has no name and would break
+// kustomize's generated kustomization.
+func componentsRepository(in Input) *sourcev1.OCIRepository {
+	var access *v1alpha1.OCIRegistryAccess
+	if src := in.Provider.GetSpec().Source; src != nil && src.OCI != nil {
+		access = &src.OCI.OCIRegistryAccess
+	}
+	repo := ociRepository(in, access)
+	ignore := "/*\n!/" + in.ComponentsFile + "\n"
+	repo.Spec.Ignore = &ignore
+	return repo
 }
 
 // verification maps spec verification onto the OCIRepository's.

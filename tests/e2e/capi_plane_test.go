@@ -91,7 +91,7 @@ func TestRealCAPIComponentsBecomeReadyAndServeWebhooks(t *testing.T) {
 
 	// Without a process behind the webhook Service, CAPI objects cannot be
 	// created: the webhook is real.
-	cluster := newCluster("before-manager")
+	cluster := plane.NewTestCluster("default", "before-manager")
 	err = c.Create(ctx, cluster)
 	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 		t.Fatalf("creating a Cluster with no webhook server: want a webhook error, got %v", err)
@@ -107,13 +107,13 @@ func TestRealCAPIComponentsBecomeReadyAndServeWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cluster = newCluster("e2e")
+	cluster = plane.NewTestCluster("default", "e2e")
 	if err := framework.CreateWithRetry(ctx, c, cluster); err != nil {
 		t.Fatalf("Cluster could not be created with the CAPI manager serving webhooks: %v", err)
 	}
 	// The real manager reconciles it: it adds its finalizer.
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got := newCluster("e2e")
+		got := plane.NewTestCluster("default", "e2e")
 		if err := c.Get(ctx, client.ObjectKeyFromObject(got), got); err != nil {
 			return false, nil
 		}
@@ -149,23 +149,10 @@ func TestRealCAPIComponentsBecomeReadyAndServeWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(cluster), newCluster("e2e"))
+		err := c.Get(ctx, client.ObjectKeyFromObject(cluster), plane.NewTestCluster("default", "e2e"))
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
 		t.Fatal("Cluster default/e2e was not finalized and removed by the CAPI manager")
 	}
-}
-
-func newCluster(name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
-	u.SetNamespace("default")
-	u.SetName(name)
-	_ = unstructured.SetNestedMap(u.Object, map[string]any{
-		"apiGroup": "infrastructure.cluster.x-k8s.io",
-		"kind":     plane.TestInfraClusterKind,
-		"name":     name,
-	}, "spec", "infrastructureRef")
-	return u
 }

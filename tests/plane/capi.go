@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/envsubst"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
@@ -112,6 +115,9 @@ func (p *Plane) StartCAPIManager(ctx context.Context, opts CAPIManagerOptions) (
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(webhookPort)
 	p.Webhooks.Route(opts.Namespace, "capi-webhook-service", addr)
+	if err := p.waitCABundles(ctx, opts.Namespace, "capi-webhook-service", filepath.Join(certDir, "ca.crt")); err != nil {
+		return nil, err
+	}
 	p.logf("cluster-api manager %s serving webhooks of %s/capi-webhook-service at %s", CAPIVersion, opts.Namespace, addr)
 	return &CAPIManager{Namespace: opts.Namespace, WebhookAddr: addr, proc: proc}, nil
 }
@@ -174,7 +180,7 @@ func (p *Plane) writeWebhookCert(ctx context.Context, namespace, secret, dir str
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	for _, key := range []string{"tls.crt", "tls.key"} {
+	for _, key := range []string{"tls.crt", "tls.key", "ca.crt"} {
 		if err := os.WriteFile(filepath.Join(dir, key), s.Data[key], 0o600); err != nil {
 			return err
 		}
@@ -227,3 +233,65 @@ spec:
         type: object
         x-kubernetes-preserve-unknown-fields: true
 `
+
+// NewTestCluster is a CAPI v1beta2 Cluster in namespace whose
+// infrastructure is a TestInfraCluster (InstallTestInfraClusterCRD).
+func NewTestCluster(namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	_ = unstructured.SetNestedMap(u.Object, map[string]any{
+		"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": TestInfraClusterKind, "name": name,
+	}, "spec", "infrastructureRef")
+	return u
+}
+
+// waitCABundles waits until every admission webhook that calls
+// namespace/service trusts the CA that signed the served certificate
+// (certsim injects it a moment after issuing, as cert-manager's cainjector
+// does), so the API server's first call succeeds.
+func (p *Plane) waitCABundles(ctx context.Context, namespace, service, caPath string) error {
+	ca, err := os.ReadFile(caPath)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(p.Config)
+	if err != nil {
+		return err
+	}
+	var pending string
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		pending = ""
+		mutating, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		validating, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		var configs []admissionregistrationv1.WebhookClientConfig
+		for _, c := range mutating.Items {
+			for _, w := range c.Webhooks {
+				configs = append(configs, w.ClientConfig)
+			}
+		}
+		for _, c := range validating.Items {
+			for _, w := range c.Webhooks {
+				configs = append(configs, w.ClientConfig)
+			}
+		}
+		for _, cc := range configs {
+			if cc.Service != nil && cc.Service.Namespace == namespace && cc.Service.Name == service && !bytes.Equal(cc.CABundle, ca) {
+				pending = "a webhook of " + namespace + "/" + service + " does not trust the serving CA yet"
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return &ComponentError{Component: "certsim", Cause: fmt.Errorf("%s: %w", pending, err), LogPath: p.LogPath("certsim")}
+	}
+	return nil
+}

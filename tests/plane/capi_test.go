@@ -2,6 +2,7 @@ package plane
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,15 +37,18 @@ func TestCAPIManagerStandalone(t *testing.T) {
 		t.Fatal(err)
 	}
 	clusters := dyn.Resource(schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}).Namespace("default")
-	cluster := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cluster.x-k8s.io/v1beta2",
-		"kind":       "Cluster",
-		"metadata":   map[string]any{"name": "standalone"},
-		"spec": map[string]any{"infrastructureRef": map[string]any{
-			"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": TestInfraClusterKind, "name": "standalone",
-		}},
-	}}
-	if _, err := clusters.Create(ctx, cluster, metav1.CreateOptions{}); err != nil {
+	cluster := NewTestCluster("default", "standalone")
+	// The API server may still hold webhook configurations from before the
+	// CA injection for a moment.
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := clusters.Create(ctx, cluster, metav1.CreateOptions{})
+		if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
+			t.Logf("creating Cluster: %v", err)
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
 		t.Fatalf("creating a Cluster through the real webhooks: %v", err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

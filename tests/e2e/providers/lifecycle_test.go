@@ -143,7 +143,7 @@ func TestProviderLifecycle(t *testing.T) {
 		if err := env.InstallTestInfraClusterCRD(ctx); err != nil {
 			t.Fatal(err)
 		}
-		cluster := testCluster("blocker")
+		cluster := plane.NewTestCluster("default", "blocker")
 		if err := framework.CreateWithRetry(ctx, c, cluster); err != nil {
 			t.Fatal(err)
 		}
@@ -323,17 +323,6 @@ func waitGone(t testing.TB, ctx context.Context, c client.Client, obj client.Obj
 	if err != nil {
 		t.Fatalf("%T %s/%s still exists after %s", obj, obj.GetNamespace(), obj.GetName(), timeout)
 	}
-}
-
-func testCluster(name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
-	u.SetNamespace("default")
-	u.SetName(name)
-	_ = unstructured.SetNestedMap(u.Object, map[string]any{
-		"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": plane.TestInfraClusterKind, "name": name,
-	}, "spec", "infrastructureRef")
-	return u
 }
 
 // logWrites reports the manager's API writes since start, by resource.
