@@ -319,18 +319,6 @@ func httpGetOK(ctx context.Context, client *http.Client, url string) error {
 	return nil
 }
 
-// freePort asks the kernel for a free loopback port. Another process can
-// take it before the component binds it; the component then exits with
-// "address already in use", which startup reports with its log.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func fromUnstructured(u *unstructured.Unstructured, into any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
 }
