@@ -28,13 +28,18 @@ type Access struct {
 	// IdentityToken is an OAuth2 refresh token (the "identitytoken" of a
 	// docker config), used instead of Username and Password.
 	IdentityToken string
+	// Credentials looks up credentials per registry host (e.g. the docker
+	// credential chain of the CLI); when set it wins over Username,
+	// Password and IdentityToken.
+	Credentials auth.CredentialFunc
 	// UserAgent identifies Capwright to the registry.
 	UserAgent string
 }
 
-// repository returns an oras-go repository for ref with this access, and a
-// function that releases its idle connections.
-func (a Access) repository(ref Reference, maxMetadata int64) (*remote.Repository, func(), error) {
+// Repository returns an oras-go repository for ref with this access, and a
+// function that releases its idle connections. maxMetadata bounds the
+// manifests and other metadata the repository reads.
+func (a Access) Repository(ref Reference, maxMetadata int64) (*remote.Repository, func(), error) {
 	repo, err := remote.NewRepository(ref.Host + "/" + ref.Repository)
 	if err != nil {
 		return nil, nil, fmt.Errorf("invalid repository %s: %w", ref.URL(), err)
@@ -65,7 +70,9 @@ func (a Access) repository(ref Reference, maxMetadata int64) (*remote.Repository
 	if a.UserAgent != "" {
 		client.Header.Set("User-Agent", a.UserAgent)
 	}
-	if cred := a.credential(); cred != auth.EmptyCredential {
+	if a.Credentials != nil {
+		client.Credential = a.Credentials
+	} else if cred := a.credential(); cred != auth.EmptyCredential {
 		client.Credential = auth.StaticCredential(ref.Host, cred)
 	}
 	repo.Client = client

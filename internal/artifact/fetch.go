@@ -52,7 +52,7 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Reference, access Access) (*Fet
 	if err != nil {
 		return nil, fmt.Errorf("cannot fetch %s: %w", ref, err)
 	}
-	repo, release, err := access.repository(ref, limit)
+	repo, release, err := access.Repository(ref, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (f *Fetcher) Resolve(ctx context.Context, ref Reference, access Access) (st
 	if err != nil {
 		return "", fmt.Errorf("cannot resolve %s: %w", ref, err)
 	}
-	repo, release, err := access.repository(ref, f.limit())
+	repo, release, err := access.Repository(ref, f.limit())
 	if err != nil {
 		return "", err
 	}

@@ -53,7 +53,7 @@ func Push(ctx context.Context, ref Reference, files map[string][]byte, annotatio
 		return "", fmt.Errorf("staging tag %s: %w", ref.Tag, err)
 	}
 
-	repo, release, err := access.repository(ref, DefaultMaxArtifactSize)
+	repo, release, err := access.Repository(ref, DefaultMaxArtifactSize)
 	if err != nil {
 		return "", err
 	}
