@@ -14,13 +14,16 @@ import (
 )
 
 // Access is how to reach and authenticate to a registry. TLS certificates
-// are always verified for https; PlainHTTP is the only way around TLS.
+// are verified for https unless InsecureSkipVerify is set, which only the
+// CLI offers, on an explicit flag.
 type Access struct {
 	// PlainHTTP talks http instead of https (spec.source.oci.insecure).
 	PlainHTTP bool
 	// RootCAs trusted for the registry's certificate; nil means the system
 	// pool.
 	RootCAs *x509.CertPool
+	// InsecureSkipVerify accepts any certificate (the CLI's --insecure).
+	InsecureSkipVerify bool
 	// ClientCert is presented for mutual TLS.
 	ClientCert *tls.Certificate
 	// Username and Password for basic auth or a token exchange.
@@ -57,6 +60,8 @@ func (a Access) Repository(ref Reference, maxMetadata int64) (*remote.Repository
 		TLSClientConfig: &tls.Config{
 			MinVersion: tls.VersionTLS12,
 			RootCAs:    a.RootCAs,
+			//nolint:gosec // only on the CLI's explicit --insecure flag
+			InsecureSkipVerify: a.InsecureSkipVerify,
 		},
 	}
 	if a.ClientCert != nil {
