@@ -1,34 +1,29 @@
-// Package health folds the conditions of Flux objects into provider
-// conditions. It is pure: values in, values out. A Flux object counts only
-// for its current generation and, for what it applied, only at the
-// revision the provider expects.
 package health
 
 import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Flux condition types (github.com/fluxcd/pkg/apis/meta).
-const (
-	fluxReady       = "Ready"
-	fluxReconciling = "Reconciling"
-	fluxStalled     = "Stalled"
-)
-
-// Observation is what health needs of one Flux object.
+// Observation is what health needs of one Flux object: a copy of its
+// generation, status and revisions, so the fold never sees the object
+// change under it.
 type Observation struct {
 	Kind, Name, Namespace string
 	Generation            int64
 	ObservedGeneration    int64
 	Conditions            []metav1.Condition
-	// Revision is what the object holds or applied: an OCIRepository's
-	// artifact revision, a Kustomization's lastAppliedRevision, a
-	// HelmRelease's last released chart digest.
-	Revision              string
+	// Revision identifies what the object holds or applied: an
+	// OCIRepository's artifact revision, a Kustomization's
+	// lastAppliedRevision, the OCI digest of a HelmRelease's deployed
+	// release. Flux writes tag@sha256:… for tag references and sha256:…
+	// for digest references.
+	Revision string
+	// LastAttemptedRevision is what the object is applying or last tried
+	// to: a Kustomization's lastAttemptedRevision, a HelmRelease's
+	// lastAttemptedRevisionDigest.
 	LastAttemptedRevision string
 	// Missing is set when the object does not exist.
 	Missing bool
@@ -36,61 +31,51 @@ type Observation struct {
 
 // ObserveOCIRepository observes a source.
 func ObserveOCIRepository(o *sourcev1.OCIRepository) Observation {
-	obs := Observation{Kind: sourcev1.OCIRepositoryKind, Name: o.Name, Namespace: o.Namespace, Generation: o.Generation,
-		ObservedGeneration: o.Status.ObservedGeneration, Conditions: o.Status.Conditions}
+	obs := observation(sourcev1.OCIRepositoryKind, o.ObjectMeta, o.Status.ObservedGeneration, o.Status.Conditions)
 	if o.Status.Artifact != nil {
 		obs.Revision = o.Status.Artifact.Revision
 	}
 	return obs
 }
 
-// ObserveKustomization observes an applier.
+// ObserveKustomization observes the applier of a provider-artifact.
 func ObserveKustomization(k *kustomizev1.Kustomization) Observation {
-	return Observation{Kind: kustomizev1.KustomizationKind, Name: k.Name, Namespace: k.Namespace, Generation: k.Generation,
-		ObservedGeneration: k.Status.ObservedGeneration, Conditions: k.Status.Conditions,
-		Revision: k.Status.LastAppliedRevision, LastAttemptedRevision: k.Status.LastAttemptedRevision}
+	obs := observation(kustomizev1.KustomizationKind, k.ObjectMeta, k.Status.ObservedGeneration, k.Status.Conditions)
+	obs.Revision = k.Status.LastAppliedRevision
+	obs.LastAttemptedRevision = k.Status.LastAttemptedRevision
+	return obs
 }
 
-// ObserveHelmRelease observes a Helm applier; its revision is the OCI
-// digest of the chart it last released (helm-controller records the
-// source's digest revision per release).
+// helmReleaseDeployed is the status of a snapshot whose release is the one
+// currently deployed (Helm's release status "deployed").
+const helmReleaseDeployed = "deployed"
+
+// ObserveHelmRelease observes the applier of a chart. helm-controller
+// records, per release, the OCI digest of the chart artifact it came from
+// (snapshot ociDigest, the source's revision for a digest reference), and
+// the digest it is attempting (status.lastAttemptedRevisionDigest); those
+// identify the artifact, where the chart version alone would not. The
+// revision is the deployed release's: after a failed upgrade rolled back,
+// the newest snapshot is the rollback of the old chart.
 func ObserveHelmRelease(h *helmv2.HelmRelease) Observation {
-	obs := Observation{Kind: helmv2.HelmReleaseKind, Name: h.Name, Namespace: h.Namespace, Generation: h.Generation,
-		ObservedGeneration: h.Status.ObservedGeneration, Conditions: h.Status.Conditions,
-		LastAttemptedRevision: h.Status.LastAttemptedRevision}
-	if latest := h.Status.History.Latest(); latest != nil {
-		obs.Revision = latest.OCIDigest
+	obs := observation(helmv2.HelmReleaseKind, h.ObjectMeta, h.Status.ObservedGeneration, h.Status.Conditions)
+	obs.LastAttemptedRevision = h.Status.LastAttemptedRevisionDigest
+	var deployed *helmv2.Snapshot
+	for _, s := range h.Status.History { // History.Latest() would sort the caller's slice
+		if s != nil && s.Status == helmReleaseDeployed && (deployed == nil || s.Version > deployed.Version) {
+			deployed = s
+		}
+	}
+	if deployed != nil {
+		obs.Revision = deployed.OCIDigest
 	}
 	return obs
 }
 
-// readiness is an object's Ready state for its current spec.
-type readiness struct {
-	status  metav1.ConditionStatus
-	reason  string
-	message string
-}
-
-// ready reports whether the object is Ready for its current generation:
-// observedGeneration caught up, Ready True for that generation, neither
-// Reconciling nor Stalled. Stalled True is a terminal failure.
-func (o Observation) ready() readiness {
-	if o.Missing {
-		return readiness{metav1.ConditionUnknown, "NotFound", o.ref() + " does not exist"}
+func observation(kind string, m metav1.ObjectMeta, observed int64, conds []metav1.Condition) Observation {
+	return Observation{
+		Kind: kind, Name: m.Name, Namespace: m.Namespace,
+		Generation: m.Generation, ObservedGeneration: observed,
+		Conditions: append([]metav1.Condition(nil), conds...),
 	}
-	cond := apimeta.FindStatusCondition(o.Conditions, fluxReady)
-	if stalled := apimeta.FindStatusCondition(o.Conditions, fluxStalled); stalled != nil && stalled.Status == metav1.ConditionTrue {
-		return readiness{metav1.ConditionFalse, stalled.Reason, o.ref() + ": " + stalled.Message}
-	}
-	if cond == nil || o.ObservedGeneration != o.Generation || cond.ObservedGeneration != o.Generation {
-		return readiness{metav1.ConditionUnknown, "Progressing", o.ref() + " has not reconciled its current generation yet"}
-	}
-	if rec := apimeta.FindStatusCondition(o.Conditions, fluxReconciling); rec != nil && rec.Status == metav1.ConditionTrue {
-		return readiness{metav1.ConditionUnknown, rec.Reason, o.ref() + ": " + rec.Message}
-	}
-	return readiness{cond.Status, cond.Reason, o.ref() + ": " + cond.Message}
-}
-
-func (o Observation) ref() string {
-	return o.Kind + " " + o.Namespace + "/" + o.Name
 }

@@ -2,8 +2,8 @@ package health
 
 import (
 	"fmt"
+	"unicode/utf8"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -12,17 +12,20 @@ import (
 // ProviderInput is what the fold of one provider needs.
 type ProviderInput struct {
 	// Generation of the provider; every condition carries it.
-	Generation               int64
+	Generation int64
+	// DesiredVersion is spec.version; PreviousInstalledVersion is
+	// status.installedVersion before this fold.
 	DesiredVersion           string
 	PreviousInstalledVersion string
-	// ExpectedRevision is the Flux revision of the artifact preflight
-	// checked (sha256:… for the digest-pinned OCIRepository); empty when
-	// none is checked yet.
+	// ExpectedRevision is the revision of the artifact preflight checked,
+	// "<tag>@sha256:<digest>" or the bare digest; empty while none is.
 	ExpectedRevision string
-	Suspended        bool
-	Source           Observation
-	Apply            Observation
-	Now              metav1.Time
+	// Suspended is spec.suspend: Flux applies nothing meanwhile.
+	Suspended bool
+	// Source is the OCIRepository, Apply the Kustomization or HelmRelease.
+	Source, Apply Observation
+	// Now stamps transitions.
+	Now metav1.Time
 }
 
 // ProviderResult is the fold's share of the provider status.
@@ -33,122 +36,114 @@ type ProviderResult struct {
 }
 
 // FoldProvider folds the source and applier observations into Installed,
-// Available and the installed version. The version counts as installed
-// only when the applier applied the expected revision and is Ready for its
-// generation, which with wait=true means its health checks passed.
+// Available, the installed version and the Flux objects' readiness.
+//
+// Installed is True only when the applier applied the expected revision
+// and is Ready for its current generation — with wait, that means its
+// health checks passed — and only then does the installed version become
+// the desired one. Available is True while the applier is Ready for its
+// current generation: what Flux applied is healthy, whichever revision
+// that is (the old version stays available while an upgrade has not
+// started).
 func FoldProvider(in ProviderInput) ProviderResult {
 	res := ProviderResult{InstalledVersion: in.PreviousInstalledVersion}
-	cond := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: in.Generation, LastTransitionTime: in.Now}
-	}
-	apply := in.Apply.ready()
-	atExpected := in.ExpectedRevision != "" && in.Apply.Revision == in.ExpectedRevision
-
-	switch {
-	case in.ExpectedRevision == "":
-		res.Installed = cond(v1alpha1.InstalledCondition, metav1.ConditionUnknown, v1alpha1.ReconcilingReason, "waiting for preflight to check an artifact")
-	case atExpected && apply.status == metav1.ConditionTrue:
+	var installed bool
+	res.Installed, installed = installedCondition(in)
+	if installed {
 		res.InstalledVersion = in.DesiredVersion
-		res.Installed = cond(v1alpha1.InstalledCondition, metav1.ConditionTrue, v1alpha1.InstalledReason,
-			fmt.Sprintf("Flux applied %s (%s) and its health checks passed", in.DesiredVersion, in.ExpectedRevision))
-	case apply.status == metav1.ConditionFalse && !atExpected:
-		res.Installed = cond(v1alpha1.InstalledCondition, metav1.ConditionFalse, v1alpha1.InstallFailedReason,
-			fmt.Sprintf("Flux could not install %s: %s", in.DesiredVersion, apply.message))
-	default:
-		reason, what := v1alpha1.InstallingReason, fmt.Sprintf("Flux is installing %s", in.DesiredVersion)
-		if in.PreviousInstalledVersion != "" && in.PreviousInstalledVersion != in.DesiredVersion {
-			reason, what = v1alpha1.UpgradingReason, fmt.Sprintf("Flux is upgrading to %s (installed: %s)", in.DesiredVersion, in.PreviousInstalledVersion)
-		}
-		if atExpected && apply.status == metav1.ConditionFalse {
-			// Applied, but the health checks of this revision fail now.
-			res.InstalledVersion = in.DesiredVersion
-			res.Installed = cond(v1alpha1.InstalledCondition, metav1.ConditionTrue, v1alpha1.InstalledReason,
-				fmt.Sprintf("Flux applied %s (%s)", in.DesiredVersion, in.ExpectedRevision))
-			break
-		}
-		res.Installed = cond(v1alpha1.InstalledCondition, metav1.ConditionFalse, reason, what+": "+apply.message)
 	}
-
-	switch {
-	case in.Apply.Missing:
-		res.Available = cond(v1alpha1.AvailableCondition, metav1.ConditionUnknown, v1alpha1.NotAvailableReason, apply.message)
-	case apply.status == metav1.ConditionTrue && atExpected:
-		res.Available = cond(v1alpha1.AvailableCondition, metav1.ConditionTrue, v1alpha1.AvailableReason, "everything Flux applied is healthy")
-	case apply.status == metav1.ConditionTrue:
-		res.Available = cond(v1alpha1.AvailableCondition, metav1.ConditionFalse, v1alpha1.NotAvailableReason,
-			fmt.Sprintf("%s is healthy at %s, not yet at %s", in.Apply.ref(), in.Apply.Revision, in.ExpectedRevision))
-	default:
-		res.Available = cond(v1alpha1.AvailableCondition, apply.status, v1alpha1.NotAvailableReason, apply.message)
-	}
-
+	res.Available = availableCondition(in)
 	for _, o := range []Observation{in.Source, in.Apply} {
-		if o.Kind == "" || o.Missing {
+		if o.Kind == "" {
 			continue
 		}
-		r := o.ready()
-		res.FluxObjects = append(res.FluxObjects, v1alpha1.FluxObjectStatus{Kind: o.Kind, Name: o.Name, Namespace: o.Namespace, Ready: r.status, Reason: r.reason})
+		r := o.readiness()
+		res.FluxObjects = append(res.FluxObjects, v1alpha1.FluxObjectStatus{
+			Kind: o.Kind, Name: o.Name, Namespace: o.Namespace, Ready: r.status, Reason: r.reason})
 	}
 	return res
 }
 
-// summaryOrder is the order in which a blocking condition explains Ready.
-var summaryOrder = []struct {
-	Type     string
-	Positive bool
-}{
-	{v1alpha1.DeletingCondition, false},
-	{v1alpha1.PausedCondition, false},
-	{v1alpha1.ArtifactResolvedCondition, true},
-	{v1alpha1.CompatibleCondition, true},
-	{v1alpha1.InstalledCondition, true},
-	{v1alpha1.AvailableCondition, true},
-}
-
-// Summary is the Ready condition: True when ArtifactResolved, Compatible,
-// Installed and Available are True and Paused and Deleting are not; False
-// with the first blocking condition's reason and message; Unknown when a
-// condition is still Unknown and none blocks.
-func Summary(generation int64, conds []metav1.Condition, now metav1.Time) metav1.Condition {
-	ready := metav1.Condition{Type: v1alpha1.ReadyCondition, ObservedGeneration: generation, LastTransitionTime: now}
-	var unknown *metav1.Condition
-	for _, s := range summaryOrder {
-		c := apimeta.FindStatusCondition(conds, s.Type)
-		switch {
-		case c == nil || c.Status == metav1.ConditionUnknown || c.ObservedGeneration != generation:
-			if s.Positive && unknown == nil {
-				unknown = &metav1.Condition{Reason: v1alpha1.ReconcilingReason, Message: s.Type + " is not known yet"}
-				if c != nil && c.Message != "" {
-					unknown.Message = s.Type + ": " + c.Message
-				}
-			}
-		case s.Positive && c.Status == metav1.ConditionFalse, !s.Positive && c.Status == metav1.ConditionTrue:
-			ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, s.Type+": "+c.Message
-			return ready
+// installedCondition is Installed, and whether the desired version is
+// installed.
+func installedCondition(in ProviderInput) (metav1.Condition, bool) {
+	progress, doing := v1alpha1.InstallingReason, "Flux is applying "+in.DesiredVersion
+	if prev := in.PreviousInstalledVersion; prev != "" {
+		doing += " (installed: " + prev + ")"
+		if prev != in.DesiredVersion {
+			progress = v1alpha1.UpgradingReason
 		}
 	}
-	if unknown != nil {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, unknown.Reason, unknown.Message
-		return ready
+	cond := func(status metav1.ConditionStatus, reason, message string) (metav1.Condition, bool) {
+		if in.Suspended && status != metav1.ConditionTrue {
+			message += "; spec.suspend is true, so Flux applies nothing until it is unset"
+		}
+		return newCondition(in, v1alpha1.InstalledCondition, status, reason, message), status == metav1.ConditionTrue
 	}
-	ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, v1alpha1.SucceededReason, "installed and available"
-	return ready
+	if in.ExpectedRevision == "" {
+		return cond(metav1.ConditionUnknown, progress,
+			fmt.Sprintf("no artifact of %s is checked yet; Flux applies nothing before preflight passes", in.DesiredVersion))
+	}
+
+	apply, source := in.Apply.settledReadiness(), in.Source.readiness()
+	atExpected := sameRevision(in.Apply.Revision, in.ExpectedRevision)
+	switch {
+	case in.Apply.Missing:
+		return cond(metav1.ConditionUnknown, progress, doing+": "+apply.message)
+	case apply.status == metav1.ConditionTrue && atExpected:
+		return cond(metav1.ConditionTrue, v1alpha1.InstalledReason,
+			fmt.Sprintf("Flux applied %s (%s) and its health checks passed (%s)", in.DesiredVersion, in.ExpectedRevision, in.Apply.ref()))
+	// A source that cannot deliver the expected artifact explains the
+	// applier's state (ArtifactFailed, or Ready at the old revision).
+	case source.status == metav1.ConditionFalse && !sameRevision(in.Source.Revision, in.ExpectedRevision):
+		return cond(metav1.ConditionFalse, v1alpha1.InstallFailedReason,
+			fmt.Sprintf("Flux cannot fetch %s: %s", in.DesiredVersion, source.message))
+	case in.Source.Missing:
+		return cond(metav1.ConditionUnknown, progress, doing+": "+source.message)
+	case apply.status == metav1.ConditionFalse:
+		return cond(metav1.ConditionFalse, v1alpha1.InstallFailedReason,
+			fmt.Sprintf("Flux failed to apply %s: %s", in.DesiredVersion, apply.message))
+	case apply.status == metav1.ConditionTrue:
+		// Ready, but at another revision: the new artifact has not
+		// reached the applier yet.
+		msg := fmt.Sprintf("%s: %s has applied %s, not yet %s", doing, in.Apply.ref(), orNothing(in.Apply.Revision), in.ExpectedRevision)
+		if in.Source.Kind != "" {
+			msg += "; " + source.message
+		}
+		return cond(metav1.ConditionFalse, progress, msg)
+	case !apply.current:
+		return cond(metav1.ConditionUnknown, progress, doing+": "+apply.message)
+	}
+	return cond(metav1.ConditionFalse, progress, doing+": "+apply.message)
 }
 
-// SetCondition sets c in conds, keeping lastTransitionTime when the status
-// does not change; it reports whether anything changed, so an unchanged
-// resync writes nothing.
-func SetCondition(conds *[]metav1.Condition, c metav1.Condition) bool {
-	existing := apimeta.FindStatusCondition(*conds, c.Type)
-	if existing != nil && existing.Status == c.Status && existing.Reason == c.Reason &&
-		existing.Message == c.Message && existing.ObservedGeneration == c.ObservedGeneration {
-		return false
+// availableCondition is Available.
+func availableCondition(in ProviderInput) metav1.Condition {
+	r := in.Apply.settledReadiness()
+	if r.status == metav1.ConditionTrue {
+		return newCondition(in, v1alpha1.AvailableCondition, metav1.ConditionTrue, v1alpha1.AvailableReason, r.message)
 	}
-	if c.LastTransitionTime.IsZero() {
-		c.LastTransitionTime = metav1.Now()
+	return newCondition(in, v1alpha1.AvailableCondition, r.status, v1alpha1.NotAvailableReason, r.message)
+}
+
+func orNothing(revision string) string {
+	if revision == "" {
+		return "nothing"
 	}
-	if existing != nil && existing.Status == c.Status {
-		c.LastTransitionTime = existing.LastTransitionTime
+	return revision
+}
+
+// maxMessage is the API's limit on a condition message.
+const maxMessage = 32768
+
+func newCondition(in ProviderInput, t string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	if len(message) > maxMessage {
+		cut := maxMessage - len("…")
+		for cut > 0 && !utf8.RuneStart(message[cut]) {
+			cut--
+		}
+		message = message[:cut] + "…"
 	}
-	apimeta.SetStatusCondition(conds, c)
-	return true
+	return metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: in.Generation, LastTransitionTime: in.Now}
 }

@@ -3,191 +3,231 @@ package health
 import (
 	"strings"
 	"testing"
+	"time"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 )
 
-const (
-	oldDigest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
-	newDigest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
-)
+var testNow = metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 
-// kustomization builds a Kustomization with the status shape
-// kustomize-controller v1.9 writes.
-func kustomization(gen, observed int64, applied, attempted string, conds ...metav1.Condition) *kustomizev1.Kustomization {
-	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "core-cluster-api", Generation: gen}}
-	ks.Status.ObservedGeneration = observed
-	ks.Status.LastAppliedRevision = applied
-	ks.Status.LastAttemptedRevision = attempted
-	ks.Status.Conditions = conds
-	return ks
+type want struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message []string // substrings
 }
 
-func c(t, status, reason, msg string, gen int64) metav1.Condition {
-	return metav1.Condition{Type: t, Status: metav1.ConditionStatus(status), Reason: reason, Message: msg, ObservedGeneration: gen}
-}
-
-func TestFoldProvider(t *testing.T) {
-	repo := &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "core-cluster-api", Generation: 2}}
-	repo.Status.ObservedGeneration = 2
-	repo.Status.Artifact = &meta.Artifact{Revision: newDigest, Path: "ocirepository/capi-system/core-cluster-api/x.tar.gz"}
-	repo.Status.Conditions = []metav1.Condition{c("Ready", "True", "Succeeded", "stored artifact for digest '"+newDigest+"'", 2)}
-
-	tests := []struct {
-		name          string
-		ks            *kustomizev1.Kustomization
-		previous      string
-		wantInstalled metav1.ConditionStatus
-		wantReason    string
-		wantAvailable metav1.ConditionStatus
-		wantVersion   string
-		wantMessage   string
-	}{
-		{
-			name: "applied and healthy at the expected revision",
-			ks: kustomization(2, 2, newDigest, newDigest,
-				c("Ready", "True", "ReconciliationSucceeded", "Applied revision: "+newDigest, 2),
-				c("Healthy", "True", "Succeeded", "Health check passed in 5s", 2)),
-			previous:      "v1.13.6",
-			wantInstalled: metav1.ConditionTrue, wantReason: v1alpha1.InstalledReason,
-			wantAvailable: metav1.ConditionTrue, wantVersion: "v1.14.2",
-		},
-		{
-			name: "upgrade in progress: new generation not observed yet",
-			ks: kustomization(3, 2, oldDigest, oldDigest,
-				c("Ready", "True", "ReconciliationSucceeded", "Applied revision: "+oldDigest, 2)),
-			previous:      "v1.13.6",
-			wantInstalled: metav1.ConditionFalse, wantReason: v1alpha1.UpgradingReason,
-			wantAvailable: metav1.ConditionUnknown, wantVersion: "v1.13.6",
-			wantMessage: "installed: v1.13.6",
-		},
-		{
-			name: "upgrade in progress: reconciling the new revision",
-			ks: kustomization(3, 3, oldDigest, newDigest,
-				c("Ready", "Unknown", "Progressing", "Reconciliation in progress", 3),
-				c("Reconciling", "True", "Progressing", "Running health checks for revision "+newDigest, 3)),
-			previous:      "v1.13.6",
-			wantInstalled: metav1.ConditionFalse, wantReason: v1alpha1.UpgradingReason,
-			wantAvailable: metav1.ConditionUnknown, wantVersion: "v1.13.6",
-			wantMessage: "Running health checks",
-		},
-		{
-			name: "health checks of the new revision failed",
-			ks: kustomization(3, 3, oldDigest, newDigest,
-				c("Ready", "False", "HealthCheckFailed", "health check failed after 5m0s: timeout waiting for: [Deployment/capi-system/capi-controller-manager status: 'InProgress']", 3),
-				c("Healthy", "False", "HealthCheckFailed", "timeout", 3)),
-			previous:      "v1.13.6",
-			wantInstalled: metav1.ConditionFalse, wantReason: v1alpha1.InstallFailedReason,
-			wantAvailable: metav1.ConditionFalse, wantVersion: "v1.13.6",
-			wantMessage: "capi-controller-manager",
-		},
-		{
-			name: "stalled is terminal",
-			ks: kustomization(1, 1, "", newDigest,
-				c("Ready", "False", "BuildFailed", "kustomize build failed", 1),
-				c("Stalled", "True", "BuildFailed", "kustomize build failed: missing metadata.name", 1)),
-			wantInstalled: metav1.ConditionFalse, wantReason: v1alpha1.InstallFailedReason,
-			wantAvailable: metav1.ConditionFalse, wantVersion: "",
-			wantMessage: "missing metadata.name",
-		},
-		{
-			name: "a Ready condition of an older generation does not count",
-			ks: kustomization(2, 2, newDigest, newDigest,
-				c("Ready", "True", "ReconciliationSucceeded", "Applied revision: "+newDigest, 1)),
-			wantInstalled: metav1.ConditionFalse, wantReason: v1alpha1.InstallingReason,
-			wantAvailable: metav1.ConditionUnknown, wantVersion: "",
-		},
+func (w want) check(t *testing.T, c metav1.Condition) {
+	t.Helper()
+	if c.Status != w.status || c.Reason != w.reason {
+		t.Errorf("%s = %s/%s (%q), want %s/%s", c.Type, c.Status, c.Reason, c.Message, w.status, w.reason)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res := FoldProvider(ProviderInput{
-				Generation: 5, DesiredVersion: "v1.14.2", PreviousInstalledVersion: tt.previous, ExpectedRevision: newDigest,
-				Source: ObserveOCIRepository(repo), Apply: ObserveKustomization(tt.ks),
-			})
-			if res.Installed.Status != tt.wantInstalled || res.Installed.Reason != tt.wantReason {
-				t.Errorf("Installed = %s %s (%s), want %s %s", res.Installed.Status, res.Installed.Reason, res.Installed.Message, tt.wantInstalled, tt.wantReason)
-			}
-			if res.Available.Status != tt.wantAvailable {
-				t.Errorf("Available = %s (%s), want %s", res.Available.Status, res.Available.Message, tt.wantAvailable)
-			}
-			if res.InstalledVersion != tt.wantVersion {
-				t.Errorf("InstalledVersion = %q, want %q", res.InstalledVersion, tt.wantVersion)
-			}
-			if !strings.Contains(res.Installed.Message, tt.wantMessage) {
-				t.Errorf("Installed message %q does not contain %q", res.Installed.Message, tt.wantMessage)
-			}
-			if res.Installed.ObservedGeneration != 5 || res.Available.ObservedGeneration != 5 {
-				t.Errorf("conditions must carry the provider's generation")
-			}
-			if len(res.FluxObjects) != 2 || res.FluxObjects[0].Ready != metav1.ConditionTrue {
-				t.Errorf("FluxObjects = %+v", res.FluxObjects)
-			}
-		})
-	}
-}
-
-func TestFoldProviderMissingObjects(t *testing.T) {
-	res := FoldProvider(ProviderInput{Generation: 1, DesiredVersion: "v1.14.2", ExpectedRevision: newDigest,
-		Source: Observation{Kind: "OCIRepository", Namespace: "ns", Name: "x", Missing: true},
-		Apply:  Observation{Kind: "Kustomization", Namespace: "ns", Name: "x", Missing: true}})
-	if res.Installed.Status == metav1.ConditionTrue || res.Available.Status != metav1.ConditionUnknown {
-		t.Fatalf("missing objects: Installed %s Available %s", res.Installed.Status, res.Available.Status)
-	}
-	if !strings.Contains(res.Available.Message, "Kustomization ns/x does not exist") {
-		t.Errorf("Available message should name the missing object: %q", res.Available.Message)
-	}
-}
-
-func TestSummary(t *testing.T) {
-	all := func(status string) []metav1.Condition {
-		return []metav1.Condition{
-			c(v1alpha1.ArtifactResolvedCondition, status, "R", "", 2),
-			c(v1alpha1.CompatibleCondition, "True", "C", "", 2),
-			c(v1alpha1.InstalledCondition, "True", "I", "", 2),
-			c(v1alpha1.AvailableCondition, "True", "A", "", 2),
-			c(v1alpha1.PausedCondition, "False", "P", "", 2),
-			c(v1alpha1.DeletingCondition, "False", "D", "", 2),
+	for _, m := range w.message {
+		if !strings.Contains(c.Message, m) {
+			t.Errorf("%s message %q lacks %q", c.Type, c.Message, m)
 		}
 	}
-	tests := []struct {
-		name       string
-		conds      []metav1.Condition
-		want       metav1.ConditionStatus
-		wantReason string
-	}{
-		{"all good", all("True"), metav1.ConditionTrue, v1alpha1.SucceededReason},
-		{"artifact failed", all("False"), metav1.ConditionFalse, "R"},
-		{"artifact unknown", all("Unknown"), metav1.ConditionUnknown, v1alpha1.ReconcilingReason},
-		{"paused wins over everything else", append(all("False")[:4], c(v1alpha1.PausedCondition, "True", v1alpha1.PausedReason, "", 2)), metav1.ConditionFalse, v1alpha1.PausedReason},
-		{"stale generation is unknown", append(all("True")[1:], c(v1alpha1.ArtifactResolvedCondition, "True", "R", "", 1)), metav1.ConditionUnknown, v1alpha1.ReconcilingReason},
-		{"nothing observed yet", nil, metav1.ConditionUnknown, v1alpha1.ReconcilingReason},
+	if c.ObservedGeneration != 7 || !c.LastTransitionTime.Equal(&testNow) {
+		t.Errorf("%s carries generation %d at %v, want the provider's 7 at now", c.Type, c.ObservedGeneration, c.LastTransitionTime)
 	}
+}
+
+func TestFoldProviderKustomization(t *testing.T) {
+	const ks, repo = "Kustomization capi-system/core-cluster-api", "OCIRepository capi-system/core-cluster-api"
+	tests := []struct {
+		name          string
+		source, apply Observation
+		previous      string
+		expected      string
+		suspended     bool
+		installed     want
+		available     want
+		version       string
+	}{{
+		name:   "installed: applied the expected revision and healthy",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksInstalled)),
+		installed: want{"True", v1alpha1.InstalledReason, []string{"v1.14.2", newRevision, ks}},
+		available: want{"True", v1alpha1.AvailableReason, []string{ks, "Applied revision: " + newDigest}},
+		version:   "v1.14.2",
+	}, {
+		name:   "installed, matched on the bare digest too",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksInstalled)),
+		expected:  newDigest,
+		installed: want{"True", v1alpha1.InstalledReason, nil},
+		available: want{"True", v1alpha1.AvailableReason, nil},
+		version:   "v1.14.2",
+	}, {
+		name:   "periodic re-check of the installed revision stays installed",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksRecheck)),
+		previous:  "v1.14.2",
+		installed: want{"True", v1alpha1.InstalledReason, nil},
+		available: want{"True", v1alpha1.AvailableReason, []string{"re-checking revision " + newDigest}},
+		version:   "v1.14.2",
+	}, {
+		name:   "upgrading: Flux applies the new revision",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksUpgrading)),
+		previous:  "v1.13.6",
+		installed: want{"False", v1alpha1.UpgradingReason, []string{"Flux is applying v1.14.2 (installed: v1.13.6): " + ks + ": Running health checks for revision " + newDigest}},
+		available: want{"Unknown", v1alpha1.NotAvailableReason, []string{ks, "Running health checks"}},
+		version:   "v1.13.6",
+	}, {
+		name:   "first install: health checks failed",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksHealthCheckFailed)),
+		installed: want{"False", v1alpha1.InstallFailedReason, []string{"Flux failed to apply v1.14.2: " + ks + ": health check failed after 5m0.03s"}},
+		available: want{"False", v1alpha1.NotAvailableReason, []string{"timeout waiting for"}},
+		version:   "",
+	}, {
+		name:   "installed revision degraded: health check of a re-check failed",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksDegraded)),
+		previous:  "v1.14.2",
+		installed: want{"False", v1alpha1.InstallFailedReason, []string{"Flux failed to apply v1.14.2", "health check failed"}},
+		available: want{"False", v1alpha1.NotAvailableReason, []string{ks + ": health check failed"}},
+		version:   "v1.14.2",
+	}, {
+		name:   "stalled: terminal failure with Flux's message",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksStalled)),
+		previous:  "v1.13.6",
+		installed: want{"False", v1alpha1.InstallFailedReason, []string{ks + ": terminal error: failed to create CEL status reader"}},
+		available: want{"False", v1alpha1.NotAvailableReason, []string{"terminal error"}},
+		version:   "v1.13.6",
+	}, {
+		name:   "Flux has not observed the new generation yet",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksLagging)),
+		previous:  "v1.14.2",
+		installed: want{"Unknown", v1alpha1.InstallingReason, []string{ks + " has not reported on generation 2"}},
+		available: want{"Unknown", v1alpha1.NotAvailableReason, []string{"generation 2"}},
+		version:   "v1.14.2",
+	}, {
+		name:   "the source cannot verify the new artifact: upgrade fails, old version available",
+		source: ObserveOCIRepository(ociRepository(t, repoVerifyFailed)), apply: ObserveKustomization(kustomization(t, ksAtOld)),
+		previous:  "v1.13.6",
+		installed: want{"False", v1alpha1.InstallFailedReason, []string{"Flux cannot fetch v1.14.2: " + repo + ": failed to verify the signature"}},
+		available: want{"True", v1alpha1.AvailableReason, []string{"Applied revision: " + oldDigest}},
+		version:   "v1.13.6",
+	}, {
+		name:   "the source is stalled",
+		source: ObserveOCIRepository(ociRepository(t, repoStalled)), apply: ObserveKustomization(kustomization(t, ksArtifactFailed)),
+		installed: want{"False", v1alpha1.InstallFailedReason, []string{"Flux cannot fetch v1.14.2: " + repo + ": URL validation failed"}},
+		available: want{"False", v1alpha1.NotAvailableReason, []string{"Source artifact not found"}},
+	}, {
+		name:   "the new artifact has not reached the Kustomization yet",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksAtOld)),
+		previous:  "v1.13.6",
+		installed: want{"False", v1alpha1.UpgradingReason, []string{ks + " has applied " + oldDigest + ", not yet " + newRevision}},
+		available: want{"True", v1alpha1.AvailableReason, nil},
+		version:   "v1.13.6",
+	}, {
+		name:   "Kustomization missing",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: Observation{Kind: "Kustomization", Namespace: "capi-system", Name: "core-cluster-api", Missing: true},
+		installed: want{"Unknown", v1alpha1.InstallingReason, []string{ks + " does not exist"}},
+		available: want{"Unknown", v1alpha1.NotAvailableReason, []string{ks + " does not exist"}},
+	}, {
+		name:   "OCIRepository missing",
+		source: Observation{Kind: "OCIRepository", Namespace: "capi-system", Name: "core-cluster-api", Missing: true}, apply: ObserveKustomization(kustomization(t, ksArtifactFailed)),
+		installed: want{"Unknown", v1alpha1.InstallingReason, []string{repo + " does not exist"}},
+		available: want{"False", v1alpha1.NotAvailableReason, []string{"Source artifact not found"}},
+	}, {
+		name:   "nothing checked yet",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksInstalled)),
+		expected:  "-",
+		installed: want{"Unknown", v1alpha1.InstallingReason, []string{"no artifact of v1.14.2 is checked yet"}},
+		available: want{"True", v1alpha1.AvailableReason, nil},
+	}, {
+		name:   "suspended mid-upgrade",
+		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksAtOld)),
+		previous: "v1.13.6", suspended: true,
+		installed: want{"False", v1alpha1.UpgradingReason, []string{"spec.suspend is true"}},
+		available: want{"True", v1alpha1.AvailableReason, nil},
+		version:   "v1.13.6",
+	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Summary(2, tt.conds, metav1.Now())
-			if got.Status != tt.want || got.Reason != tt.wantReason || got.ObservedGeneration != 2 {
-				t.Errorf("Summary = %s %s (%s), want %s %s", got.Status, got.Reason, got.Message, tt.want, tt.wantReason)
+			in := ProviderInput{Generation: 7, DesiredVersion: "v1.14.2", PreviousInstalledVersion: tt.previous,
+				ExpectedRevision: newRevision, Suspended: tt.suspended, Source: tt.source, Apply: tt.apply, Now: testNow}
+			switch tt.expected {
+			case "-":
+				in.ExpectedRevision = ""
+			case "":
+			default:
+				in.ExpectedRevision = tt.expected
+			}
+			res := FoldProvider(in)
+			tt.installed.check(t, res.Installed)
+			tt.available.check(t, res.Available)
+			if res.InstalledVersion != tt.version {
+				t.Errorf("installed version = %q, want %q", res.InstalledVersion, tt.version)
+			}
+			if res.Installed.Type != v1alpha1.InstalledCondition || res.Available.Type != v1alpha1.AvailableCondition {
+				t.Errorf("condition types %s, %s", res.Installed.Type, res.Available.Type)
 			}
 		})
 	}
 }
 
-func TestSetConditionReportsChanges(t *testing.T) {
-	var conds []metav1.Condition
-	first := c("Ready", "True", "Succeeded", "ok", 1)
-	if !SetCondition(&conds, first) {
-		t.Fatal("first set must report a change")
+func TestFoldProviderHelmRelease(t *testing.T) {
+	const hr = "HelmRelease caaph-system/addon-helm"
+	tests := []struct {
+		name      string
+		apply     string
+		installed want
+		available want
+		version   string
+	}{
+		{"released", hrReleased, want{"True", v1alpha1.InstalledReason, []string{hr}}, want{"True", v1alpha1.AvailableReason, []string{"Helm upgrade succeeded"}}, "v0.4.1"},
+		{"checking prerequisites", hrPrerequisites, want{"True", v1alpha1.InstalledReason, nil}, want{"True", v1alpha1.AvailableReason, nil}, "v0.4.1"},
+		{"remediated by rollback", hrRemediated,
+			want{"False", v1alpha1.InstallFailedReason, []string{hr + ": Helm rollback to previous release"}},
+			want{"False", v1alpha1.NotAvailableReason, []string{"rollback"}}, "v0.4.0"},
 	}
-	stamp := conds[0].LastTransitionTime
-	if SetCondition(&conds, c("Ready", "True", "Succeeded", "ok", 1)) {
-		t.Fatal("setting the same condition again must report no change")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := FoldProvider(ProviderInput{Generation: 7, DesiredVersion: "v0.4.1", PreviousInstalledVersion: "v0.4.0",
+				ExpectedRevision: "v0.4.1@" + newDigest, Now: testNow,
+				Source: Observation{Kind: "OCIRepository", Namespace: "caaph-system", Name: "addon-helm", Generation: 1, ObservedGeneration: 1,
+					Revision: newDigest, Conditions: []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 1}}},
+				Apply: ObserveHelmRelease(helmRelease(t, tt.apply))})
+			tt.installed.check(t, res.Installed)
+			tt.available.check(t, res.Available)
+			if res.InstalledVersion != tt.version {
+				t.Errorf("installed version = %q, want %q", res.InstalledVersion, tt.version)
+			}
+		})
 	}
-	if !SetCondition(&conds, c("Ready", "True", "Succeeded", "still ok", 2)) || !conds[0].LastTransitionTime.Equal(&stamp) {
-		t.Fatal("a new message keeps the transition time of an unchanged status")
+}
+
+func TestFluxObjects(t *testing.T) {
+	res := FoldProvider(ProviderInput{Generation: 7, DesiredVersion: "v1.14.2", ExpectedRevision: newRevision, Now: testNow,
+		Source: ObserveOCIRepository(ociRepository(t, repoReady)),
+		Apply:  ObserveKustomization(kustomization(t, ksLagging))})
+	want := []v1alpha1.FluxObjectStatus{
+		{Kind: "OCIRepository", Namespace: "capi-system", Name: "core-cluster-api", Ready: "True", Reason: "Succeeded"},
+		{Kind: "Kustomization", Namespace: "capi-system", Name: "core-cluster-api", Ready: "Unknown", Reason: "Progressing"},
+	}
+	if len(res.FluxObjects) != 2 || res.FluxObjects[0] != want[0] || res.FluxObjects[1] != want[1] {
+		t.Errorf("fluxObjects = %+v, want %+v", res.FluxObjects, want)
+	}
+
+	// Mirrored as Flux reports it: a re-check is Unknown here, although
+	// Installed and Available hold.
+	res = FoldProvider(ProviderInput{Generation: 7, DesiredVersion: "v1.14.2", ExpectedRevision: newRevision, Now: testNow,
+		Source: Observation{Kind: "OCIRepository", Namespace: "capi-system", Name: "core-cluster-api", Missing: true},
+		Apply:  ObserveKustomization(kustomization(t, ksRecheck))})
+	if got := res.FluxObjects[0]; got.Ready != "Unknown" || got.Reason != "NotFound" {
+		t.Errorf("missing source = %+v", got)
+	}
+	if got := res.FluxObjects[1]; got.Ready != "Unknown" || got.Reason != "Progressing" {
+		t.Errorf("re-checking Kustomization = %+v", got)
+	}
+}
+
+func TestLongFluxMessagesAreCut(t *testing.T) {
+	obs := ObserveKustomization(kustomization(t, ksHealthCheckFailed))
+	for i := range obs.Conditions {
+		obs.Conditions[i].Message = strings.Repeat("é", 20000)
+	}
+	res := FoldProvider(ProviderInput{Generation: 7, DesiredVersion: "v1.14.2", ExpectedRevision: newRevision, Now: testNow, Apply: obs})
+	if n := len(res.Installed.Message); n > maxMessage || !strings.HasSuffix(res.Installed.Message, "…") {
+		t.Errorf("message of %d bytes, want at most %d ending in …", n, maxMessage)
 	}
 }

@@ -1,0 +1,96 @@
+package health
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestObserve(t *testing.T) {
+	repo := ObserveOCIRepository(ociRepository(t, repoReady))
+	if repo.Kind != "OCIRepository" || repo.Namespace != "capi-system" || repo.Name != "core-cluster-api" ||
+		repo.Generation != 3 || repo.ObservedGeneration != 3 || repo.Revision != newDigest || len(repo.Conditions) != 2 {
+		t.Errorf("OCIRepository observation = %+v", repo)
+	}
+
+	ks := ObserveKustomization(kustomization(t, ksUpgrading))
+	if ks.Kind != "Kustomization" || ks.Revision != oldDigest || ks.LastAttemptedRevision != newDigest || ks.Generation != 2 {
+		t.Errorf("Kustomization observation = %+v", ks)
+	}
+
+	hr := helmRelease(t, hrRemediated)
+	first := hr.Status.History[0].Version
+	obs := ObserveHelmRelease(hr)
+	if obs.Kind != "HelmRelease" || obs.Revision != oldDigest || obs.LastAttemptedRevision != newDigest {
+		t.Errorf("HelmRelease observation = %+v, want the deployed (rolled back) release's digest as revision", obs)
+	}
+	if hr.Status.History[0].Version != first {
+		t.Errorf("observing reordered the HelmRelease's history")
+	}
+	if obs := ObserveHelmRelease(helmRelease(t, hrReleased)); obs.Revision != newDigest {
+		t.Errorf("released HelmRelease revision = %q", obs.Revision)
+	}
+	if obs := ObserveHelmRelease(helmRelease(t, "status: {}")); obs.Revision != "" || obs.LastAttemptedRevision != "" {
+		t.Errorf("new HelmRelease observation = %+v", obs)
+	}
+
+	// The observation does not share the object's conditions.
+	k := kustomization(t, ksInstalled)
+	obs = ObserveKustomization(k)
+	k.Status.Conditions[0].Status = metav1.ConditionFalse
+	if obs.Conditions[0].Status != metav1.ConditionTrue {
+		t.Errorf("the observation changed with the object")
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	cond := func(typ, status, reason string, gen int64) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: reason + " message", ObservedGeneration: gen}
+	}
+	obs := func(gen, observed int64, conds ...metav1.Condition) Observation {
+		return Observation{Kind: "Kustomization", Namespace: "ns", Name: "ks", Generation: gen, ObservedGeneration: observed, Conditions: conds}
+	}
+	tests := []struct {
+		name    string
+		obs     Observation
+		status  metav1.ConditionStatus
+		reason  string
+		current bool
+	}{
+		{"ready", obs(2, 2, cond("Ready", "True", "ReconciliationSucceeded", 2)), "True", "ReconciliationSucceeded", true},
+		{"ready for an older generation", obs(2, 1, cond("Ready", "True", "ReconciliationSucceeded", 1)), "Unknown", "Progressing", false},
+		{"Ready says generation 2 but status lags", obs(2, 1, cond("Ready", "True", "ReconciliationSucceeded", 2)), "Unknown", "Progressing", true},
+		{"failed for the current generation while observedGeneration lags", obs(2, 1, cond("Ready", "False", "BuildFailed", 2)), "False", "BuildFailed", true},
+		{"reconciling", obs(2, 2, cond("Ready", "True", "ReconciliationSucceeded", 2), cond("Reconciling", "True", "Progressing", 2)), "Unknown", "Progressing", true},
+		{"stalled", obs(2, 2, cond("Ready", "False", "InvalidCELExpression", 2), cond("Stalled", "True", "InvalidCELExpression", 2)), "False", "InvalidCELExpression", true},
+		{"a stale Stalled is ignored", obs(2, 1, cond("Stalled", "True", "AccessDenied", 1), cond("Ready", "Unknown", "Progressing", 2)), "Unknown", "Progressing", true},
+		{"no conditions", obs(1, 0), "Unknown", "Progressing", false},
+		{"missing", Observation{Kind: "Kustomization", Missing: true}, "Unknown", "NotFound", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.obs.readiness()
+			if r.status != tt.status || r.reason != tt.reason || r.current != tt.current {
+				t.Errorf("readiness = %+v, want %s/%s current=%v", r, tt.status, tt.reason, tt.current)
+			}
+		})
+	}
+}
+
+func TestSameRevision(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"v1.14.2@" + newDigest, newDigest, true},
+		{newDigest, newDigest, true},
+		{"v1.14.2@" + newDigest, "v1.14.2@" + oldDigest, false},
+		{"", "", false},
+		{newDigest, "", false},
+	}
+	for _, tt := range tests {
+		if got := sameRevision(tt.a, tt.b); got != tt.want {
+			t.Errorf("sameRevision(%q, %q) = %v", tt.a, tt.b, got)
+		}
+	}
+}

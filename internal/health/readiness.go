@@ -1,0 +1,135 @@
+package health
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// notFoundReason is the readiness reason of a Flux object that does not
+// exist.
+const notFoundReason = "NotFound"
+
+// readiness is a Flux object's Ready state for its current spec.
+type readiness struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string // names the object: "Kustomization ns/name: …"
+	// current is set when Flux has reported on the object's current
+	// generation (its Ready condition describes it).
+	current bool
+}
+
+// readiness is the object's Ready state for its current generation, as
+// Flux documents it: Ready True for status.observedGeneration ==
+// metadata.generation and neither Reconciling nor Stalled. Stalled True is
+// a terminal failure. Ready False for the current generation is a failure
+// even while status.observedGeneration lags: kustomize-controller advances
+// observedGeneration only on success.
+func (o Observation) readiness() readiness {
+	if o.Missing {
+		return readiness{status: metav1.ConditionUnknown, reason: notFoundReason, message: o.ref() + " does not exist"}
+	}
+	if stalled := o.condition(meta.StalledCondition); stalled != nil && stalled.Status == metav1.ConditionTrue {
+		return readiness{status: metav1.ConditionFalse, reason: stalled.Reason, message: o.ref() + ": " + stalled.Message, current: true}
+	}
+	ready := o.condition(meta.ReadyCondition)
+	if ready == nil {
+		return readiness{status: metav1.ConditionUnknown, reason: meta.ProgressingReason,
+			message: fmt.Sprintf("%s has not reported on generation %d yet", o.ref(), o.Generation)}
+	}
+	// While Flux works, Reconciling says what it is doing ("Running
+	// health checks for revision … with a timeout of 5m0s"), more than
+	// Ready Unknown's "Reconciliation in progress".
+	reconciling := o.condition(meta.ReconcilingCondition)
+	if reconciling != nil && reconciling.Status != metav1.ConditionTrue {
+		reconciling = nil
+	}
+	switch {
+	case ready.Status == metav1.ConditionFalse:
+		return readiness{status: metav1.ConditionFalse, reason: ready.Reason, message: o.ref() + ": " + ready.Message, current: true}
+	case reconciling != nil:
+		return readiness{status: metav1.ConditionUnknown, reason: reconciling.Reason, message: o.ref() + ": " + reconciling.Message, current: true}
+	case ready.Status != metav1.ConditionTrue:
+		return readiness{status: metav1.ConditionUnknown, reason: ready.Reason, message: o.ref() + ": " + ready.Message, current: true}
+	case o.ObservedGeneration != o.Generation:
+		return readiness{status: metav1.ConditionUnknown, reason: meta.ProgressingReason, current: true,
+			message: fmt.Sprintf("%s has not finished reconciling generation %d", o.ref(), o.Generation)}
+	}
+	return readiness{status: metav1.ConditionTrue, reason: ready.Reason, message: o.ref() + ": " + ready.Message, current: true}
+}
+
+// settledReadiness is readiness, except that a routine re-reconcile of
+// what the object already applied keeps counting as Ready.
+//
+// Flux reconciles every interval: kustomize-controller then marks Ready
+// Unknown and Reconciling True while it re-applies and re-checks the same
+// revision, helm-controller marks Reconciling True while it checks its
+// prerequisites. Taken literally, every provider would flip to not Ready
+// for a moment every interval (with events and alerts, and dependants
+// waiting on a Ready core provider). It is held as Ready when the object
+// has finished its current generation (observedGeneration), is attempting
+// exactly the revision it last applied, and, where it reports health
+// (a Kustomization with wait), its last health check passed. A failure
+// found by the re-check turns Ready False, which is never held.
+func (o Observation) settledReadiness() readiness {
+	r := o.readiness()
+	if r.status == metav1.ConditionUnknown && o.recheckingApplied() {
+		return readiness{status: metav1.ConditionTrue, reason: r.reason, current: true,
+			message: fmt.Sprintf("%s is re-checking revision %s, which it applied and found healthy", o.ref(), o.Revision)}
+	}
+	return r
+}
+
+func (o Observation) recheckingApplied() bool {
+	ready := o.condition(meta.ReadyCondition)
+	rec := o.condition(meta.ReconcilingCondition)
+	if o.Missing || ready == nil || rec == nil || rec.Status != metav1.ConditionTrue ||
+		o.ObservedGeneration != o.Generation || !sameRevision(o.Revision, o.LastAttemptedRevision) {
+		return false
+	}
+	if stalled := o.condition(meta.StalledCondition); stalled != nil && stalled.Status == metav1.ConditionTrue {
+		return false
+	}
+	healthy := o.condition(meta.HealthyCondition)
+	switch ready.Status {
+	case metav1.ConditionTrue:
+		return healthy == nil || healthy.Status == metav1.ConditionTrue
+	case metav1.ConditionUnknown:
+		return healthy != nil && healthy.Status == metav1.ConditionTrue
+	}
+	return false
+}
+
+// condition returns a condition of the object's current generation; a
+// condition another generation wrote does not describe the current spec.
+func (o Observation) condition(t string) *metav1.Condition {
+	c := apimeta.FindStatusCondition(o.Conditions, t)
+	if c == nil || c.ObservedGeneration != o.Generation {
+		return nil
+	}
+	return c
+}
+
+// ref names the object in messages: "Kustomization capi-system/core-cluster-api".
+func (o Observation) ref() string {
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
+
+// sameRevision reports whether two Flux revisions name the same artifact.
+// Capwright pins OCIRepositories by digest, for which Flux reports
+// "sha256:<digest>", while the revision preflight checked reads
+// "<tag>@sha256:<digest>"; the digest identifies the artifact in both.
+func sameRevision(a, b string) bool {
+	return a != "" && b != "" && revisionDigest(a) == revisionDigest(b)
+}
+
+func revisionDigest(revision string) string {
+	if i := strings.LastIndex(revision, "@"); i >= 0 {
+		return revision[i+1:]
+	}
+	return revision
+}
