@@ -222,12 +222,6 @@ type ManagerSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Verbosity *int32 `json:"verbosity,omitempty"`
-	// MaxConcurrentReconciles becomes the provider's concurrency flags
-	// (e.g. --cluster-concurrency) through AdditionalArgs; kept as a typed
-	// field for parity with cluster-api-operator.
-	// +optional
-	// +kubebuilder:validation:Minimum=1
-	MaxConcurrentReconciles *int32 `json:"maxConcurrentReconciles,omitempty"`
 	// SyncPeriod becomes --sync-period.
 	// +optional
 	SyncPeriod *metav1.Duration `json:"syncPeriod,omitempty"`
@@ -237,7 +231,11 @@ type ManagerSpec struct {
 	// HealthProbeBindAddress becomes --health-addr.
 	// +optional
 	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
-	// AdditionalArgs are further --key=value arguments.
+	// AdditionalArgs are further --key=value arguments, keys without
+	// dashes. Cluster API managers take one concurrency flag per
+	// controller, so set those here, e.g. cluster-concurrency: "10"
+	// (cluster-api-operator's maxConcurrentReconciles has no equivalent
+	// flag in Cluster API's managers).
 	// +optional
 	AdditionalArgs map[string]string `json:"additionalArgs,omitempty"`
 }

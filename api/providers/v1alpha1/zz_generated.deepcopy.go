@@ -528,11 +528,6 @@ func (in *ManagerSpec) DeepCopyInto(out *ManagerSpec) {
 		*out = new(int32)
 		**out = **in
 	}
-	if in.MaxConcurrentReconciles != nil {
-		in, out := &in.MaxConcurrentReconciles, &out.MaxConcurrentReconciles
-		*out = new(int32)
-		**out = **in
-	}
 	if in.SyncPeriod != nil {
 		in, out := &in.SyncPeriod, &out.SyncPeriod
 		*out = new(v1.Duration)

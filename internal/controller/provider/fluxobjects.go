@@ -49,17 +49,18 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider
 		componentsFile = pre.Artifact.ComponentsFile
 	}
 	in := render.Input{
-		Provider:         obj,
-		Kind:             r.Kind.Name,
-		Insecure:         r.insecureRegistry(pre.URL),
-		ArtifactURL:      pre.URL,
-		Tag:              pre.Tag,
-		Digest:           pre.Digest,
-		ComponentsFile:   componentsFile,
-		ProviderLabel:    clusterctl.ProviderLabelValue(obj.ProviderType(), obj.GetName()),
-		NamespacePatches: pre.NamespacePatches,
-		MirrorImages:     r.mirrorImages(pre),
-		ManagerArgs:      pre.ManagerArgs,
+		Provider:          obj,
+		Kind:              r.Kind.Name,
+		Insecure:          r.insecureRegistry(pre.URL),
+		ArtifactURL:       pre.URL,
+		Tag:               pre.Tag,
+		Digest:            pre.Digest,
+		ComponentsFile:    componentsFile,
+		ProviderLabel:     clusterctl.ProviderLabelValue(obj.ProviderType(), obj.GetName()),
+		NamespacePatches:  pre.NamespacePatches,
+		MirrorImages:      r.mirrorImages(pre),
+		ManagerDeployment: pre.ManagerDeployment,
+		ManagerArgs:       pre.ManagerArgs,
 	}
 	if pre.CoreDependency != nil {
 		in.CoreDependency = &meta.NamespacedObjectReference{Name: pre.CoreDependency.Name, Namespace: pre.CoreDependency.Namespace}
@@ -292,21 +293,23 @@ func (r *Reconciler) observeHelmRelease(ctx context.Context, namespace, name str
 	return observe(ctx, r.Client, namespace, name, &hr, func() health.Observation { return health.ObserveHelmRelease(&hr) }, helmv2.HelmReleaseKind)
 }
 
-// managerArgs are the args of the "manager" container of the components'
-// Deployment, which manager settings are merged into.
-func managerArgs(components []byte) []string {
+// managerDeployment finds the components' Deployment that runs the
+// provider's controller manager (the one with a container named "manager")
+// and that container's args, which manager settings are merged into. It
+// returns "" when the components have no such Deployment.
+func managerDeployment(components []byte) (name string, args []string) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(components), 4096)
 	for {
 		var dep appsv1.Deployment
 		if err := dec.Decode(&dep); err != nil {
-			return nil
+			return "", nil
 		}
 		if dep.Kind != "Deployment" {
 			continue
 		}
 		for _, c := range dep.Spec.Template.Spec.Containers {
 			if c.Name == "manager" {
-				return c.Args
+				return dep.Name, c.Args
 			}
 		}
 	}

@@ -48,7 +48,11 @@ func TestImageName(t *testing.T) {
 }
 
 func TestManagerArgsOfRealComponents(t *testing.T) {
-	args := strings.Join(managerArgs(clusterctltest.Read(t, clusterctltest.Current, "core-components.yaml")), " ")
+	name, managerArgs := managerDeployment(clusterctltest.Read(t, clusterctltest.Current, "core-components.yaml"))
+	if name != "capi-controller-manager" {
+		t.Errorf("manager Deployment = %q, want capi-controller-manager", name)
+	}
+	args := strings.Join(managerArgs, " ")
 	for _, want := range []string{"--leader-elect", "--feature-gates="} {
 		if !strings.Contains(args, want) {
 			t.Errorf("manager args %q lack %s", args, want)

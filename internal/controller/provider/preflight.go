@@ -32,8 +32,11 @@ type PreflightResult struct {
 	Artifact *artifact.ProviderArtifact
 	// NamespacePatches move the components into the provider's namespace.
 	NamespacePatches []kustomize.Patch
-	ManagerArgs      []string
-	CoreDependency   *ctrl.ObjectKey
+	// ManagerDeployment and ManagerArgs are the components' controller
+	// Deployment and its manager container's args.
+	ManagerDeployment string
+	ManagerArgs       []string
+	CoreDependency    *ctrl.ObjectKey
 }
 
 // preflightError is a refusal: the condition and reason it sets and when
@@ -90,7 +93,7 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 			Message: fmt.Sprintf("cannot install %s into namespace %s: %v", res.Artifact.ComponentsFile, obj.GetNamespace(), err)})
 	}
 	res.NamespacePatches = patches
-	res.ManagerArgs = managerArgs(res.Artifact.Components)
+	res.ManagerDeployment, res.ManagerArgs = managerDeployment(res.Artifact.Components)
 	setTrue(obj, v1alpha1.CompatibleCondition, v1alpha1.CompatibleReason,
 		fmt.Sprintf("%s %s (contract %s) can be installed", obj.GetName(), obj.GetSpec().Version, res.Contract))
 	return res, nil
