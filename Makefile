@@ -8,6 +8,8 @@ SHELL := bash
 BIN            := $(CURDIR)/bin
 PLANE_STATE    := $(BIN)/plane
 GO             ?= go
+# Version stamped into the CLI (capwright --version).
+VERSION        ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Pinned tools, run through go.
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.19.0
 GOLANGCI_LINT_VERSION := v2.15.0
@@ -38,11 +40,14 @@ $(BIN)/local-plane: FORCE
 $(BIN)/capwright-manager: FORCE
 	$(GO) build -o $@ ./cmd/manager
 
+$(BIN)/capwright: FORCE
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $@ ./cmd/capwright
+
 .PHONY: FORCE
 FORCE:
 
 .PHONY: build
-build: ## Build every Go package of both modules.
+build: $(BIN)/capwright ## Build every Go package of both modules, and the CLI into bin/capwright.
 	$(GO) build ./...
 	$(GO) -C api build ./...
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 
 	"github.com/capwright/capwright/internal/artifact"
@@ -36,6 +37,7 @@ func usageErrorf(format string, args ...any) error {
 func exitCode(err error) int {
 	var (
 		usage     usageError
+		release   *artifact.ReleaseError
 		auth      *artifact.AuthError
 		notFound  *artifact.NotFoundError
 		layout    *artifact.LayoutError
@@ -52,7 +54,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &usage):
+	case errors.As(err, &usage), errors.As(err, &release):
 		return exitUsage
 	case errors.As(err, &auth):
 		return exitAuth
@@ -71,3 +73,34 @@ func exitCode(err error) int {
 	}
 	return exitFailure
 }
+
+// withCLIHints rewords errors whose advice is written for the controller
+// (credentials in a secretRef) or that lack the flag that fixes them. The
+// exit code stays the same: the original error is still in the chain.
+func withCLIHints(err error) error {
+	var (
+		auth      *artifact.AuthError
+		unknownCA x509.UnknownAuthorityError
+	)
+	switch {
+	case errors.As(err, &auth):
+		return cliAuthError{auth}
+	case errors.As(err, &unknownCA):
+		return fmt.Errorf("%w: trust the registry's certificate authority with --ca-file (or skip verification with --insecure, for testing only)", err)
+	}
+	return err
+}
+
+// cliAuthError is an *artifact.AuthError pointing at the CLI's credential
+// sources.
+type cliAuthError struct{ *artifact.AuthError }
+
+func (e cliAuthError) Error() string {
+	msg := fmt.Sprintf("registry refused access to %s (HTTP %d %s)", e.Ref, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg + ": check the credentials for this registry (docker login, or --registry-config) and that they may access this repository"
+}
+
+func (e cliAuthError) Unwrap() error { return e.AuthError }

@@ -91,12 +91,13 @@ helpers), as "docker login" or "oras login" write them.
 Exit codes:
   0  success
   1  failure not covered below (for mirror: some references failed)
-  2  invalid command line or input (flags, arguments, versions, files)
+  2  invalid command line or input (flags, arguments, versions, release
+     files, --annotation contradicting the flags of publish)
   3  not found (tag, digest or repository)
   4  the registry refused the credentials (HTTP 401/403)
   5  connection or TLS failure
   6  the artifact breaks the provider artifact contract (layout, size,
-     unsafe tar entries, annotations contradicting the flags)`,
+     unsafe tar entries, annotations contradicting its tag)`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -22,9 +22,28 @@ func Push(ctx context.Context, ref Reference, files map[string][]byte, annotatio
 	if ref.Digest != "" {
 		return "", fmt.Errorf("cannot push to %s: the digest follows from the content, give only a tag", ref)
 	}
-	layer, manifest, err := Pack(files, annotations)
+	staged, manifestDesc, err := stage(ctx, files, annotations, ref.Tag)
 	if err != nil {
 		return "", err
+	}
+	repo, release, err := access.Repository(ref, DefaultMaxArtifactSize)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	if _, err := oras.Copy(ctx, staged, ref.Tag, repo, ref.Tag, oras.DefaultCopyOptions); err != nil {
+		return "", pushError(ref, err)
+	}
+	return manifestDesc.Digest.String(), nil
+}
+
+// stage packs files and stages the artifact in memory, tagged with tag, so
+// that oras.Copy can write what a target lacks, blobs before the manifest.
+// It returns the manifest's descriptor.
+func stage(ctx context.Context, files map[string][]byte, annotations map[string]string, tag string) (*memory.Store, ocispec.Descriptor, error) {
+	layer, manifest, err := Pack(files, annotations)
+	if err != nil {
+		return nil, ocispec.Descriptor{}, err
 	}
 	manifestDesc := ocispec.Descriptor{
 		MediaType:    ocispec.MediaTypeImageManifest,
@@ -32,9 +51,6 @@ func Push(ctx context.Context, ref Reference, files map[string][]byte, annotatio
 		Digest:       digest.FromBytes(manifest),
 		Size:         int64(len(manifest)),
 	}
-
-	// Stage the artifact in memory and let oras.Copy push what the
-	// registry lacks, blobs before the manifest.
 	staged := memory.New()
 	blobs := []struct {
 		desc ocispec.Descriptor
@@ -46,22 +62,13 @@ func Push(ctx context.Context, ref Reference, files map[string][]byte, annotatio
 	}
 	for _, b := range blobs {
 		if err := staged.Push(ctx, b.desc, bytes.NewReader(b.data)); err != nil {
-			return "", fmt.Errorf("staging %s: %w", b.desc.MediaType, err)
+			return nil, ocispec.Descriptor{}, fmt.Errorf("staging %s: %w", b.desc.MediaType, err)
 		}
 	}
-	if err := staged.Tag(ctx, manifestDesc, ref.Tag); err != nil {
-		return "", fmt.Errorf("staging tag %s: %w", ref.Tag, err)
+	if err := staged.Tag(ctx, manifestDesc, tag); err != nil {
+		return nil, ocispec.Descriptor{}, fmt.Errorf("staging tag %s: %w", tag, err)
 	}
-
-	repo, release, err := access.Repository(ref, DefaultMaxArtifactSize)
-	if err != nil {
-		return "", err
-	}
-	defer release()
-	if _, err := oras.Copy(ctx, staged, ref.Tag, repo, ref.Tag, oras.DefaultCopyOptions); err != nil {
-		return "", pushError(ref, err)
-	}
-	return manifestDesc.Digest.String(), nil
+	return staged, manifestDesc, nil
 }
 
 // pushError maps registry errors; not found on push means the repository
