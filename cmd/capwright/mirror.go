@@ -1,0 +1,374 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/mirror"
+)
+
+func init() { subcommands = append(subcommands, newMirrorCommand) }
+
+type mirrorOptions struct {
+	to              string
+	targetPlainHTTP bool
+	fromFile        string
+	repack          bool
+	concurrency     int
+	rulesFile       string
+	maxArtifactSize string
+}
+
+func newMirrorCommand(reg *registryOptions) *cobra.Command {
+	o := &mirrorOptions{}
+	cmd := &cobra.Command{
+		Use:   "mirror --to HOST[:PORT][/PREFIX] REF...",
+		Short: "Copy provider artifacts, their container images and their signatures into another registry",
+		Long: `mirror copies Cluster API provider artifacts into one registry, for sites
+without access to the public registries. For each artifact reference
+(oci://host/repository:tag or @digest) it copies:
+
+  - the artifact, with its referrers (signatures, SBOMs);
+  - every container image its components run (after default variable
+    values), all platforms of a multi-platform image, with their referrers.
+
+Digests are preserved. A source repository host/path lands at
+HOST/PREFIX/path, e.g. registry.k8s.io/cluster-api/cluster-api-controller at
+HOST/PREFIX/cluster-api/cluster-api-controller; sources that would land in
+the same repository are refused before anything is copied.
+
+Mirroring is resumable: content the target already holds is skipped, a tag
+is written only once everything it references is in place, and an
+artifact's tag only after its images and referrers, so an interrupted run
+never looks complete; run the same command again to finish it.
+
+--rules-file writes the registry mirror rules (FROM=TO per line) that send
+every mirrored artifact and image to its copy; give that file to the
+Capwright controller as --registry-mirror-file.
+
+Artifacts in the older one-file-per-layer layout (cluster-api-operator
+publish, oras push of files) are not consumable by Flux; --repack rebuilds
+them in the contract layout under the same tag (their digest changes, and
+their signatures are not copied).
+
+Source and target registries use the same registry flags and credentials;
+--target-plain-http talks plain HTTP to the target only.
+Exit code 1 when some references failed; with one reference, the code of
+its failure (see capwright --help).`,
+		Example: `  # Mirror the Cluster API core and kubeadm providers with their images
+  capwright mirror --to mirror.example.com:5000/capi \
+    --rules-file mirror-rules.txt \
+    oci://registry.k8s.io/cluster-api/manifests/core-cluster-api:v1.14.2 \
+    oci://registry.k8s.io/cluster-api/manifests/bootstrap-kubeadm:v1.14.2 \
+    oci://registry.k8s.io/cluster-api/manifests/control-plane-kubeadm:v1.14.2
+
+  # References from a file, one per line (# comments)
+  capwright mirror --to mirror.example.com:5000/capi --from-file providers.txt`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMirror(cmd, reg, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.to, "to", "", "target registry and optional path prefix, HOST[:PORT][/PREFIX] (required)")
+	f.BoolVar(&o.targetPlainHTTP, "target-plain-http", false, "talk plain HTTP to the target registry only (an internal registry without TLS), HTTPS to the sources")
+	f.StringVar(&o.fromFile, "from-file", "", "file of artifact references, one per line; blank lines and # comments are ignored (- for stdin)")
+	f.BoolVar(&o.repack, "repack", false, "rebuild artifacts in the one-file-per-layer layout in the provider artifact contract layout (new digest)")
+	f.IntVar(&o.concurrency, "concurrency", mirror.DefaultConcurrency, "registry requests in flight at once")
+	f.StringVar(&o.rulesFile, "rules-file", "", "write the registry mirror rules to this file, for the controller's --registry-mirror-file")
+	f.StringVar(&o.maxArtifactSize, "max-artifact-size", "64Mi", "largest provider artifact read, compressed or unpacked (a quantity: 64Mi, 1Gi)")
+	return cmd
+}
+
+func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args []string) error {
+	opts, refs, err := o.options(cmd, reg, args)
+	if err != nil {
+		return err
+	}
+	progress := newMirrorProgress(cmd.ErrOrStderr())
+	opts.Progress = progress
+	summary, runErr := mirror.Run(cmd.Context(), refs, opts)
+	progress.finish()
+
+	var conflict *mirror.ConflictError
+	if errors.As(runErr, &conflict) {
+		return usageError{runErr}
+	}
+	printSummary(cmd.OutOrStdout(), summary)
+	if o.rulesFile != "" && len(summary.Failed()) < len(summary.Results) {
+		if err := writeRulesFile(o.rulesFile, summary); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "Mirror rules written to %s: give it to the controller as --registry-mirror-file.\n", o.rulesFile)
+	}
+	if runErr != nil && len(refs) > 1 {
+		// Several references failing for different reasons have no one
+		// specific exit code.
+		return errors.New(runErr.Error())
+	}
+	return runErr
+}
+
+// options turns the command line into the engine's options.
+func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args []string) (mirror.Options, []artifact.Reference, error) {
+	var opts mirror.Options
+	if o.to == "" {
+		return opts, nil, usageErrorf("--to is required: the target registry, HOST[:PORT][/PREFIX]")
+	}
+	target, err := mirror.ParseTarget(o.to)
+	if err != nil {
+		return opts, nil, usageErrorf("--to: %v", err)
+	}
+	if o.concurrency < 1 {
+		return opts, nil, usageErrorf("--concurrency must be at least 1, not %d", o.concurrency)
+	}
+	size, err := resource.ParseQuantity(o.maxArtifactSize)
+	if err != nil || size.Value() <= 0 {
+		return opts, nil, usageErrorf("--max-artifact-size %q: want a positive quantity such as 64Mi", o.maxArtifactSize)
+	}
+	lines := args
+	if o.fromFile != "" {
+		fromFile, err := readRefFile(cmd.InOrStdin(), o.fromFile)
+		if err != nil {
+			return opts, nil, err
+		}
+		lines = append(lines, fromFile...)
+	}
+	if len(lines) == 0 {
+		return opts, nil, usageErrorf("no artifact to mirror: give references (oci://host/repository:tag) as arguments or with --from-file")
+	}
+	refs := make([]artifact.Reference, 0, len(lines))
+	for _, line := range lines {
+		url := line
+		if !strings.Contains(url, "://") {
+			url = "oci://" + url
+		}
+		ref, err := artifact.ParseURL(url)
+		if err != nil {
+			return opts, nil, usageErrorf("%v", err)
+		}
+		if ref.Tag == "" && ref.Digest == "" {
+			return opts, nil, usageErrorf("%s: give the artifact's tag (its version) or digest", line)
+		}
+		refs = append(refs, ref)
+	}
+	access, err := reg.access()
+	if err != nil {
+		return opts, nil, err
+	}
+	targetAccess := access
+	targetAccess.PlainHTTP = access.PlainHTTP || o.targetPlainHTTP
+	return mirror.Options{
+		Target:          target,
+		SourceAccess:    access,
+		TargetAccess:    targetAccess,
+		Concurrency:     o.concurrency,
+		Repack:          o.repack,
+		MaxArtifactSize: size.Value(),
+	}, refs, nil
+}
+
+// readRefFile reads references, one per line, skipping blank lines and #
+// comments; "-" is stdin.
+func readRefFile(stdin io.Reader, path string) ([]string, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(io.LimitReader(stdin, 16<<20))
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, usageErrorf("--from-file: %v", err)
+	}
+	var refs []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line != "" && !strings.HasPrefix(line, "#") {
+			refs = append(refs, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, usageErrorf("--from-file %s: %v", path, err)
+	}
+	return refs, nil
+}
+
+// writeRulesFile replaces path with the rules of the run, atomically.
+func writeRulesFile(path string, summary *mirror.Summary) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("writing the mirror rules: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := mirror.WriteRules(tmp, summary, time.Now()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the mirror rules to %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the mirror rules to %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing the mirror rules to %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing the mirror rules to %s: %w", path, err)
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, s *mirror.Summary) {
+	fmt.Fprintf(w, "Mirrored %d of %d artifact(s) to %s\n", len(s.Results)-len(s.Failed()), len(s.Results), s.Target)
+	fmt.Fprintf(w, "  artifacts: %d copied, %d already present, %d failed\n", s.Artifacts.Copied, s.Artifacts.Skipped, s.Artifacts.Failed)
+	fmt.Fprintf(w, "  images:    %d copied, %d already present, %d failed\n", s.Images.Copied, s.Images.Skipped, s.Images.Failed)
+	fmt.Fprintf(w, "  blobs:     %d copied (%s), %d mounted, %d already present (%s), %d failed\n",
+		s.Blobs.Copied, formatBytes(s.Blobs.BytesCopied), s.Blobs.Mounted, s.Blobs.Skipped, formatBytes(s.Blobs.BytesSkipped), s.Blobs.Failed)
+	for _, r := range s.Results {
+		switch {
+		case r.Err != nil:
+			fmt.Fprintf(w, "  FAILED %s: %v\n", r.Source.URL()+refSuffix(r.Source), r.Err)
+		case r.Repacked:
+			fmt.Fprintf(w, "  %s -> %s (repacked: digest %s became %s)\n", r.Source.URL()+refSuffix(r.Source), r.Target.URL()+refSuffix(r.Target), r.SourceDigest, r.Digest)
+		default:
+			fmt.Fprintf(w, "  %s -> %s\n", r.Source.URL()+refSuffix(r.Source), r.Target.URL()+refSuffix(r.Target))
+		}
+	}
+}
+
+// refSuffix is ":tag" and/or "@digest".
+func refSuffix(r artifact.Reference) string {
+	return strings.TrimPrefix(r.String(), r.Host+"/"+r.Repository)
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// mirrorProgress shows a run on stderr: on a terminal one line redrawn in
+// place under the finished references, otherwise one plain line per
+// reference and image, for logs.
+type mirrorProgress struct {
+	mu       sync.Mutex
+	w        io.Writer
+	terminal bool
+	last     time.Time
+	drawn    bool
+
+	refs, refsDone, images, imagesDone int
+	copied, present                    int64
+}
+
+func newMirrorProgress(w io.Writer) *mirrorProgress {
+	f, ok := w.(*os.File)
+	return &mirrorProgress{w: w, terminal: ok && term.IsTerminal(int(f.Fd()))}
+}
+
+// Event implements mirror.Progress.
+func (p *mirrorProgress) Event(e mirror.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var line string
+	switch e.Kind {
+	case mirror.RefStarted:
+		p.refs++
+		line = "reading " + e.Ref
+	case mirror.RefPlanned:
+		p.images += e.Images
+		line = fmt.Sprintf("%s: %d image(s)", e.Ref, e.Images)
+	case mirror.Repacked:
+		line = fmt.Sprintf("%s: repacked in the contract layout, digest %s becomes %s", e.Ref, e.SourceDigest, e.Digest)
+	case mirror.BlobCopied:
+		p.copied += e.Size
+	case mirror.BlobSkipped:
+		p.present += e.Size
+	case mirror.ImageDone:
+		p.imagesDone++
+		line = "image " + e.Subject + ": " + outcome(e)
+	case mirror.RefDone:
+		p.refsDone++
+		line = fmt.Sprintf("mirrored %s to %s@%s (%s)", e.Ref, e.Repository, e.Digest, outcome(e))
+	case mirror.RefFailed:
+		p.refsDone++
+		line = fmt.Sprintf("FAILED %s: %v", e.Ref, e.Err)
+	}
+	if !p.terminal {
+		if line != "" {
+			fmt.Fprintln(p.w, line)
+		}
+		return
+	}
+	important := e.Kind == mirror.RefDone || e.Kind == mirror.RefFailed || e.Kind == mirror.Repacked
+	if important {
+		p.clear()
+		fmt.Fprintln(p.w, line)
+	}
+	if important || time.Since(p.last) > 100*time.Millisecond {
+		p.draw()
+	}
+}
+
+func outcome(e mirror.Event) string {
+	switch {
+	case e.Err != nil:
+		return "FAILED: " + e.Err.Error()
+	case e.Skipped:
+		return "already present"
+	}
+	return "copied"
+}
+
+func (p *mirrorProgress) clear() {
+	if p.drawn {
+		fmt.Fprintf(p.w, "\r\033[K")
+		p.drawn = false
+	}
+}
+
+// draw redraws the progress line: a bar of images done, then counts.
+func (p *mirrorProgress) draw() {
+	const width = 24
+	filled := 0
+	if p.images > 0 {
+		filled = width * p.imagesDone / p.images
+	}
+	bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
+	fmt.Fprintf(p.w, "\r\033[K[%s] %d/%d images · %d/%d artifacts · %s copied · %s already present",
+		bar, p.imagesDone, p.images, p.refsDone, p.refs, formatBytes(p.copied), formatBytes(p.present))
+	p.drawn = true
+	p.last = time.Now()
+}
+
+// finish ends the progress line.
+func (p *mirrorProgress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.terminal && p.drawn {
+		p.draw()
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}
+
+var _ mirror.Progress = (*mirrorProgress)(nil)

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/artifact/registrytest"
+	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
+	"github.com/capwright/capwright/internal/mirror/mirrortest"
+)
+
+// runCapwright runs the CLI with args and returns its output and exit code.
+func runCapwright(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := newRootCommand()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	if err != nil {
+		errOut.WriteString("Error: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), exitCode(err)
+}
+
+// dockerConfig writes a docker config with credentials for host; the CLI
+// reads it with --registry-config.
+func dockerConfig(t *testing.T, host, user, password string) string {
+	t.Helper()
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(`{"auths":{"`+host+`":{"auth":"`+auth+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// publishedProviders pushes the three Cluster API providers with their
+// images to a plain HTTP registry.
+func publishedProviders(t *testing.T) (*registrytest.Registry, []mirrortest.PushedProvider) {
+	t.Helper()
+	src := registrytest.New(t, registrytest.Options{})
+	var pushed []mirrortest.PushedProvider
+	for _, p := range mirrortest.CAPIProviders(t, clusterctltest.Current, src.Host) {
+		pushed = append(pushed, mirrortest.PushProvider(t, src.Access(), src.Ref(p.Repository("cluster-api"), ""), p, nil))
+	}
+	return src, pushed
+}
+
+func TestMirrorCommand(t *testing.T) {
+	_, providers := publishedProviders(t)
+	dst := registrytest.New(t, registrytest.Options{Username: "mirror", Password: "s3cret"})
+	config := dockerConfig(t, dst.Host, "mirror", "s3cret")
+	dir := t.TempDir()
+	refsFile := filepath.Join(dir, "providers.txt")
+	refs := "# Cluster API " + clusterctltest.Current + "\n\n" + providers[0].URL() + "\n  " + providers[1].URL() + "  \n"
+	if err := os.WriteFile(refsFile, []byte(refs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rulesFile := filepath.Join(dir, "mirror-rules.txt")
+	args := []string{"mirror", "--plain-http", "--registry-config", config, "--to", dst.Host + "/airgap",
+		"--from-file", refsFile, "--rules-file", rulesFile, "--concurrency", "3", providers[2].URL()}
+
+	stdout, stderr, code := runCapwright(t, args...)
+	if code != exitOK {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"Mirrored 3 of 3 artifact(s) to " + dst.Host + "/airgap", "artifacts: 3 copied, 0 already present, 0 failed",
+		"images:    3 copied", "Mirror rules written to " + rulesFile} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	// Not a terminal: plain lines, no redrawn bar.
+	if strings.Contains(stderr, "\r") || !strings.Contains(stderr, "mirrored "+providers[0].Ref.String()) {
+		t.Errorf("stderr should hold plain progress lines:\n%s", stderr)
+	}
+	rules, err := catalog.ReadMirrorFile(rulesFile)
+	if err != nil {
+		t.Fatalf("the rules file: %v", err)
+	}
+	for _, p := range providers {
+		want := dst.Host + "/airgap/" + p.Ref.Repository
+		if got, _ := rules.Rewrite(p.Ref.Host + "/" + p.Ref.Repository); got != want {
+			t.Errorf("rules rewrite %s to %s, want %s", p.Ref, got, want)
+		}
+		to := artifact.Reference{Host: dst.Host, Repository: "airgap/" + p.Ref.Repository, Tag: p.Ref.Tag}
+		if d := mirrortest.Resolve(t, dst.Access(), to); d.Digest.String() != p.Digest {
+			t.Errorf("%s is %s at the target, want %s", to, d.Digest, p.Digest)
+		}
+	}
+
+	// Again: nothing to copy.
+	writes := dst.Writes()
+	stdout, stderr, code = runCapwright(t, args...)
+	if code != exitOK || dst.Writes() != writes || !strings.Contains(stdout, "artifacts: 0 copied, 3 already present, 0 failed") {
+		t.Errorf("second run: exit %d, %d writes\nstdout:\n%s\nstderr:\n%s", code, dst.Writes()-writes, stdout, stderr)
+	}
+}
+
+func TestMirrorCommandExitCodes(t *testing.T) {
+	src, providers := publishedProviders(t)
+	dst := registrytest.New(t, registrytest.Options{Username: "mirror", Password: "s3cret"})
+	good := dockerConfig(t, dst.Host, "mirror", "s3cret")
+	wrong := dockerConfig(t, dst.Host, "mirror", "wrong")
+	missing := providers[0].Ref.URL() + ":v9.9.9"
+
+	perFile := src.Ref("operator/core-cluster-api", clusterctltest.Current)
+	mirrortest.PushPerFileArtifact(t, src.Access(), perFile, providers[0].Provider.Files, "")
+	perFileURL := perFile.URL() + ":" + perFile.Tag
+
+	base := func(config string, more ...string) []string {
+		return append([]string{"mirror", "--plain-http", "--registry-config", config, "--to", dst.Host}, more...)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no --to", []string{"mirror", providers[0].URL()}, exitUsage, "--to is required"},
+		{"no reference", base(good), exitUsage, "no artifact to mirror"},
+		{"reference without tag", base(good, providers[0].Ref.URL()), exitUsage, "tag"},
+		{"bad target", []string{"mirror", "--to", "https://x", providers[0].URL()}, exitUsage, "--to"},
+		{"bad size", base(good, "--max-artifact-size", "lots", providers[0].URL()), exitUsage, "--max-artifact-size"},
+		{"missing refs file", base(good, "--from-file", filepath.Join(t.TempDir(), "none.txt")), exitUsage, "--from-file"},
+		{"tag not found", base(good, missing), exitNotFound, "not found"},
+		{"one of two not found", base(good, missing, providers[0].URL()), exitFailure, "1 of 2 references not mirrored"},
+		{"wrong target credentials", base(wrong, providers[0].URL()), exitAuth, "refused access"},
+		{"artifact too large", base(good, "--max-artifact-size", "16Ki", providers[0].URL()), exitContract, "exceeds the limit"},
+		{"one file per layer", base(good, perFileURL), exitContract, "--repack"},
+		{"repacked", base(good, "--repack", perFileURL), exitOK, "repacked: digest"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := runCapwright(t, tt.args...)
+			if code != tt.code || !strings.Contains(stdout+stderr, tt.want) {
+				t.Errorf("exit code %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, tt.code, tt.want, stdout, stderr)
+			}
+			if strings.Contains(stdout+stderr, "s3cret") || strings.Contains(stdout+stderr, `"wrong"`) {
+				t.Errorf("the output shows a password")
+			}
+		})
+	}
+}
+
+// TestMirrorCommandPlainHTTPTarget mirrors from HTTPS sources to a plain
+// HTTP target with --target-plain-http.
+func TestMirrorCommandPlainHTTPTarget(t *testing.T) {
+	src := registrytest.New(t, registrytest.Options{TLS: true})
+	p := mirrortest.CAPIProviders(t, clusterctltest.Current, src.Host)[0]
+	pushed := mirrortest.PushProvider(t, src.Access(), src.Ref(p.Repository("cluster-api"), ""), p, nil)
+	dst := registrytest.New(t, registrytest.Options{})
+	config := dockerConfig(t, "example.invalid", "nobody", "none")
+	stdout, stderr, code := runCapwright(t, "mirror", "--insecure", "--registry-config", config, "--to", dst.Host, "--target-plain-http", pushed.URL())
+	if code != exitOK {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	to := artifact.Reference{Host: dst.Host, Repository: pushed.Ref.Repository, Tag: pushed.Ref.Tag}
+	if d := mirrortest.Resolve(t, dst.Access(), to); d.Digest.String() != pushed.Digest {
+		t.Errorf("%s is %s at the target, want %s", pushed.Ref.Repository, d.Digest, pushed.Digest)
+	}
+}
+
+func TestMirrorCommandConflict(t *testing.T) {
+	_, providersA := publishedProviders(t)
+	b := registrytest.New(t, registrytest.Options{})
+	p := mirrortest.CAPIProviders(t, clusterctltest.Current, b.Host)[0]
+	clash := mirrortest.PushProvider(t, b.Access(), b.Ref(p.Repository("cluster-api"), ""), p, nil)
+	dst := registrytest.New(t, registrytest.Options{})
+	config := dockerConfig(t, "example.invalid", "nobody", "none")
+	stdout, stderr, code := runCapwright(t, "mirror", "--plain-http", "--registry-config", config, "--to", dst.Host, providersA[0].URL(), clash.URL())
+	if code != exitUsage || !strings.Contains(stderr, "share a target repository") || dst.Writes() != 0 {
+		t.Errorf("exit code %d, %d writes\nstdout:\n%s\nstderr:\n%s", code, dst.Writes(), stdout, stderr)
+	}
+}

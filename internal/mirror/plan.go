@@ -1,0 +1,239 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content/memory"
+
+	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/clusterctl"
+)
+
+// plan is an artifact read from its registry, with what to copy.
+type plan struct {
+	result Result
+	// desc is the artifact manifest to copy: the source's, or the repacked
+	// one staged in memory.
+	desc   ocispec.Descriptor
+	staged *memory.Store
+	images []imageRef
+}
+
+// planAll reads the artifacts, a few at a time. A reference that cannot be
+// read is failed here and not copied.
+func (r *runner) planAll(ctx context.Context, refs []artifact.Reference) []*plan {
+	plans := make([]*plan, len(refs))
+	slots := make(chan struct{}, r.opts.Concurrency)
+	var wg sync.WaitGroup
+	for i, ref := range refs {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			p := &plan{result: Result{
+				Source: ref,
+				Target: artifact.Reference{Host: r.opts.Target.Host, Repository: r.opts.Target.Repository(ref.Repository), Tag: ref.Tag},
+			}}
+			r.rec.emit(Event{Kind: RefStarted, Ref: ref.String()})
+			if err := r.read(ctx, p); err != nil {
+				p.result.Err = err
+				r.rec.emit(Event{Kind: RefFailed, Ref: ref.String(), Err: err})
+			} else {
+				r.rec.emit(Event{Kind: RefPlanned, Ref: ref.String(), Images: len(p.images)})
+			}
+			plans[i] = p
+		})
+	}
+	wg.Wait()
+	return plans
+}
+
+// read fetches the artifact (bounded by the artifact size limit), repacks
+// it when asked and needed, and lists the images its components run.
+func (r *runner) read(ctx context.Context, p *plan) error {
+	ref := p.result.Source
+	if ref.Tag == "" && ref.Digest == "" {
+		return fmt.Errorf("%s: give the artifact's tag (its version) or digest", ref)
+	}
+	fetched, err := r.fetcher.Fetch(ctx, ref, r.opts.SourceAccess)
+	var layout *artifact.LayoutError
+	var components []byte
+	switch {
+	case err == nil:
+		if components, err = componentsOf(fetched); err != nil {
+			return err
+		}
+		if p.desc, err = r.resolveArtifact(ctx, ref, fetched.Digest); err != nil {
+			return err
+		}
+		p.result.SourceDigest = fetched.Digest
+	case errors.As(err, &layout) && layout.Repackable() && r.opts.Repack:
+		if components, err = r.repack(ctx, p); err != nil {
+			return err
+		}
+	default:
+		return err
+	}
+
+	written, err := clusterctl.Images(components)
+	if err != nil {
+		return &artifact.LayoutError{Ref: ref.String(), Problem: fmt.Sprintf("its container images cannot be listed: %v", err)}
+	}
+	for _, w := range written {
+		img, err := parseImage(w)
+		if err != nil {
+			return &artifact.LayoutError{Ref: ref.String(), Problem: err.Error()}
+		}
+		p.images = append(p.images, img)
+		p.result.Images = append(p.result.Images, Image{
+			Written: img.Written,
+			Name:    img.Name,
+			Source:  img.Source,
+			Target:  r.targetOf(img.Source),
+		})
+	}
+	return nil
+}
+
+// targetOf is where a source reference lands.
+func (r *runner) targetOf(src artifact.Reference) artifact.Reference {
+	return artifact.Reference{Host: r.opts.Target.Host, Repository: r.opts.Target.Repository(src.Repository), Tag: src.Tag, Digest: src.Digest}
+}
+
+// resolveArtifact returns the descriptor of the fetched artifact manifest.
+func (r *runner) resolveArtifact(ctx context.Context, ref artifact.Reference, manifestDigest string) (ocispec.Descriptor, error) {
+	repo, err := r.repository(false, ref)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	desc, err := repo.Resolve(ctx, manifestDigest)
+	if err != nil {
+		return ocispec.Descriptor{}, artifact.RegistryError(ref, "resolving", err)
+	}
+	return desc, nil
+}
+
+// repack rebuilds a one-file-per-layer artifact in the contract layout and
+// stages it in memory for the copier. It returns the components.
+func (r *runner) repack(ctx context.Context, p *plan) ([]byte, error) {
+	ref := p.result.Source
+	if ref.Tag == "" {
+		return nil, fmt.Errorf("%s: repacking needs the tag (the version): the repacked artifact gets a new digest and is found by its tag", ref)
+	}
+	rp, err := r.fetcher.Repack(ctx, ref, r.opts.SourceAccess)
+	if err != nil {
+		return nil, err
+	}
+	layer, manifest, err := artifact.Pack(rp.Files, rp.Annotations)
+	if err != nil {
+		return nil, fmt.Errorf("repacking %s: %w", ref, err)
+	}
+	staged := memory.New()
+	config := []byte("{}")
+	blobs := []struct {
+		desc ocispec.Descriptor
+		data []byte
+	}{
+		{ocispec.Descriptor{MediaType: ocispec.MediaTypeEmptyJSON, Digest: digest.FromBytes(config), Size: int64(len(config))}, config},
+		{ocispec.Descriptor{MediaType: artifact.MediaTypeLayer, Digest: digest.FromBytes(layer), Size: int64(len(layer))}, layer},
+		{ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: artifact.ArtifactType, Digest: digest.FromBytes(manifest), Size: int64(len(manifest))}, manifest},
+	}
+	for _, b := range blobs {
+		if err := staged.Push(ctx, b.desc, bytes.NewReader(b.data)); err != nil {
+			return nil, fmt.Errorf("staging the repacked %s: %w", ref, err)
+		}
+	}
+	p.staged = staged
+	p.desc = blobs[2].desc
+	p.result.Repacked = true
+	p.result.SourceDigest = rp.SourceDigest
+	r.rec.emit(Event{Kind: Repacked, Ref: ref.String(), SourceDigest: rp.SourceDigest, Digest: p.desc.Digest.String()})
+	return rp.Files[clusterctl.ComponentsFile(rp.Type)], nil
+}
+
+// componentsOf returns the components file of a contract artifact: the one
+// its provider-type annotation names, else its only {type}-components.yaml.
+func componentsOf(f *artifact.Fetched) ([]byte, error) {
+	layoutErr := func(problem, hint string) error {
+		return &artifact.LayoutError{Ref: f.Ref.String(), Problem: problem, Hint: hint}
+	}
+	if _, ok := f.Files[artifact.MetadataFile]; !ok {
+		return nil, layoutErr("its layer lacks "+artifact.MetadataFile+" at the root", "a provider artifact holds metadata.yaml and {type}-components.yaml")
+	}
+	if t := f.Annotations[artifact.AnnotationProviderType]; t != "" {
+		file := clusterctl.ComponentsFile(t)
+		data, ok := f.Files[file]
+		if file == "" || !ok {
+			return nil, layoutErr(fmt.Sprintf("its annotation %s is %q but its layer holds no such components file", artifact.AnnotationProviderType, t), "")
+		}
+		return data, nil
+	}
+	var found []string
+	for _, file := range slices.Sorted(maps.Keys(f.Files)) {
+		if t, ok := strings.CutSuffix(file, "-components.yaml"); ok && clusterctl.IsProviderType(t) {
+			found = append(found, file)
+		}
+	}
+	if len(found) != 1 {
+		return nil, layoutErr(fmt.Sprintf("its layer holds %d {type}-components.yaml files (%s), expected one", len(found), strings.Join(found, ", ")), "")
+	}
+	return f.Files[found[0]], nil
+}
+
+// ConflictError is two or more sources that would land in the same target
+// repository (the target drops the source host), or a source that is its
+// own target. Nothing was copied.
+type ConflictError struct {
+	// Conflicts maps a target repository to its sources (host/path).
+	Conflicts map[string][]string
+}
+
+func (e *ConflictError) Error() string {
+	var parts []string
+	for _, target := range slices.Sorted(maps.Keys(e.Conflicts)) {
+		parts = append(parts, fmt.Sprintf("%s <- %s", target, strings.Join(e.Conflicts[target], " and ")))
+	}
+	return fmt.Sprintf("nothing was copied: sources would share a target repository or be copied onto themselves (%s); the target keeps each source's path without its host, so mirror such sources in separate runs to different --to prefixes",
+		strings.Join(parts, "; "))
+}
+
+// checkConflicts refuses a run in which two sources map to one target
+// repository, or a source to itself.
+func checkConflicts(target Target, plans []*plan) error {
+	sources := map[string][]string{}
+	add := func(src artifact.Reference) {
+		to := target.Host + "/" + target.Repository(src.Repository)
+		from := src.Host + "/" + src.Repository
+		if !slices.Contains(sources[to], from) {
+			sources[to] = append(sources[to], from)
+		}
+	}
+	for _, p := range plans {
+		if p.result.Err != nil {
+			continue
+		}
+		add(p.result.Source)
+		for _, img := range p.images {
+			add(img.Source)
+		}
+	}
+	conflicts := map[string][]string{}
+	for to, from := range sources {
+		if len(from) > 1 || from[0] == to {
+			slices.Sort(from)
+			conflicts[to] = from
+		}
+	}
+	if len(conflicts) > 0 {
+		return &ConflictError{Conflicts: conflicts}
+	}
+	return nil
+}

@@ -1,0 +1,359 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/capwright/capwright/internal/artifact"
+)
+
+// DefaultConcurrency is how many registry requests a run keeps in flight
+// when Options.Concurrency is not set: like docker and containerd, a few
+// parallel transfers fill a link without overwhelming a registry.
+const DefaultConcurrency = 4
+
+// DefaultMaxMetadataSize bounds each manifest read when
+// Options.MaxMetadataSize is not set (oras-go's default for copies).
+const DefaultMaxMetadataSize int64 = 4 << 20
+
+// Options of a run.
+type Options struct {
+	Target Target
+	// SourceAccess reaches the registries the artifacts and images come
+	// from, TargetAccess the target; the CLI gives both the same flags and
+	// credential chain.
+	SourceAccess, TargetAccess artifact.Access
+	// Concurrency bounds the registry requests in flight; 0 means
+	// DefaultConcurrency.
+	Concurrency int
+	// Repack rebuilds artifacts in the one-file-per-layer layout in the
+	// contract layout; without it they fail with *artifact.LayoutError.
+	Repack bool
+	// MaxArtifactSize bounds each provider artifact as artifact.Fetcher
+	// does; 0 means artifact.DefaultMaxArtifactSize.
+	MaxArtifactSize int64
+	// MaxMetadataSize bounds each manifest read; 0 means
+	// DefaultMaxMetadataSize.
+	MaxMetadataSize int64
+	// Progress, when set, receives the events of the run.
+	Progress Progress
+}
+
+// Run mirrors each artifact reference (a tag, a digest or both) with its
+// referrers and the container images its components run, with theirs, into
+// opts.Target. References fail independently: Run copies what it can and
+// returns the Summary with an *Error listing the references that failed.
+// Two sources that would land in the same target repository stop the run
+// with a *ConflictError before anything is copied.
+func Run(ctx context.Context, refs []artifact.Reference, opts Options) (*Summary, error) {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.MaxMetadataSize <= 0 {
+		opts.MaxMetadataSize = DefaultMaxMetadataSize
+	}
+	if opts.MaxArtifactSize <= 0 {
+		opts.MaxArtifactSize = artifact.DefaultMaxArtifactSize
+	}
+	summary := &Summary{Target: opts.Target}
+	rec := &recorder{summary: summary, progress: opts.Progress}
+	r := &runner{
+		opts:    opts,
+		rec:     rec,
+		copier:  newCopier(opts.Concurrency, opts.MaxMetadataSize, rec),
+		fetcher: &artifact.Fetcher{MaxArtifactSize: opts.MaxArtifactSize},
+		repos:   map[string]*remote.Repository{},
+		images:  map[string]*imageJob{},
+	}
+	defer r.close()
+
+	plans := r.planAll(ctx, dedupe(refs))
+	summary.Results = make([]Result, len(plans))
+	if err := checkConflicts(opts.Target, plans); err != nil {
+		for i, p := range plans {
+			summary.Results[i] = p.result
+		}
+		return summary, err
+	}
+	var wg sync.WaitGroup
+	for _, p := range plans {
+		if p.result.Err == nil {
+			wg.Go(func() { r.mirror(ctx, p) })
+		}
+	}
+	wg.Wait()
+	for i, p := range plans {
+		summary.Results[i] = p.result
+	}
+	if failed := summary.Failed(); len(failed) > 0 {
+		return summary, &Error{Failed: failed, Total: len(plans)}
+	}
+	return summary, nil
+}
+
+func dedupe(refs []artifact.Reference) []artifact.Reference {
+	seen := map[string]bool{}
+	var out []artifact.Reference
+	for _, ref := range refs {
+		if !seen[ref.String()] {
+			seen[ref.String()] = true
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// runner holds the state of one run.
+type runner struct {
+	opts    Options
+	rec     *recorder
+	copier  *copier
+	fetcher *artifact.Fetcher
+
+	mu       sync.Mutex
+	repos    map[string]*remote.Repository
+	releases []func()
+	images   map[string]*imageJob
+}
+
+func (r *runner) close() {
+	for _, release := range r.releases {
+		release()
+	}
+}
+
+// repository returns the one client of a source or target repository for
+// the run, so each keeps its connections and auth tokens.
+func (r *runner) repository(target bool, ref artifact.Reference) (*remote.Repository, error) {
+	access, side := r.opts.SourceAccess, "source "
+	if target {
+		access, side = r.opts.TargetAccess, "target "
+	}
+	key := side + ref.Host + "/" + ref.Repository
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if repo, ok := r.repos[key]; ok {
+		return repo, nil
+	}
+	repo, release, err := access.Repository(artifact.Reference{Host: ref.Host, Repository: ref.Repository}, r.opts.MaxMetadataSize)
+	if err != nil {
+		return nil, err
+	}
+	r.repos[key] = repo
+	r.releases = append(r.releases, release)
+	return repo, nil
+}
+
+// route is a copy from a source repository into its target repository.
+func (r *runner) route(src artifact.Reference, subject string, wrote *atomic.Bool) (route, error) {
+	srcRepo, err := r.repository(false, src)
+	if err != nil {
+		return route{}, err
+	}
+	dst := artifact.Reference{Host: r.opts.Target.Host, Repository: r.opts.Target.Repository(src.Repository)}
+	dstRepo, err := r.repository(true, dst)
+	if err != nil {
+		return route{}, err
+	}
+	return route{
+		src:     srcRepo,
+		srcRef:  artifact.Reference{Host: src.Host, Repository: src.Repository},
+		dst:     dstRepo,
+		dstRef:  dst,
+		subject: subject,
+		wrote:   wrote,
+	}, nil
+}
+
+// mirror copies one planned artifact: its images and its own graph with
+// referrers at once, then, when all of them are in place, its tag.
+func (r *runner) mirror(ctx context.Context, p *plan) {
+	res := &p.result
+	var wrote atomic.Bool
+	fail := func(err error) {
+		res.Err = err
+		r.rec.emit(Event{Kind: RefFailed, Ref: res.Source.String(), Err: err})
+	}
+
+	imageErrs := make([]error, len(p.images))
+	imagesWrote := make([]bool, len(p.images))
+	var wg sync.WaitGroup
+	for i, img := range p.images {
+		wg.Go(func() { imagesWrote[i], imageErrs[i] = r.image(ctx, img) })
+	}
+
+	rt, root, err := r.copyArtifact(ctx, p, &wrote)
+	wg.Wait()
+	if err != nil {
+		fail(err)
+		return
+	}
+	var failedImages []string
+	var firstErr error
+	for i, err := range imageErrs {
+		if err != nil {
+			failedImages = append(failedImages, p.images[i].Written)
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if len(failedImages) > 0 {
+		fail(&ImageError{Images: failedImages, Err: firstErr})
+		return
+	}
+	if res.Target.Tag != "" {
+		if err := r.copier.tag(ctx, rt, p.desc, root.data, res.Target.Tag); err != nil {
+			fail(err)
+			return
+		}
+	}
+	res.Target.Digest = p.desc.Digest.String()
+	res.Digest = p.desc.Digest.String()
+	res.Skipped = !wrote.Load()
+	for _, w := range imagesWrote {
+		res.Skipped = res.Skipped && !w
+	}
+	r.rec.emit(Event{Kind: RefDone, Ref: res.Source.String(), Repository: rt.repo(), Digest: res.Digest, Skipped: res.Skipped})
+}
+
+// copyArtifact copies the artifact manifest with its blobs and referrers,
+// untagged. A repacked artifact comes from memory and has no referrers:
+// signatures of the published digest do not sign the repacked one.
+func (r *runner) copyArtifact(ctx context.Context, p *plan, wrote *atomic.Bool) (route, *node, error) {
+	rt, err := r.route(p.result.Source, p.result.Source.String(), wrote)
+	if err != nil {
+		return route{}, nil, err
+	}
+	rt.maxBlob = r.opts.MaxArtifactSize
+	if p.staged != nil {
+		rt.src = p.staged
+	}
+	root, err := r.copier.tree(ctx, rt, p.desc)
+	return rt, root, err
+}
+
+// imageJob is one image shared by the artifacts that run it.
+type imageJob struct {
+	done  chan struct{}
+	wrote bool
+	err   error
+}
+
+// image copies an image with all its platforms and referrers and writes
+// its tag, once per run however many artifacts use it. It reports whether
+// anything was written.
+func (r *runner) image(ctx context.Context, img imageRef) (bool, error) {
+	key := img.Source.String()
+	r.mu.Lock()
+	job, running := r.images[key]
+	if !running {
+		job = &imageJob{done: make(chan struct{})}
+		r.images[key] = job
+	}
+	r.mu.Unlock()
+	if running {
+		select {
+		case <-job.done:
+			return job.wrote, job.err
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	defer close(job.done)
+	var wrote atomic.Bool
+	job.err = r.copyImage(ctx, img, &wrote)
+	job.wrote = wrote.Load()
+	r.rec.emit(Event{Kind: ImageDone, Subject: img.Written, Repository: r.opts.Target.Host + "/" + r.opts.Target.Repository(img.Source.Repository),
+		Skipped: !job.wrote, Err: job.err})
+	return job.wrote, job.err
+}
+
+func (r *runner) copyImage(ctx context.Context, img imageRef, wrote *atomic.Bool) error {
+	rt, err := r.route(img.Source, img.Written, wrote)
+	if err != nil {
+		return err
+	}
+	desc, err := r.resolve(ctx, img.Source)
+	if err != nil {
+		return err
+	}
+	root, err := r.copier.tree(ctx, rt, desc)
+	if err != nil {
+		return err
+	}
+	if img.Source.Tag == "" {
+		return nil
+	}
+	return r.copier.tag(ctx, rt, desc, root.data, img.Source.Tag)
+}
+
+// resolve finds the manifest an image reference names in the source: its
+// digest when pinned, else its tag.
+func (r *runner) resolve(ctx context.Context, ref artifact.Reference) (ocispec.Descriptor, error) {
+	repo, err := r.repository(false, ref)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	want := ref.Tag
+	if ref.Digest != "" {
+		want = ref.Digest
+	}
+	if err := r.copier.acquire(ctx); err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	defer r.copier.release()
+	desc, err := repo.Resolve(ctx, want)
+	if err != nil {
+		return ocispec.Descriptor{}, artifact.RegistryError(ref, "resolving", err)
+	}
+	return desc, nil
+}
+
+// Error lists the references a run could not mirror. errors.As and
+// errors.Is reach each reference's error.
+type Error struct {
+	Failed []Result
+	// Total is the number of references of the run.
+	Total int
+}
+
+func (e *Error) Error() string {
+	parts := make([]string, 0, len(e.Failed))
+	for _, f := range e.Failed {
+		parts = append(parts, fmt.Sprintf("%s: %v", f.Source.URL()+tagOf(f.Source), f.Err))
+	}
+	return fmt.Sprintf("%d of %d references not mirrored: %s", len(e.Failed), e.Total, strings.Join(parts, "; "))
+}
+
+func (e *Error) Unwrap() []error {
+	errs := make([]error, 0, len(e.Failed))
+	for _, f := range e.Failed {
+		errs = append(errs, f.Err)
+	}
+	return errs
+}
+
+// ImageError is an artifact whose images could not all be mirrored; its
+// tag was not written. Err is the first image's error.
+type ImageError struct {
+	Images []string
+	Err    error
+}
+
+func (e *ImageError) Error() string {
+	return fmt.Sprintf("%d image(s) not mirrored (%s), so the artifact's tag was not written: %v", len(e.Images), strings.Join(e.Images, ", "), e.Err)
+}
+
+func (e *ImageError) Unwrap() error { return e.Err }
+
+// tagOf is ":tag" and/or "@digest" of ref.
+func tagOf(ref artifact.Reference) string {
+	return strings.TrimPrefix(ref.String(), ref.Host+"/"+ref.Repository)
+}

@@ -1,0 +1,57 @@
+package mirror
+
+import "github.com/capwright/capwright/internal/artifact"
+
+// Summary is what a run did.
+type Summary struct {
+	Target Target
+	// Artifacts and Images count references: copied when anything was
+	// written for them, skipped when the target held all of it.
+	Artifacts, Images Tally
+	Manifests         Tally
+	Blobs             BlobTally
+	// Results has one entry per artifact reference, in the given order.
+	Results []Result
+}
+
+// Result is one artifact reference of a run.
+type Result struct {
+	// Source is the reference as given.
+	Source artifact.Reference
+	// Target is where it went: the target repository with the source's
+	// tag, and the digest once copied.
+	Target artifact.Reference
+	// SourceDigest is the digest the source reference resolved to; Digest
+	// is the one at the target, equal unless Repacked.
+	SourceDigest, Digest string
+	// Repacked says that the artifact was rebuilt in the contract layout,
+	// so its digest changed.
+	Repacked bool
+	// Skipped says that the target held everything already.
+	Skipped bool
+	// Images are the container images the components run.
+	Images []Image
+	// Err is why the reference was not mirrored; its tag was not written.
+	Err error
+}
+
+// Image is a container image of an artifact.
+type Image struct {
+	// Written is the reference as in the components; Name is it without
+	// tag and digest, what the controller's mirror rules rewrite.
+	Written, Name string
+	// Source is Written normalized (docker.io/library/nginx:latest for
+	// nginx); Target is where it went.
+	Source, Target artifact.Reference
+}
+
+// Failed returns the results with an error.
+func (s *Summary) Failed() []Result {
+	var failed []Result
+	for _, r := range s.Results {
+		if r.Err != nil {
+			failed = append(failed, r)
+		}
+	}
+	return failed
+}
