@@ -1,0 +1,121 @@
+package v1alpha1
+
+// Condition types of a tenant, in Cluster API v1beta2 style. Each starts
+// Unknown and carries the generation it describes.
+const (
+	// ReadyCondition summarises the others: True only when the management
+	// namespace and its RBAC are in place, the stack is Ready on every
+	// selected cluster, and the tenant is neither suspended nor being
+	// deleted.
+	ReadyCondition = "Ready"
+	// ManagementReadyCondition is True when the tenant's namespace,
+	// ServiceAccount, RoleBinding and quota are written.
+	ManagementReadyCondition = "ManagementReady"
+	// ClustersReadyCondition is True when Flux installed the current
+	// artifact on every selected cluster and it is healthy (vacuously True
+	// when no cluster is selected, with reason NoClustersSelected). Its
+	// message counts the clusters per phase and names those not Ready.
+	ClustersReadyCondition = "ClustersReady"
+	// PausedCondition is True while spec.suspend is set.
+	PausedCondition = "Paused"
+	// DeletingCondition is True while the tenant is being deleted; its
+	// message says what is still being uninstalled.
+	DeletingCondition = "Deleting"
+)
+
+// Condition reasons.
+const (
+	// Generic.
+	ReconcilingReason = "Reconciling"
+	SucceededReason   = "Succeeded"
+	NotPausedReason   = "NotPaused"
+	PausedReason      = "Paused"
+	NotDeletingReason = "NotDeleting"
+	DeletingReason    = "Deleting"
+
+	// ManagementReady.
+	ProvisionedReason = "Provisioned"
+	// ObjectConflictReason: an object Capwright would write exists and was
+	// not created by Capwright for this tenant; nothing is changed.
+	ObjectConflictReason = "ObjectConflict"
+	ApplyFailedReason    = "ApplyFailed"
+
+	// ClustersReady.
+	AllClustersReadyReason   = "AllClustersReady"
+	NoClustersSelectedReason = "NoClustersSelected"
+	ClustersFailedReason     = "ClustersFailed"
+	ClustersInstallingReason = "ClustersInstalling"
+	ClustersPendingReason    = "ClustersPending"
+	// ClustersNotFoundReason: spec.clusters.names names a Cluster that
+	// exists in none of the tenant's namespaces.
+	ClustersNotFoundReason = "ClustersNotFound"
+	InvalidSelectorReason  = "InvalidSelector"
+	InvalidStackReason     = "InvalidStack"
+	FluxAPIMissingReason   = "FluxAPIMissing"
+)
+
+// TenantKind is the kind of a Tenant, for owner references.
+const TenantKind = "Tenant"
+
+// MaxClusterMessageLength bounds TenantClusterStatus.Message, so that the
+// status of a tenant with many clusters stays far below the size limit of
+// an object.
+const MaxClusterMessageLength = 1024
+
+// Phases of the stack on one cluster (TenantClusterStatus.Phase).
+const (
+	ClusterPhasePending    ClusterPhase = "Pending"
+	ClusterPhaseInstalling ClusterPhase = "Installing"
+	ClusterPhaseReady      ClusterPhase = "Ready"
+	ClusterPhaseFailed     ClusterPhase = "Failed"
+)
+
+// Reasons of a cluster's phase. Failed clusters carry Flux's reason
+// (HealthCheckFailed, InstallFailed, ArtifactFailed, …) unless Capwright
+// refused to write the cluster's Flux object (NameConflict).
+const (
+	// Pending.
+	ClusterPausedReason              = "ClusterPaused"
+	ClusterDeletingReason            = "ClusterDeleting"
+	ControlPlaneNotInitializedReason = "ControlPlaneNotInitialized"
+	KubeconfigMissingReason          = "KubeconfigMissing"
+	SuspendedReason                  = "Suspended"
+
+	// Installing and Ready.
+	InstallingReason = "Installing"
+	InstalledReason  = "Installed"
+
+	// Failed.
+	NameConflictReason = "NameConflict"
+)
+
+// Names, labels and annotations Capwright puts on what it generates for a
+// tenant.
+const (
+	// TenantLabel names the tenant on everything Capwright writes for it:
+	// the management namespace and RBAC, the Flux objects, and (through
+	// Flux's commonMetadata) what Flux installs on the workload clusters.
+	TenantLabel = "tenancy.capwright.io/tenant"
+	// ClusterNamespaceLabel and ClusterNameLabel point a cluster's
+	// HelmRelease or Kustomization back at its Cluster API Cluster.
+	ClusterNamespaceLabel = "tenancy.capwright.io/cluster-namespace"
+	ClusterNameLabel      = "tenancy.capwright.io/cluster-name"
+
+	// Finalizer holds a tenant until the Flux objects of all its clusters
+	// are gone (Flux uninstalls the stack as they go).
+	Finalizer = "tenancy.capwright.io/finalizer"
+
+	// DefaultNamespacePrefix + the tenant's name is the default management
+	// namespace.
+	DefaultNamespacePrefix = "tenant-"
+
+	// TenantClusterRole is the ClusterRole the tenant's ServiceAccount is
+	// bound to, in the tenant's namespace only. Capwright's manifests
+	// ship it as an aggregation of the built-in admin role (which cannot
+	// change ResourceQuotas) and of every ClusterRole labelled
+	// AggregateToTenantLabel=true, e.g. the Cluster API kinds.
+	TenantClusterRole = "capwright-tenant"
+	// AggregateToTenantLabel marks a ClusterRole whose rules the tenant
+	// role aggregates; infrastructure providers' kinds are added this way.
+	AggregateToTenantLabel = "tenancy.capwright.io/aggregate-to-tenant"
+)
