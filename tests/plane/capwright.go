@@ -63,6 +63,18 @@ func (p *Plane) BuildCapwright(ctx context.Context) error {
 	return nil
 }
 
+// BuildCLI builds the capwright CLI from the working tree into
+// <BinDir>/capwright and returns its path.
+func (p *Plane) BuildCLI(ctx context.Context) (string, error) {
+	out := filepath.Join(p.opts.BinDir, "capwright")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/capwright")
+	cmd.Dir = p.RepoRoot()
+	if log, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the capwright CLI: %w\n%s", err, log)
+	}
+	return out, nil
+}
+
 // StartCapwright installs the Capwright CRDs and clusterctl's inventory CRD
 // from manifests/ and runs the manager against the plane; its log is
 // capwright-manager.log.

@@ -58,15 +58,15 @@ func Kustomization(namespace, name, source string) *kustomizev1.Kustomization {
 	}
 }
 
-// conditioned is a Flux object with conditions.
-type conditioned interface {
+// Conditioned is an object with conditions: a Flux object or a provider.
+type Conditioned interface {
 	client.Object
 	GetConditions() []metav1.Condition
 }
 
 // WaitReady waits until obj is Ready for its current generation. On timeout
 // the error carries the last Ready condition.
-func WaitReady(ctx context.Context, c client.Client, obj conditioned, timeout time.Duration) error {
+func WaitReady(ctx context.Context, c client.Client, obj Conditioned, timeout time.Duration) error {
 	key := client.ObjectKeyFromObject(obj)
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
