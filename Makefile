@@ -63,7 +63,7 @@ manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inve
 	{ echo "# clusterctl's inventory CRD, copied by make manifests from sigs.k8s.io/cluster-api $$(basename $$capi | cut -d@ -f2)."; \
 	  cat $$capi/cmd/clusterctl/config/manifest/clusterctl-api.yaml; } > manifests/clusterctl/clusterctl-api.yaml
 	# The Helm chart carries the same CRDs and ClusterRole.
-	cp manifests/crd/bases/providers.capwright.io_*.yaml manifests/clusterctl/clusterctl-api.yaml charts/capwright/crds/
+	cp manifests/crd/bases/providers.capwright.io_*.yaml manifests/crd/bases/tenancy.capwright.io_*.yaml manifests/clusterctl/clusterctl-api.yaml charts/capwright/crds/
 	cp manifests/rbac/role.yaml charts/capwright/templates/clusterrole.yaml
 
 .PHONY: lint
@@ -85,8 +85,9 @@ test: tools ## Run unit, integration and e2e tests (builds the tools first).
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -v ./tests/e2e/... 2>&1 | grep -E --line-buffered -v '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: bench
-bench: tools ## Benchmarks: pure packages, and installing the real CAPI providers on the local plane.
+bench: tools ## Benchmarks: pure packages, the CLI, and installing the real CAPI providers on the local plane.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./cmd/capwright/
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/providers/
 
 .PHONY: demo

@@ -55,16 +55,23 @@ func noDockerCredentials(t *testing.T) {
 // DOCKER_CONFIG at it.
 func dockerConfigDir(t *testing.T, host, user, password string) {
 	t.Helper()
-	dir := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", filepath.Dir(dockerConfig(t, host, user, password)))
+}
+
+// dockerConfig writes a docker config.json holding user:password for host
+// in a new directory and returns its path, for --registry-config.
+func dockerConfig(t *testing.T, host, user, password string) string {
+	t.Helper()
 	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 	config, err := json.Marshal(map[string]any{"auths": map[string]any{host: map[string]string{"auth": auth}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), config, 0o600); err != nil {
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, config, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("DOCKER_CONFIG", dir)
+	return path
 }
 
 // caFile writes the PEM certificate a TLS registry serves, for --ca-file.
@@ -74,7 +81,7 @@ func caFile(t testing.TB, reg *registrytest.Registry) string {
 	if err != nil {
 		t.Fatalf("reading the registry's certificate: %v", err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	cert := conn.ConnectionState().PeerCertificates[0]
 	path := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600); err != nil {

@@ -236,7 +236,7 @@ func printSummary(w io.Writer, s *mirror.Summary) {
 	fmt.Fprintf(w, "  artifacts: %d copied, %d already present, %d failed\n", s.Artifacts.Copied, s.Artifacts.Skipped, s.Artifacts.Failed)
 	fmt.Fprintf(w, "  images:    %d copied, %d already present, %d failed\n", s.Images.Copied, s.Images.Skipped, s.Images.Failed)
 	fmt.Fprintf(w, "  blobs:     %d copied (%s), %d mounted, %d already present (%s), %d failed\n",
-		s.Blobs.Copied, formatBytes(s.Blobs.BytesCopied), s.Blobs.Mounted, s.Blobs.Skipped, formatBytes(s.Blobs.BytesSkipped), s.Blobs.Failed)
+		s.Blobs.Copied, humanSize(s.Blobs.BytesCopied), s.Blobs.Mounted, s.Blobs.Skipped, humanSize(s.Blobs.BytesSkipped), s.Blobs.Failed)
 	for _, r := range s.Results {
 		switch {
 		case r.Err != nil:
@@ -252,18 +252,6 @@ func printSummary(w io.Writer, s *mirror.Summary) {
 // refSuffix is ":tag" and/or "@digest".
 func refSuffix(r artifact.Reference) string {
 	return strings.TrimPrefix(r.String(), r.Host+"/"+r.Repository)
-}
-
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // mirrorProgress shows a run on stderr: on a terminal one line redrawn in
@@ -355,7 +343,7 @@ func (p *mirrorProgress) draw() {
 	}
 	bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
 	fmt.Fprintf(p.w, "\r\033[K[%s] %d/%d images · %d/%d artifacts · %s copied · %s already present",
-		bar, p.imagesDone, p.images, p.refsDone, p.refs, formatBytes(p.copied), formatBytes(p.present))
+		bar, p.imagesDone, p.images, p.refsDone, p.refs, humanSize(p.copied), humanSize(p.present))
 	p.drawn = true
 	p.last = time.Now()
 }

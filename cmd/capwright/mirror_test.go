@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,33 +12,6 @@ import (
 	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
 	"github.com/capwright/capwright/internal/mirror/mirrortest"
 )
-
-// runCapwright runs the CLI with args and returns its output and exit code.
-func runCapwright(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := newRootCommand()
-	var out, errOut bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	if err != nil {
-		errOut.WriteString("Error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), exitCode(err)
-}
-
-// dockerConfig writes a docker config with credentials for host; the CLI
-// reads it with --registry-config.
-func dockerConfig(t *testing.T, host, user, password string) string {
-	t.Helper()
-	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	path := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(path, []byte(`{"auths":{"`+host+`":{"auth":"`+auth+`"}}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // publishedProviders pushes the three Cluster API providers with their
 // images to a plain HTTP registry.
@@ -69,7 +39,7 @@ func TestMirrorCommand(t *testing.T) {
 	args := []string{"mirror", "--plain-http", "--registry-config", config, "--to", dst.Host + "/airgap",
 		"--from-file", refsFile, "--rules-file", rulesFile, "--concurrency", "3", providers[2].URL()}
 
-	stdout, stderr, code := runCapwright(t, args...)
+	stdout, stderr, code := cliRun(t, args...)
 	if code != exitOK {
 		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -100,7 +70,7 @@ func TestMirrorCommand(t *testing.T) {
 
 	// Again: nothing to copy.
 	writes := dst.Writes()
-	stdout, stderr, code = runCapwright(t, args...)
+	stdout, stderr, code = cliRun(t, args...)
 	if code != exitOK || dst.Writes() != writes || !strings.Contains(stdout, "artifacts: 0 copied, 3 already present, 0 failed") {
 		t.Errorf("second run: exit %d, %d writes\nstdout:\n%s\nstderr:\n%s", code, dst.Writes()-writes, stdout, stderr)
 	}
@@ -141,7 +111,7 @@ func TestMirrorCommandExitCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stdout, stderr, code := runCapwright(t, tt.args...)
+			stdout, stderr, code := cliRun(t, tt.args...)
 			if code != tt.code || !strings.Contains(stdout+stderr, tt.want) {
 				t.Errorf("exit code %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, tt.code, tt.want, stdout, stderr)
 			}
@@ -160,7 +130,7 @@ func TestMirrorCommandPlainHTTPTarget(t *testing.T) {
 	pushed := mirrortest.PushProvider(t, src.Access(), src.Ref(p.Repository("cluster-api"), ""), p, nil)
 	dst := registrytest.New(t, registrytest.Options{})
 	config := dockerConfig(t, "example.invalid", "nobody", "none")
-	stdout, stderr, code := runCapwright(t, "mirror", "--insecure", "--registry-config", config, "--to", dst.Host, "--target-plain-http", pushed.URL())
+	stdout, stderr, code := cliRun(t, "mirror", "--insecure", "--registry-config", config, "--to", dst.Host, "--target-plain-http", pushed.URL())
 	if code != exitOK {
 		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -177,7 +147,7 @@ func TestMirrorCommandConflict(t *testing.T) {
 	clash := mirrortest.PushProvider(t, b.Access(), b.Ref(p.Repository("cluster-api"), ""), p, nil)
 	dst := registrytest.New(t, registrytest.Options{})
 	config := dockerConfig(t, "example.invalid", "nobody", "none")
-	stdout, stderr, code := runCapwright(t, "mirror", "--plain-http", "--registry-config", config, "--to", dst.Host, providersA[0].URL(), clash.URL())
+	stdout, stderr, code := cliRun(t, "mirror", "--plain-http", "--registry-config", config, "--to", dst.Host, providersA[0].URL(), clash.URL())
 	if code != exitUsage || !strings.Contains(stderr, "share a target repository") || dst.Writes() != 0 {
 		t.Errorf("exit code %d, %d writes\nstdout:\n%s\nstderr:\n%s", code, dst.Writes(), stdout, stderr)
 	}

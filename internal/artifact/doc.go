@@ -4,6 +4,7 @@
 // provider artifact contract" in the architecture document). The controller
 // uses it for preflight, the CLI for publish, inspect and mirror.
 //
-// Every read is bounded, every blob is verified against its digest, nothing
-// is written to disk, and credentials never appear in errors.
+// Every read is bounded, every blob is verified against its digest, the only
+// thing written to disk is an OCI layout the CLI is asked for (publish
+// --output), and credentials never appear in errors.
 package artifact

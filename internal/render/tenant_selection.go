@@ -126,7 +126,7 @@ func TenantNamespaces(t *tenancyv1alpha1.Tenant) []string {
 // (e.g. an operator that needs values and has none).
 func SelectClusters(t *tenancyv1alpha1.Tenant, clusters []ClusterFacts, kubeconfigs sets.Set[types.NamespacedName]) (ClusterSelection, error) {
 	sel := t.Spec.Clusters
-	var selector labels.Selector = labels.Nothing()
+	selector := labels.Nothing()
 	if sel.Selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(sel.Selector)
 		if err != nil {
