@@ -3,9 +3,6 @@ package provider
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -18,12 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -125,24 +122,10 @@ func imageName(image string) string {
 // already holds exactly what was last applied and nobody changed those
 // fields since.
 func (r *Reconciler) applyIfChanged(ctx context.Context, desired ctrl.Object) error {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
+	want, err := apply.Desired(desired, specHashAnnotation)
 	if err != nil {
 		return err
 	}
-	want := &unstructured.Unstructured{Object: u}
-	delete(want.Object, "status")
-	unstructured.RemoveNestedField(want.Object, "metadata", "creationTimestamp")
-	hash, err := specHash(want)
-	if err != nil {
-		return err
-	}
-	annotations := want.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[specHashAnnotation] = hash
-	want.SetAnnotations(annotations)
-
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(want.GroupVersionKind())
 	err = r.Client.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
@@ -153,10 +136,10 @@ func (r *Reconciler) applyIfChanged(ctx context.Context, desired ctrl.Object) er
 	case err != nil:
 		return err
 	default:
-		if existing.GetAnnotations()[specHashAnnotation] == hash && subset(want.Object, existing.Object) {
+		if apply.Unchanged(want, existing, specHashAnnotation) {
 			return nil
 		}
-		if !ownedBy(existing, desired) {
+		if !apply.OwnedBy(existing, desired) {
 			return fmt.Errorf("%s %s/%s exists and was not created by Capwright for this provider; rename or delete it", want.GetKind(), want.GetNamespace(), want.GetName())
 		}
 	}
@@ -164,58 +147,6 @@ func (r *Reconciler) applyIfChanged(ctx context.Context, desired ctrl.Object) er
 		return fmt.Errorf("applying %s %s/%s: %w", want.GetKind(), want.GetNamespace(), want.GetName(), err)
 	}
 	return nil
-}
-
-// ownedBy tells whether existing is controlled by the owner desired names.
-func ownedBy(existing *unstructured.Unstructured, desired ctrl.Object) bool {
-	for _, want := range desired.GetOwnerReferences() {
-		for _, have := range existing.GetOwnerReferences() {
-			if have.UID == want.UID {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func specHash(u *unstructured.Unstructured) (string, error) {
-	data, err := json.Marshal(u.Object)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8]), nil
-}
-
-// subset reports whether every field set in want has the same value in
-// have; fields only in have (server defaults, status) are ignored.
-func subset(want, have any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			if !subset(wv, h[k]) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok || len(h) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !subset(w[i], h[i]) {
-				return false
-			}
-		}
-		return true
-	default:
-		return fmt.Sprint(want) == fmt.Sprint(have)
-	}
 }
 
 // suspendFluxObjects carries spec.suspend to the existing Flux objects.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/controller/apply"
 )
 
 // inventoryGVK is clusterctl's inventory kind: one Provider object per
@@ -64,7 +65,7 @@ func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider)
 	switch {
 	case apimeta.IsNoMatchError(err):
 		return fmt.Errorf("the clusterctl inventory CRD (providers.clusterctl.cluster.x-k8s.io) is not installed; install manifests/clusterctl: %w", err)
-	case err == nil && subset(want.Object, existing.Object):
+	case err == nil && apply.Subset(want.Object, existing.Object):
 		return nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return err

@@ -1,0 +1,93 @@
+// Package apply is how Capwright's controllers write the objects they own
+// so that a resync with nothing changed writes nothing: each object carries
+// a hash of what was last applied, and it is applied again (server-side,
+// one field owner) only when the hash differs or someone changed one of
+// the fields Capwright sets.
+package apply
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Desired is obj as it will be applied: unstructured, without status and
+// creationTimestamp, its hash in the annotation hashAnnotation.
+func Desired(obj ctrl.Object, hashAnnotation string) (*unstructured.Unstructured, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	want := &unstructured.Unstructured{Object: u}
+	delete(want.Object, "status")
+	unstructured.RemoveNestedField(want.Object, "metadata", "creationTimestamp")
+	data, err := json.Marshal(want.Object)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	annotations := want.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[hashAnnotation] = hex.EncodeToString(sum[:8])
+	want.SetAnnotations(annotations)
+	return want, nil
+}
+
+// Unchanged tells whether existing already holds want: the same hash, and
+// every field want sets still has its value.
+func Unchanged(want, existing *unstructured.Unstructured, hashAnnotation string) bool {
+	return existing.GetAnnotations()[hashAnnotation] == want.GetAnnotations()[hashAnnotation] &&
+		Subset(want.Object, existing.Object)
+}
+
+// Subset reports whether every field set in want has the same value in
+// have; fields only in have (server defaults, status, other managers'
+// labels) are ignored.
+func Subset(want, have any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		h, ok := have.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			if !Subset(wv, h[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		h, ok := have.([]any)
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !Subset(w[i], h[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return fmt.Sprint(want) == fmt.Sprint(have)
+	}
+}
+
+// OwnedBy tells whether existing has an owner reference to one of the
+// owners desired names (by UID).
+func OwnedBy(existing, desired ctrl.Object) bool {
+	for _, want := range desired.GetOwnerReferences() {
+		for _, have := range existing.GetOwnerReferences() {
+			if have.UID == want.UID {
+				return true
+			}
+		}
+	}
+	return false
+}
