@@ -2,7 +2,6 @@ package provider
 
 import (
 	"fmt"
-	"strings"
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/health"
 )
 
@@ -85,23 +85,8 @@ func (r *Reconciler) emitTransitions(before, after v1alpha1.Provider) {
 		}
 		r.Recorder.AnnotatedEventf(after, annotations, corev1.EventTypeNormal, v1alpha1.InstalledReason, "%s", msg)
 	}
-	for _, c := range after.GetConditions() {
-		old := apimeta.FindStatusCondition(before.GetConditions(), c.Type)
-		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
-			continue
-		}
-		if c.Status == metav1.ConditionUnknown {
-			continue
-		}
-		eventType := corev1.EventTypeNormal
-		if isWarning(c) {
-			eventType = corev1.EventTypeWarning
-		}
-		msg := fmt.Sprintf("%s=%s", c.Type, c.Status)
-		if c.Message != "" {
-			msg += ": " + c.Message
-		}
-		r.Recorder.AnnotatedEventf(after, annotations, eventType, c.Reason, "%s", strings.TrimSpace(msg))
+	for _, e := range events.Transitions(before.GetConditions(), after.GetConditions(), isWarning) {
+		r.Recorder.AnnotatedEventf(after, annotations, e.Type, e.Reason, "%s", e.Message)
 	}
 }
 
