@@ -65,6 +65,7 @@ manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inve
 	# The Helm chart carries the same CRDs and ClusterRole.
 	cp manifests/crd/bases/providers.capwright.io_*.yaml manifests/crd/bases/tenancy.capwright.io_*.yaml manifests/clusterctl/clusterctl-api.yaml charts/capwright/crds/
 	cp manifests/rbac/role.yaml charts/capwright/templates/clusterrole.yaml
+	{ echo "# Copied from manifests/rbac/tenant_roles.yaml by make manifests."; cat manifests/rbac/tenant_roles.yaml; } > charts/capwright/templates/tenant-clusterroles.yaml
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## go vet and golangci-lint on both modules.

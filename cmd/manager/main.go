@@ -1,5 +1,6 @@
-// Command manager runs the Capwright controllers: it turns provider CRs into
-// Flux objects and folds their health back into the CRs' status.
+// Command manager runs the Capwright controllers: it turns provider and
+// Tenant CRs into Flux objects and folds their health back into the CRs'
+// status.
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,9 +31,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/controller/provider"
+	"github.com/capwright/capwright/internal/controller/tenant"
+	"github.com/capwright/capwright/internal/render"
 )
 
 const controllerName = "capwright"
@@ -89,7 +94,7 @@ func run(o runOptions) error {
 		return fmt.Errorf("--max-artifact-size %q: %w", o.maxSize, err)
 	}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, v1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, v1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}
@@ -139,6 +144,9 @@ func run(o runOptions) error {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)
 		}
 	}
+	if err := setupTenants(mgr, cfg, recorder, o); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
@@ -165,6 +173,59 @@ func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
 		rules = append(rules, r)
 	}
 	return rules, nil
+}
+
+// setupTenants sets up the Tenant controller. Clusters and kubeconfig
+// Secrets are watched only when the Cluster API's Cluster kind is served
+// at start-up: a watch on a kind that is not served would stop the whole
+// manager. Without it the manager still runs its provider controllers
+// (which install Cluster API in the first place), and every Tenant says
+// on its own status that no cluster can be selected yet.
+func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder *events.Recorder, o runOptions) error {
+	log := ctrlruntime.Log.WithName("setup")
+	watch, err := served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
+	if err != nil {
+		return err
+	}
+	r := &tenant.Reconciler{
+		Client:         mgr.GetClient(),
+		Reader:         mgr.GetAPIReader(),
+		Clusters:       mgr.GetAPIReader(),
+		WatchClusters:  watch,
+		Recorder:       recorder,
+		ResyncInterval: o.resync,
+	}
+	if watch {
+		r.Clusters = mgr.GetCache()
+	} else {
+		log.Info("Cluster API's Cluster kind is not served: Tenants poll for Clusters every minute; restart the manager after installing Cluster API to watch them",
+			"kind", render.ClusterAPIVersion+", Kind="+render.ClusterKind)
+	}
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
+		return fmt.Errorf("setting up the Tenant controller: %w", err)
+	}
+	return nil
+}
+
+// served tells whether the API server serves gvk.
+func served(cfg *rest.Config, gvk schema.GroupVersionKind) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Kind == gvk.Kind {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // requireFluxAPIs fails with a clear message when a Flux API Capwright

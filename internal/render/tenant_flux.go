@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -23,8 +24,9 @@ import (
 // again without limit; a failed upgrade is rolled back after three tries
 // and left for a person to look at.
 const (
-	tenantInstallRetries = -1
-	tenantUpgradeRetries = 3
+	tenantMaxRetryInterval = time.Minute
+	tenantInstallRetries   = -1
+	tenantUpgradeRetries   = 3
 )
 
 // TenantSource renders the tenant's OCIRepository in one namespace,
@@ -156,6 +158,7 @@ func tenantKustomization(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName
 			Prune:           true,
 			Wait:            true,
 			Interval:        tenantInterval(stack),
+			RetryInterval:   tenantRetryInterval(stack),
 			Timeout:         tenantTimeout(stack),
 			Suspend:         t.Spec.Suspend,
 			KubeConfig:      kubeConfig(cluster),
@@ -192,6 +195,17 @@ func tenantInterval(stack tenancyv1alpha1.StackSpec) metav1.Duration {
 		return *stack.Interval
 	}
 	return metav1.Duration{Duration: DefaultInterval}
+}
+
+// tenantRetryInterval is how soon Flux tries a failed Kustomization again:
+// at most a minute, not the interval (Flux's default). A workload cluster
+// fails for passing reasons a whole interval would leave visible: its API
+// server not answering yet, or a cluster selected again while the target
+// namespace of the earlier uninstall is still terminating there (the
+// apply lands in the terminating namespace and the health check then
+// finds it gone).
+func tenantRetryInterval(stack tenancyv1alpha1.StackSpec) *metav1.Duration {
+	return &metav1.Duration{Duration: min(tenantInterval(stack).Duration, tenantMaxRetryInterval)}
 }
 
 func tenantTimeout(stack tenancyv1alpha1.StackSpec) *metav1.Duration {

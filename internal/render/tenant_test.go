@@ -293,6 +293,7 @@ func TestTenantKustomizeStack(t *testing.T) {
 		Prune:           true,
 		Wait:            true,
 		Interval:        metav1.Duration{Duration: 30 * time.Minute},
+		RetryInterval:   &metav1.Duration{Duration: time.Minute}, // not the interval: clusters fail for passing reasons
 		Timeout:         &metav1.Duration{Duration: 2 * time.Minute},
 		KubeConfig:      &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "edge-7-kubeconfig", Key: "value"}},
 		TargetNamespace: "platform",

@@ -52,6 +52,10 @@ const (
 	InvalidSelectorReason  = "InvalidSelector"
 	InvalidStackReason     = "InvalidStack"
 	FluxAPIMissingReason   = "FluxAPIMissing"
+	// ClusterAPIMissingReason: the management cluster does not serve
+	// Cluster API's Cluster kind (cluster.x-k8s.io/v1beta2), so no cluster
+	// can be selected; the namespace and RBAC are still written.
+	ClusterAPIMissingReason = "ClusterAPIMissing"
 )
 
 // TenantKind is the kind of a Tenant, for owner references.

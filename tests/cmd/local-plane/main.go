@@ -96,11 +96,6 @@ func up(args []string) error {
 		return err
 	}
 	defer p.Stop()
-	if *capwright {
-		if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: mirrorArgs(p)}); err != nil {
-			return err
-		}
-	}
 	files := map[string][]byte{
 		"registry": []byte(p.Registry.Host + "\n"),
 		"run-dir":  []byte(p.RunDir + "\n"),
@@ -110,12 +105,23 @@ func up(args []string) error {
 		return err
 	}
 	files["kubeconfig"] = kubeconfig
+	// Workload clusters are registered as Cluster API Clusters (with their
+	// kubeconfig Secrets) before the manager starts: it watches Clusters
+	// only when their kind is served at start-up.
 	for i := 1; i <= *workloads; i++ {
 		w, err := p.StartWorkloadCluster(ctx, fmt.Sprintf("workload-%d", i), plane.WorkloadOptions{ControllerManager: true})
 		if err != nil {
 			return err
 		}
+		if _, err := p.RegisterWorkloadCluster(ctx, w, "default", w.Name); err != nil {
+			return err
+		}
 		files[w.Name+".kubeconfig"] = w.Kubeconfig
+	}
+	if *capwright {
+		if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: mirrorArgs(p)}); err != nil {
+			return err
+		}
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(state.dir, name), data, 0o600); err != nil {
@@ -136,7 +142,7 @@ func printUsage(stateDir string, p *plane.Plane, workloads int) {
 	abs, _ := filepath.Abs(stateDir)
 	defer func() {
 		for i := 1; i <= workloads; i++ {
-			fmt.Printf("  workload cluster workload-%d: %s/workload-%d.kubeconfig\n", i, abs, i)
+			fmt.Printf("  workload cluster workload-%d: %s/workload-%d.kubeconfig (Cluster default/workload-%d on the management plane)\n", i, abs, i, i)
 		}
 	}()
 	fmt.Printf(`

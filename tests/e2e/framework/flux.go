@@ -140,3 +140,16 @@ func WaitApplied(ctx context.Context, c client.Client, ks *kustomizev1.Kustomiza
 	}
 	return nil
 }
+
+// RequestReconcile asks a Flux object or a Capwright CR to reconcile now,
+// as `flux reconcile` does: by setting reconcile.fluxcd.io/requestedAt.
+func RequestReconcile(ctx context.Context, c client.Client, obj client.Object) error {
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a["reconcile.fluxcd.io/requestedAt"] = time.Now().Format(time.RFC3339Nano)
+	obj.SetAnnotations(a)
+	return c.Patch(ctx, obj, patch)
+}

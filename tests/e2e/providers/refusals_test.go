@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/tests/e2e/framework"
 )
 
 // testComponents is a small infrastructure provider: a namespace, a config
@@ -211,15 +212,7 @@ func assertNothingApplied(t *testing.T, ctx context.Context, c client.Client, p 
 
 func requestReconcile(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider) {
 	t.Helper()
-	obj := p.(client.Object)
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	a := obj.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	a["reconcile.fluxcd.io/requestedAt"] = time.Now().Format(time.RFC3339Nano)
-	obj.SetAnnotations(a)
-	if err := c.Patch(ctx, obj, patch); err != nil {
+	if err := framework.RequestReconcile(ctx, c, p.(client.Object)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,0 +1,133 @@
+package tenant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/render"
+)
+
+// appliedHashAnnotation records what the controller last applied, so a
+// resync with nothing changed writes nothing, and a field it stopped
+// setting is still removed by the next apply.
+const appliedHashAnnotation = "tenancy.capwright.io/applied-hash"
+
+// writeManagement applies the tenant's namespace, ServiceAccount,
+// RoleBinding and quota, and sets ManagementReady. It reports false when
+// an object it would write belongs to someone else; nothing further is
+// written for the tenant then.
+func (r *Reconciler) writeManagement(ctx context.Context, t *tenancyv1alpha1.Tenant, m render.TenantManagementObjects) (bool, error) {
+	objects := []render.Object{m.Namespace, m.ServiceAccount, m.RoleBinding}
+	if m.ResourceQuota != nil {
+		objects = append(objects, m.ResourceQuota)
+	}
+	for _, o := range objects {
+		err := r.applyIfChanged(ctx, o)
+		var conflict *render.ConflictError
+		switch {
+		case errors.As(err, &conflict):
+			setFalse(t, tenancyv1alpha1.ManagementReadyCondition, tenancyv1alpha1.ObjectConflictReason, conflict.Error())
+			return false, nil
+		case err != nil:
+			setFalse(t, tenancyv1alpha1.ManagementReadyCondition, tenancyv1alpha1.ApplyFailedReason, err.Error())
+			return false, err
+		}
+	}
+	ns := m.Namespace.Name
+	msg := fmt.Sprintf("Namespace %s, ServiceAccount %s/%s and RoleBinding %s/%s (to ClusterRole %s) are in place",
+		ns, ns, m.ServiceAccount.Name, ns, m.RoleBinding.Name, tenancyv1alpha1.TenantClusterRole)
+	if m.ResourceQuota != nil {
+		msg += fmt.Sprintf(", with ResourceQuota %s/%s", ns, m.ResourceQuota.Name)
+	}
+	setTrue(t, tenancyv1alpha1.ManagementReadyCondition, tenancyv1alpha1.ProvisionedReason, msg)
+	return true, nil
+}
+
+// writeFluxObjects applies the sources and the clusters' Flux objects. An
+// object that exists and is not the tenant's is left alone: the conflict
+// fails that cluster (or every cluster of a namespace whose source
+// conflicts) on its own status line, and the others go on.
+func (r *Reconciler) writeFluxObjects(ctx context.Context, t *tenancyv1alpha1.Tenant, rendered *render.RenderedTenant) (map[types.NamespacedName]string, error) {
+	conflicts := map[types.NamespacedName]string{}
+	badSource := map[string]string{}
+	for _, s := range rendered.Sources {
+		err := r.applyIfChanged(ctx, s)
+		var conflict *render.ConflictError
+		switch {
+		case errors.As(err, &conflict):
+			badSource[s.Namespace] = conflict.Error()
+		case err != nil:
+			return nil, err
+		}
+	}
+	for _, c := range rendered.Clusters {
+		if msg, bad := badSource[c.Cluster.Namespace]; bad {
+			conflicts[c.Cluster] = msg
+			continue
+		}
+		err := r.applyIfChanged(ctx, c.Object())
+		var conflict *render.ConflictError
+		switch {
+		case errors.As(err, &conflict):
+			conflicts[c.Cluster] = conflict.Error()
+		case err != nil:
+			return nil, err
+		}
+	}
+	return conflicts, nil
+}
+
+// applyIfChanged applies desired with server-side apply unless the object
+// already holds exactly what was last applied and nobody changed those
+// fields since. An existing object that render.CheckTenantObject does not
+// recognise as the tenant's is never written: the error is a
+// *render.ConflictError.
+func (r *Reconciler) applyIfChanged(ctx context.Context, desired render.Object) error {
+	want, err := apply.Desired(desired, appliedHashAnnotation)
+	if err != nil {
+		return err
+	}
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(want.GroupVersionKind())
+	err = r.Reader.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading %s %s: %w", want.GetKind(), objectRef(want), err)
+	default:
+		if err := render.CheckTenantObject(want.GetKind(), existing, desired); err != nil {
+			return err
+		}
+		if apply.Unchanged(want, existing, appliedHashAnnotation) {
+			return nil
+		}
+	}
+	if err := r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(FieldOwner), ctrl.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s: %w", want.GetKind(), objectRef(want), err)
+	}
+	return nil
+}
+
+func objectRef(o interface {
+	GetNamespace() string
+	GetName() string
+}) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
+
+// isNoMatch tells whether err says a kind is not served.
+func isNoMatch(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "no matches for kind") || isNotServed(err))
+}

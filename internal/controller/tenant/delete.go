@@ -1,0 +1,75 @@
+package tenant
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/render"
+)
+
+// finalize deletes the tenant's Flux objects — Flux uninstalls the stack
+// from every workload cluster as their HelmReleases and Kustomizations go
+// — and waits until they are gone before releasing the Tenant. The
+// ServiceAccount, RoleBinding and quota go with the Tenant through their
+// owner references; the Namespace stays, since it holds the tenant's
+// Cluster API clusters. Objects the controller did not create for this
+// Tenant (render.CheckTenantObject) are never touched.
+func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	existing, err := r.tenantObjects(ctx, t, true)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var appliers, sources []render.ExistingObject
+	// Any owned object rendered for the tenant carries the label and
+	// owner reference its objects must have.
+	owner := render.TenantManagement(t).ServiceAccount
+	for _, e := range existing {
+		if render.CheckTenantObject(e.Kind, e.Object, owner) != nil {
+			continue
+		}
+		if e.Kind == helmv2.HelmReleaseKind || e.Kind == kustomizev1.KustomizationKind {
+			appliers = append(appliers, e)
+		} else {
+			sources = append(sources, e)
+		}
+	}
+	// Sources go once the appliers are gone: a HelmRelease being
+	// uninstalled does not need its chart, but deleting the source first
+	// would make the appliers report failures meanwhile.
+	pending := appliers
+	if len(appliers) == 0 {
+		pending = sources
+	}
+	var names []string
+	for _, e := range pending {
+		if e.Object.GetDeletionTimestamp() == nil {
+			if err := r.deleteObject(ctx, e); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		names = append(names, e.Kind+" "+objectRef(e.Object))
+	}
+	if len(existing) > 0 && len(pending) > 0 {
+		setTrue(t, tenancyv1alpha1.DeletingCondition, tenancyv1alpha1.DeletingReason,
+			fmt.Sprintf("waiting for Flux to uninstall the stack and delete %s; the Namespace %s stays", strings.Join(names, ", "), t.ManagementNamespace()))
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	patch := ctrl.MergeFrom(t.DeepCopy())
+	controllerutil.RemoveFinalizer(t, tenancyv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, t, patch); err != nil {
+		return reconcile.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	return reconcile.Result{}, nil
+}

@@ -1,0 +1,91 @@
+package tenant
+
+import (
+	"context"
+	"slices"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	ctrlruntime "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/render"
+)
+
+// The controller's permissions (controller-gen writes manifests/rbac from
+// these). Management objects: the tenant's namespace, ServiceAccount,
+// quota and RoleBinding, which it may only bind to the one ClusterRole
+// capwright-tenant (bind instead of holding every permission of that
+// role). Secrets: list and watch for the metadata of kubeconfig Secrets
+// (the cache holds no Secret data; Flux reads the kubeconfigs). Clusters
+// are only read.
+// +kubebuilder:rbac:groups=tenancy.capwright.io,resources=tenants,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=tenancy.capwright.io,resources=tenants/status;tenants/finalizers,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;update
+// +kubebuilder:rbac:groups="",resources=serviceaccounts;resourcequotas,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=capwright-tenant
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the reconciler. It watches Tenants (spec,
+// label and annotation changes, not its own status writes), the Flux
+// objects labelled for a tenant, and — when r.WatchClusters — Cluster API
+// Clusters and the metadata of kubeconfig Secrets, mapped to the tenants
+// whose namespaces hold them.
+func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
+	labelled := builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrl.Object) bool {
+		_, ok := o.GetLabels()[tenancyv1alpha1.TenantLabel]
+		return ok
+	}))
+	b := ctrlruntime.NewControllerManagedBy(mgr).
+		Named("Tenant").
+		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelled).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelled).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelled).
+		WithOptions(opts)
+	if r.WatchClusters {
+		b = b.Watches(NewClusterObject(), handler.EnqueueRequestsFromMapFunc(r.byNamespace)).
+			WatchesMetadata(NewSecretMetadata(), handler.EnqueueRequestsFromMapFunc(r.byNamespace),
+				builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrl.Object) bool { return isKubeconfigSecret(o.GetName()) })))
+	}
+	return b.Complete(r)
+}
+
+// byTenantLabel enqueues the tenant a Flux object is labelled for.
+func byTenantLabel(_ context.Context, o ctrl.Object) []reconcile.Request {
+	name := o.GetLabels()[tenancyv1alpha1.TenantLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Name: name}}}
+}
+
+// byNamespace enqueues every tenant that looks for Clusters in the
+// object's namespace (render.TenantNamespaces).
+func (r *Reconciler) byNamespace(ctx context.Context, o ctrl.Object) []reconcile.Request {
+	var tenants tenancyv1alpha1.TenantList
+	if err := r.Client.List(ctx, &tenants); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range tenants.Items {
+		if slices.Contains(render.TenantNamespaces(&tenants.Items[i]), o.GetNamespace()) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tenants.Items[i].Name}})
+		}
+	}
+	return reqs
+}
