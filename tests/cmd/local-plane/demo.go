@@ -27,8 +27,10 @@ import (
 // Cluster API core, kubeadm bootstrap and kubeadm control plane providers to
 // the plane's registry (standing in as the mirror of registry.k8s.io),
 // applies the provider CRs a platform engineer would commit, waits until
-// Flux installed them, prints their status and stops. CAPWRIGHT_DEMO_KEEP=1
-// keeps the plane up until Ctrl-C.
+// Flux installed them, then gives a tenant a stack on two workload clusters
+// (each its own etcd + kube-apiserver, registered as CAPI Clusters), prints
+// the status of both and stops. CAPWRIGHT_DEMO_KEEP=1 keeps the plane up
+// until Ctrl-C.
 func demo(_ []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -50,6 +52,19 @@ func demo(_ []string) error {
 		if _, err := framework.PublishCAPIProvider(ctx, p.Registry.Host, fixtures, pr.ProviderType(), pr.GetName(), version); err != nil {
 			return err
 		}
+	}
+	// Workload clusters are registered before the manager starts: it
+	// watches CAPI Clusters only when their API is served at start-up.
+	for i := 1; i <= 2; i++ {
+		w, err := p.StartWorkloadCluster(ctx, fmt.Sprintf("workload-%d", i), plane.WorkloadOptions{ControllerManager: true})
+		if err != nil {
+			return err
+		}
+		cluster, err := p.RegisterWorkloadCluster(ctx, w, "default", w.Name)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("demo: workload cluster %s registered as CAPI Cluster %s/%s\n", w.Name, cluster.GetNamespace(), cluster.GetName())
 	}
 	if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: mirrorArgs(p)}); err != nil {
 		return err
@@ -89,6 +104,9 @@ func demo(_ []string) error {
 	}
 	fmt.Printf("\ndemo: plane up in %s; the three providers were Ready %s after their CRs were applied\n",
 		applied.Sub(start).Round(time.Millisecond), time.Since(applied).Round(time.Millisecond))
+	if err := demoTenant(ctx, p, c); err != nil {
+		return fmt.Errorf("%w (logs in %s)", err, p.RunDir)
+	}
 	fmt.Printf("demo: logs in %s\n", p.RunDir)
 	if os.Getenv("CAPWRIGHT_DEMO_KEEP") != "" {
 		fmt.Printf("\nCAPWRIGHT_DEMO_KEEP is set: the plane stays up; try\n  export KUBECONFIG=%s\n  kubectl get capwright -A\nCtrl-C stops it.\n", p.Kubeconfig)
