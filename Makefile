@@ -89,7 +89,7 @@ test: tools ## Run unit, integration and e2e tests (builds the tools first).
 bench: tools ## Benchmarks: pure packages, the CLI, and installing the real CAPI providers on the local plane.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./cmd/capwright/
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/providers/
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/providers/ ./tests/e2e/tenants/
 
 .PHONY: demo
 demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Install real CAPI providers through Capwright and Flux on the local plane, print their status, stop.
