@@ -123,7 +123,7 @@ func TestReconcileWithoutClusterAPI(t *testing.T) {
 	tn := testTenant()
 	tn.Finalizers = []string{tenancyv1alpha1.Finalizer}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tn).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).Build()
-	noCAPI := interceptor.NewClient(fake.NewClientBuilder().WithScheme(testScheme(t)).Build().(ctrl.WithWatch), interceptor.Funcs{
+	noCAPI := interceptor.NewClient(fake.NewClientBuilder().WithScheme(testScheme(t)).Build(), interceptor.Funcs{
 		List: func(ctx context.Context, cl ctrl.WithWatch, list ctrl.ObjectList, opts ...ctrl.ListOption) error {
 			if u, ok := list.(*unstructured.UnstructuredList); ok && u.GroupVersionKind().Group == clusterGVK.Group {
 				return &apimeta.NoKindMatchError{GroupKind: clusterGVK.GroupKind(), SearchedVersions: []string{clusterGVK.Version}}
