@@ -7,6 +7,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote"
 )
 
 // DefaultMaxArtifactSize bounds what Fetch reads when Fetcher sets no
@@ -48,23 +49,11 @@ func (f *Fetcher) limit() int64 {
 // *NotFoundError, *TooLargeError, *LayoutError or wrapped transport errors.
 func (f *Fetcher) Fetch(ctx context.Context, ref Reference, access Access) (*Fetched, error) {
 	limit := f.limit()
-	target, err := ref.reference()
-	if err != nil {
-		return nil, fmt.Errorf("cannot fetch %s: %w", ref, err)
-	}
-	repo, release, err := access.Repository(ref, limit)
+	repo, release, desc, err := f.open(ctx, ref, access, "fetch")
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-
-	desc, err := repo.Resolve(ctx, target)
-	if err != nil {
-		return nil, registryError(ref, "resolving", err)
-	}
-	if ref.Digest != "" && desc.Digest.String() != ref.Digest {
-		return nil, &DigestMismatchError{Ref: ref.Host + "/" + ref.Repository + ":" + ref.Tag, Expected: ref.Digest, Actual: desc.Digest.String()}
-	}
 	data, err := fetchBounded(ctx, repo.Manifests(), ref, "manifest", desc, limit)
 	if err != nil {
 		return nil, err
@@ -73,19 +62,51 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Reference, access Access) (*Fet
 	if err != nil {
 		return nil, err
 	}
+	return unpack(ref, ref.String(), desc, manifest, limit, func(what string, d ocispec.Descriptor) ([]byte, error) {
+		return fetchBounded(ctx, repo.Blobs(), ref, what, d, limit)
+	})
+}
+
+// open resolves ref in its repository: its tag, else its digest; with both,
+// the tag must still name the digest (*DigestMismatchError otherwise). The
+// caller calls release when done with the repository.
+func (f *Fetcher) open(ctx context.Context, ref Reference, access Access, action string) (repo *remote.Repository, release func(), desc ocispec.Descriptor, err error) {
+	target, err := ref.reference()
+	if err != nil {
+		return nil, nil, desc, fmt.Errorf("cannot %s %s: %w", action, ref, err)
+	}
+	repo, release, err = access.Repository(ref, f.limit())
+	if err != nil {
+		return nil, nil, desc, err
+	}
+	desc, err = repo.Resolve(ctx, target)
+	if err != nil {
+		release()
+		return nil, nil, desc, registryError(ref, "resolving", err)
+	}
+	if ref.Digest != "" && desc.Digest.String() != ref.Digest {
+		release()
+		return nil, nil, desc, &DigestMismatchError{Ref: ref.Host + "/" + ref.Repository + ":" + ref.Tag, Expected: ref.Digest, Actual: desc.Digest.String()}
+	}
+	return repo, release, desc, nil
+}
+
+// unpack reads the one layer of a manifest checkManifest accepted, with
+// read, and returns the artifact with the files of the layer; name names
+// the artifact in errors.
+func unpack(ref Reference, name string, desc ocispec.Descriptor, manifest *ocispec.Manifest, limit int64, read func(what string, d ocispec.Descriptor) ([]byte, error)) (*Fetched, error) {
 	layer := manifest.Layers[0]
-	blob, err := fetchBounded(ctx, repo.Blobs(), ref, "layer", layer, limit)
+	blob, err := read("layer", layer)
 	if err != nil {
 		return nil, err
 	}
 	files, err := untar(blob, limit)
 	switch {
 	case errors.Is(err, errUncompressedTooLarge):
-		return nil, &TooLargeError{Ref: ref.String(), What: "uncompressed layer", Size: -1, Limit: limit}
+		return nil, &TooLargeError{Ref: name, What: "uncompressed layer", Size: -1, Limit: limit}
 	case err != nil:
-		return nil, &LayoutError{Ref: ref.String(), Problem: err.Error()}
+		return nil, &LayoutError{Ref: name, Problem: err.Error()}
 	}
-
 	fetched := &Fetched{
 		Ref:             ref,
 		Digest:          desc.Digest.String(),
@@ -123,21 +144,10 @@ func fetchBounded(ctx context.Context, store content.Fetcher, ref Reference, wha
 // must still resolve to the digest (*DigestMismatchError otherwise). It lets
 // callers skip Fetch for content they already checked.
 func (f *Fetcher) Resolve(ctx context.Context, ref Reference, access Access) (string, error) {
-	target, err := ref.reference()
-	if err != nil {
-		return "", fmt.Errorf("cannot resolve %s: %w", ref, err)
-	}
-	repo, release, err := access.Repository(ref, f.limit())
+	_, release, desc, err := f.open(ctx, ref, access, "resolve")
 	if err != nil {
 		return "", err
 	}
-	defer release()
-	desc, err := repo.Resolve(ctx, target)
-	if err != nil {
-		return "", registryError(ref, "resolving", err)
-	}
-	if ref.Digest != "" && desc.Digest.String() != ref.Digest {
-		return "", &DigestMismatchError{Ref: ref.Host + "/" + ref.Repository + ":" + ref.Tag, Expected: ref.Digest, Actual: desc.Digest.String()}
-	}
+	release()
 	return desc.Digest.String(), nil
 }

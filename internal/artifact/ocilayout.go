@@ -127,30 +127,9 @@ func (f *Fetcher) FetchLayout(ctx context.Context, dir, reference string) (*Fetc
 	if err != nil {
 		return nil, renamed(err, name)
 	}
-	layer := manifest.Layers[0]
-	blob, err := readLayoutBlob(ctx, store, name, "layer", layer, limit)
-	if err != nil {
-		return nil, err
-	}
-	files, err := untar(blob, limit)
-	switch {
-	case errors.Is(err, errUncompressedTooLarge):
-		return nil, &TooLargeError{Ref: name, What: "uncompressed layer", Size: -1, Limit: limit}
-	case err != nil:
-		return nil, &LayoutError{Ref: name, Problem: err.Error()}
-	}
-	fetched := &Fetched{
-		Ref:             ref,
-		Digest:          desc.Digest.String(),
-		Revision:        desc.Digest.String(),
-		Annotations:     manifest.Annotations,
-		Files:           files,
-		LayerMediaTypes: []string{layer.MediaType},
-	}
-	if ref.Tag != "" {
-		fetched.Revision = ref.Tag + "@" + fetched.Digest
-	}
-	return fetched, nil
+	return unpack(ref, name, desc, manifest, limit, func(what string, d ocispec.Descriptor) ([]byte, error) {
+		return readLayoutBlob(ctx, store, name, what, d, limit)
+	})
 }
 
 // onlyTag is the tag of a layout holding exactly one.

@@ -53,23 +53,11 @@ type Repacked struct {
 // names and directories), *TooLargeError, *AuthError, *NotFoundError.
 func (f *Fetcher) Repack(ctx context.Context, ref Reference, access Access) (*Repacked, error) {
 	limit := f.limit()
-	target, err := ref.reference()
-	if err != nil {
-		return nil, fmt.Errorf("cannot repack %s: %w", ref, err)
-	}
-	repo, release, err := access.Repository(ref, limit)
+	repo, release, desc, err := f.open(ctx, ref, access, "repack")
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-
-	desc, err := repo.Resolve(ctx, target)
-	if err != nil {
-		return nil, registryError(ref, "resolving", err)
-	}
-	if ref.Digest != "" && desc.Digest.String() != ref.Digest {
-		return nil, &DigestMismatchError{Ref: ref.Host + "/" + ref.Repository + ":" + ref.Tag, Expected: ref.Digest, Actual: desc.Digest.String()}
-	}
 	data, err := fetchBounded(ctx, repo.Manifests(), ref, "manifest", desc, limit)
 	if err != nil {
 		return nil, err
