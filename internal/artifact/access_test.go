@@ -4,22 +4,16 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
-	"io"
-	"log"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
-
 	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/artifact/registrytest"
 )
 
 func TestRegistryCredentials(t *testing.T) {
 	const user, password = "capwright", "s3cret-Passw0rd"
-	srv := httptest.NewServer(basicAuth(registry.New(registry.Logger(log.New(io.Discard, "", 0))), user, password))
-	t.Cleanup(srv.Close)
-	ref := artifact.Reference{Host: strings.TrimPrefix(srv.URL, "http://"), Repository: "private/core", Tag: "v1.14.2"}
+	ref := registrytest.New(t, registrytest.Options{Username: user, Password: password}).Ref("private/core", "v1.14.2")
 	files := map[string][]byte{"metadata.yaml": []byte("m")}
 	ctx := context.Background()
 
@@ -60,14 +54,11 @@ func TestRegistryCredentials(t *testing.T) {
 }
 
 func TestRegistryTLS(t *testing.T) {
-	srv := httptest.NewTLSServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	ref := artifact.Reference{Host: strings.TrimPrefix(srv.URL, "https://"), Repository: "tls/core", Tag: "v1.14.2"}
+	reg := registrytest.New(t, registrytest.Options{TLS: true})
+	ref := reg.Ref("tls/core", "v1.14.2")
 	ctx := context.Background()
 
-	pool := x509.NewCertPool()
-	pool.AddCert(srv.Certificate())
-	trusted := artifact.Access{RootCAs: pool}
+	trusted := artifact.Access{RootCAs: reg.RootCAs}
 	if _, err := artifact.Push(ctx, ref, map[string][]byte{"metadata.yaml": []byte("m")}, nil, trusted); err != nil {
 		t.Fatalf("Push over TLS with the registry's CA: %v", err)
 	}

@@ -6,33 +6,26 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/artifact/registrytest"
 )
 
-// testRegistry is an in-process OCI registry (go-containerregistry) over
-// plain HTTP.
+// testRegistry is an in-process OCI registry over plain HTTP.
 type testRegistry struct {
 	host string
 }
 
 func newTestRegistry(t *testing.T) testRegistry {
 	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	return testRegistry{host: strings.TrimPrefix(srv.URL, "http://")}
+	return testRegistry{host: registrytest.New(t, registrytest.Options{}).Host}
 }
 
 // ref is a reference to repository:tag in the registry.
@@ -130,18 +123,4 @@ func (r testRegistry) pushRaw(t *testing.T, ref artifact.Reference, config blob,
 
 func emptyConfig() blob {
 	return blob{mediaType: ocispec.MediaTypeEmptyJSON, data: []byte("{}")}
-}
-
-// basicAuth guards a handler with one user and password.
-func basicAuth(next http.Handler, user, password string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
-			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
