@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,28 +46,9 @@ func BenchmarkTenantChangeReachesTwentyClusters(b *testing.B) {
 		return art
 	}
 	art := push("v0.0.0")
-	tn := &tenancyv1alpha1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: tenancyv1alpha1.TenantSpec{
-			Clusters: tenancyv1alpha1.ClusterSelector{Selector: &metav1.LabelSelector{}, Namespaces: []string{clustersNS}},
-			Stack: tenancyv1alpha1.StackSpec{Kustomize: &tenancyv1alpha1.KustomizeStack{
-				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: art.URL, Insecure: true},
-				Tag:                 art.Tag,
-			}},
-		},
-	}
-	if err := c.Create(ctx, tn); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := c.Delete(context.Background(), tn); err != nil && !apierrors.IsNotFound(err) {
-			b.Error(err)
-		}
-		eventually(b, 3*time.Minute, "the fleet Tenant is gone", func() (bool, string) {
-			err := c.Get(context.Background(), client.ObjectKey{Name: name}, &tenancyv1alpha1.Tenant{})
-			return apierrors.IsNotFound(err), fmt.Sprint(err)
-		})
-	}()
+	tn := kustomizeTenant(name, art, tenancyv1alpha1.ClusterSelector{Selector: &metav1.LabelSelector{}, Namespaces: []string{clustersNS}})
+	createTenant(b, ctx, c, tn)
+
 	onEveryCluster := func(tag string) func(*tenancyv1alpha1.Tenant) bool {
 		return func(tn *tenancyv1alpha1.Tenant) bool {
 			if !isReady(tn) || tn.Status.ReadyClusters != fleetSize {

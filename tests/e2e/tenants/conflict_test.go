@@ -28,7 +28,7 @@ func TestTenantRefusesAUserObjectWithItsName(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := newClient(t, env.Config)
-	const name = "globex"
+	const name = "umbrella"
 	cluster := types.NamespacedName{Namespace: clusterNamespace, Name: workloads[0].Name}
 
 	mine := &kustomizev1.Kustomization{
@@ -47,23 +47,12 @@ func TestTenantRefusesAUserObjectWithItsName(t *testing.T) {
 	defer func() { _ = c.Delete(context.Background(), mine) }()
 	before := mine.DeepCopy()
 
-	art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/globex", "v1.0.0", stackFiles, nil)
+	art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/umbrella", "v1.0.0", stackFiles, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn := &tenancyv1alpha1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: tenancyv1alpha1.TenantSpec{
-			Clusters: tenancyv1alpha1.ClusterSelector{Names: []string{cluster.Name}, Namespaces: []string{cluster.Namespace}},
-			Stack: tenancyv1alpha1.StackSpec{Kustomize: &tenancyv1alpha1.KustomizeStack{
-				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: art.URL, Insecure: true},
-				Tag:                 art.Tag,
-			}},
-		},
-	}
-	if err := c.Create(ctx, tn); err != nil {
-		t.Fatal(err)
-	}
+	tn := kustomizeTenant(name, art, tenancyv1alpha1.ClusterSelector{Names: []string{cluster.Name}, Namespaces: []string{cluster.Namespace}})
+	createTenant(t, ctx, c, tn)
 	tn = waitTenant(t, ctx, c, name, 2*time.Minute, "the cluster line reports the name conflict", func(tn *tenancyv1alpha1.Tenant) bool {
 		line := clusterLine(tn, cluster.Name)
 		return line != nil && line.Phase == tenancyv1alpha1.ClusterPhaseFailed && line.Reason == tenancyv1alpha1.NameConflictReason

@@ -10,6 +10,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -143,4 +144,39 @@ func writesSince(t testing.TB, since time.Time) []string {
 		lines = append(lines, w.String())
 	}
 	return lines
+}
+
+// kustomizeTenant is a Tenant named name whose stack is the kustomize
+// artifact art (plain HTTP: the plane's registry), on the clusters sel
+// selects.
+func kustomizeTenant(name string, art framework.PushedArtifact, sel tenancyv1alpha1.ClusterSelector) *tenancyv1alpha1.Tenant {
+	return &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Clusters: sel,
+			Stack: tenancyv1alpha1.StackSpec{Kustomize: &tenancyv1alpha1.KustomizeStack{
+				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: art.URL, Insecure: true},
+				Tag:                 art.Tag,
+			}},
+		},
+	}
+}
+
+// createTenant creates tn; when the test ends it deletes it (if still
+// there) and waits until it is gone, so the next test starts clean.
+func createTenant(t testing.TB, ctx context.Context, c client.Client, tn *tenancyv1alpha1.Tenant) {
+	t.Helper()
+	if err := c.Create(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		key := client.ObjectKeyFromObject(tn)
+		if err := c.Delete(context.Background(), &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: key.Name}}); err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+		eventually(t, 3*time.Minute, "Tenant "+key.Name+" gone", func() (bool, string) {
+			err := c.Get(context.Background(), key, &tenancyv1alpha1.Tenant{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	})
 }

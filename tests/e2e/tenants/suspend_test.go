@@ -2,7 +2,6 @@ package tenants
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"strings"
 	"testing"
@@ -10,9 +9,7 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,26 +38,9 @@ func TestSuspendedTenantHoldsItsStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn := &tenancyv1alpha1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: tenancyv1alpha1.TenantSpec{
-			Clusters: tenancyv1alpha1.ClusterSelector{Names: []string{cluster.Name}, Namespaces: []string{cluster.Namespace}},
-			Stack: tenancyv1alpha1.StackSpec{Kustomize: &tenancyv1alpha1.KustomizeStack{
-				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: first.URL, Insecure: true},
-				Tag:                 first.Tag,
-			}},
-		},
-	}
-	if err := c.Create(ctx, tn); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = c.Delete(context.Background(), tn)
-		eventually(t, 2*time.Minute, "Tenant gone", func() (bool, string) {
-			err := c.Get(context.Background(), client.ObjectKey{Name: name}, &tenancyv1alpha1.Tenant{})
-			return apierrors.IsNotFound(err), fmt.Sprint(err)
-		})
-	}()
+	tn := kustomizeTenant(name, first, tenancyv1alpha1.ClusterSelector{Names: []string{cluster.Name}, Namespaces: []string{cluster.Namespace}})
+	createTenant(t, ctx, c, tn)
+
 	waitTenant(t, ctx, c, name, 2*time.Minute, "Tenant Ready", func(tn *tenancyv1alpha1.Tenant) bool {
 		return isReady(tn) && tn.Status.ReadyClusters == 1
 	})
