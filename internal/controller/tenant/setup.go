@@ -7,6 +7,10 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,7 +46,8 @@ import (
 
 // SetupWithManager registers the reconciler. It watches Tenants (spec,
 // label and annotation changes, not its own status writes), the Flux
-// objects labelled for a tenant, and — when r.WatchClusters — Cluster API
+// objects and the metadata of the management objects labelled for a
+// tenant, and — when r.WatchClusters — Cluster API
 // Clusters and the metadata of kubeconfig Secrets, mapped to the tenants
 // whose namespaces hold them.
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
@@ -57,12 +62,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelled).
 		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelled).
 		WithOptions(opts)
+	// The management objects, metadata only (the cache holds no more): a
+	// deleted or changed one is put back at once, and a leftover of an
+	// earlier Tenant of the same name that garbage collection removes
+	// clears the conflict it caused without waiting for a resync.
+	for _, gvk := range managementKinds {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		b = b.WatchesMetadata(m, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelled)
+	}
 	if r.WatchClusters {
 		b = b.Watches(NewClusterObject(), handler.EnqueueRequestsFromMapFunc(r.byNamespace)).
 			WatchesMetadata(NewSecretMetadata(), handler.EnqueueRequestsFromMapFunc(r.byNamespace),
 				builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrl.Object) bool { return isKubeconfigSecret(o.GetName()) })))
 	}
 	return b.Complete(r)
+}
+
+// managementKinds are the kinds of the tenant's management objects.
+var managementKinds = []schema.GroupVersionKind{
+	corev1.SchemeGroupVersion.WithKind("Namespace"),
+	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+	corev1.SchemeGroupVersion.WithKind("ResourceQuota"),
+	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
 }
 
 // byTenantLabel enqueues the tenant a Flux object is labelled for.

@@ -2,6 +2,7 @@ package tenants
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,22 @@ func TestTenantLifecycle(t *testing.T) {
 		assertStackInstalled(t, ctx, remote[i], workloads[i].Name)
 	}
 	assertManagementObjects(t, ctx, c)
+
+	t.Run("a deleted management object is put back at once", func(t *testing.T) {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: managementNS, Name: tenantName}}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sa), sa); err != nil {
+			t.Fatal(err)
+		}
+		old := sa.UID
+		if err := c.Delete(ctx, sa); err != nil {
+			t.Fatal(err)
+		}
+		// Well within the manager's 30 s resync: the watch must bring it back.
+		eventually(t, 10*time.Second, "ServiceAccount put back", func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(sa), sa)
+			return err == nil && sa.UID != old, fmt.Sprint(err)
+		})
+	})
 
 	t.Run("a resync with nothing changed writes nothing", func(t *testing.T) {
 		since := time.Now()
