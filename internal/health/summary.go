@@ -41,13 +41,21 @@ func summaryTerms() []summaryTerm {
 // that is False for an earlier generation still holds (the controller
 // sets Deleting once), while True always blocks.
 func Summary(generation int64, conds []metav1.Condition, now metav1.Time) metav1.Condition {
+	return summarize(summaryTerms(), generation, conds, now,
+		"the artifact is resolved and compatible, Flux installed it and it is available")
+}
+
+// summarize is Ready over terms, by the rules of Summary; succeeded is the
+// message when nothing blocks. Providers and tenants share the condition
+// type and reasons (Ready, Reconciling, Succeeded).
+func summarize(terms []summaryTerm, generation int64, conds []metav1.Condition, now metav1.Time, succeeded string) metav1.Condition {
 	var unknown *metav1.Condition
 	setUnknown := func(reason, message string) {
 		if unknown == nil {
 			unknown = &metav1.Condition{Reason: reason, Message: message}
 		}
 	}
-	for _, term := range summaryTerms() {
+	for _, term := range terms {
 		c := apimeta.FindStatusCondition(conds, term.condType)
 		switch {
 		case c == nil:
@@ -64,8 +72,7 @@ func Summary(generation int64, conds []metav1.Condition, now metav1.Time) metav1
 	if unknown != nil {
 		return ready(generation, now, metav1.ConditionUnknown, unknown.Reason, unknown.Message)
 	}
-	return ready(generation, now, metav1.ConditionTrue, v1alpha1.SucceededReason,
-		"the artifact is resolved and compatible, Flux installed it and it is available")
+	return ready(generation, now, metav1.ConditionTrue, v1alpha1.SucceededReason, succeeded)
 }
 
 func ready(generation int64, now metav1.Time, status metav1.ConditionStatus, reason, message string) metav1.Condition {
