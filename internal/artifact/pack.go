@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -34,7 +35,10 @@ func emptyConfig() ocispec.Descriptor {
 // mode 0644, uid/gid 0, mtime 0, no user names; a gzip header without name
 // or mtime; no creation timestamp in the manifest.
 func Pack(files map[string][]byte, annotations map[string]string) (layer []byte, manifest []byte, err error) {
-	layer, err = packLayer(files)
+	if len(files) == 0 {
+		return nil, nil, fmt.Errorf("no files to pack: a provider artifact holds at least %s and its components file", MetadataFile)
+	}
+	layer, err = PackTarGz(files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -60,10 +64,12 @@ func Pack(files map[string][]byte, annotations map[string]string) (layer []byte,
 	return layer, manifest, nil
 }
 
-// packLayer writes files into a reproducible tar+gzip stream.
-func packLayer(files map[string][]byte) ([]byte, error) {
+// PackTarGz writes files into a reproducible tar+gzip stream: sorted
+// entries with fixed times, owners and modes, so the same files always
+// give the same digest.
+func PackTarGz(files map[string][]byte) ([]byte, error) {
 	if len(files) == 0 {
-		return nil, fmt.Errorf("no files to pack: a provider artifact holds at least %s and its components file", MetadataFile)
+		return nil, errors.New("no files to pack")
 	}
 	var buf bytes.Buffer
 	gz, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)

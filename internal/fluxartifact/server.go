@@ -1,0 +1,79 @@
+package fluxartifact
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+	"time"
+)
+
+// Handler serves stored artifacts read-only: GET and HEAD of a file's
+// exact path. Directories are not listed, so an artifact can only be
+// fetched by the path its ExternalArtifact's status names, which holds its
+// digest.
+func (s *Storage) Handler() http.Handler {
+	files := http.FileServer(http.Dir(s.root))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		clean := path.Clean("/" + r.URL.Path)
+		if clean != r.URL.Path || strings.Contains(clean, "/.") {
+			http.NotFound(w, r)
+			return
+		}
+		fi, err := os.Stat(s.local(strings.TrimPrefix(clean, "/")))
+		if err != nil || !fi.Mode().IsRegular() {
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
+}
+
+// Server serves the storage on an address until its context ends; it is a
+// controller-runtime Runnable that runs on every replica, leader or not.
+type Server struct {
+	Storage *Storage
+	Addr    string
+	// Listening, when set, receives the address once it is bound.
+	Listening func(addr string)
+}
+
+// Start serves until ctx ends.
+func (srv *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", srv.Addr)
+	if err != nil {
+		return err
+	}
+	if srv.Listening != nil {
+		srv.Listening(ln.Addr().String())
+	}
+	hs := &http.Server{Handler: srv.Storage.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(shutdown); err != nil {
+			return err
+		}
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}
+
+// NeedLeaderElection is false: kustomize-controller may fetch from any
+// replica the Service picks.
+func (srv *Server) NeedLeaderElection() bool { return false }
