@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/controller/provider"
 	"github.com/capwright/capwright/internal/controller/tenant"
+	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -49,6 +51,7 @@ func (m *mirrorFlags) Set(s string) error { *m = append(*m, s); return nil }
 func main() {
 	var (
 		metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize string
+		storagePath, storageAddr, storageURL                    string
 		leaderElect                                             bool
 		concurrent                                              int
 		resync                                                  time.Duration
@@ -64,13 +67,16 @@ func main() {
 	flag.Var(&mirrors, "registry-mirror", "FROM=TO registry mirror rule for artifacts and container images (repeatable), e.g. registry.k8s.io=mirror.example.com/k8s")
 	flag.Var(&insecure, "insecure-registry", "HOST[:PORT] of a registry reached over plain HTTP, e.g. an internal mirror (repeatable); TLS verification is never switched off for HTTPS registries")
 	flag.StringVar(&mirrorFile, "registry-mirror-file", "", "file of FROM=TO rules, one per line (as `capwright mirror` writes it)")
+	flag.StringVar(&storagePath, "artifact-storage-path", "", "directory where the manager keeps the artifacts of providers' additional manifests for Flux to fetch; empty refuses spec.additionalManifests")
+	flag.StringVar(&storageAddr, "artifact-bind-address", ":9090", "address the artifact server listens on")
+	flag.StringVar(&storageURL, "artifact-advertise-url", "", "base URL kustomize-controller fetches artifacts from, e.g. http://capwright-artifacts.capwright-system.svc.cluster.local. (default: http:// and --artifact-bind-address, when that names a host)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrlruntime.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrlruntime.Log.WithName("setup")
 
-	if err := run(runOptions{metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize, leaderElect, concurrent, resync, mirrors, insecure}); err != nil {
+	if err := run(runOptions{metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize, storagePath, storageAddr, storageURL, leaderElect, concurrent, resync, mirrors, insecure}); err != nil {
 		log.Error(err, "manager stopped")
 		os.Exit(1)
 	}
@@ -78,6 +84,7 @@ func main() {
 
 type runOptions struct {
 	metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize string
+	storagePath, storageAddr, storageURL                    string
 	leaderElect                                             bool
 	concurrent                                              int
 	resync                                                  time.Duration
@@ -124,6 +131,10 @@ func run(o runOptions) error {
 	if err != nil {
 		return err
 	}
+	storage, err := artifactStorage(mgr, o)
+	if err != nil {
+		return err
+	}
 	fetcher := &artifact.Fetcher{MaxArtifactSize: size.Value()}
 	cache := &provider.ArtifactCache{}
 	kinds := provider.Kinds()
@@ -139,6 +150,8 @@ func run(o runOptions) error {
 			InsecureRegistries: o.insecure,
 			Recorder:           recorder,
 			ResyncInterval:     o.resync,
+			Artifacts:          storage,
+			RESTMapper:         mgr.GetRESTMapper(),
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)
@@ -154,6 +167,31 @@ func run(o runOptions) error {
 		return err
 	}
 	return mgr.Start(ctrlruntime.SetupSignalHandler())
+}
+
+// artifactStorage sets up the storage and HTTP server of the artifacts
+// Flux fetches for providers' additional manifests; nil without
+// --artifact-storage-path.
+func artifactStorage(mgr ctrlruntime.Manager, o runOptions) (*fluxartifact.Storage, error) {
+	if o.storagePath == "" {
+		return nil, nil
+	}
+	advertise := o.storageURL
+	if advertise == "" {
+		host, _, err := net.SplitHostPort(o.storageAddr)
+		if err != nil || host == "" {
+			return nil, fmt.Errorf("--artifact-advertise-url is required when --artifact-bind-address (%q) names no host: set the URL kustomize-controller reaches the manager at, e.g. http://capwright-artifacts.capwright-system.svc.cluster.local:80", o.storageAddr)
+		}
+		advertise = "http://" + o.storageAddr
+	}
+	storage, err := fluxartifact.New(o.storagePath, advertise)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(&fluxartifact.Server{Storage: storage, Addr: o.storageAddr}); err != nil {
+		return nil, err
+	}
+	return storage, nil
 }
 
 func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
@@ -241,6 +279,7 @@ func requireFluxAPIs(cfg *rest.Config) error {
 		sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind),
 		kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind),
 		helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind),
+		sourcev1.GroupVersion.WithKind(sourcev1.ExternalArtifactKind),
 	} {
 		resources, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 		found := false

@@ -3,6 +3,7 @@ package health
 import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -32,6 +33,23 @@ type Observation struct {
 // ObserveOCIRepository observes a source.
 func ObserveOCIRepository(o *sourcev1.OCIRepository) Observation {
 	obs := observation(sourcev1.OCIRepositoryKind, o.ObjectMeta, o.Status.ObservedGeneration, o.Status.Conditions)
+	if o.Status.Artifact != nil {
+		obs.Revision = o.Status.Artifact.Revision
+	}
+	return obs
+}
+
+// ObserveExternalArtifact observes the ExternalArtifact Capwright keeps
+// for a provider's additional manifests. Its status has no
+// observedGeneration: the Ready condition's says which generation the
+// artifact is for.
+func ObserveExternalArtifact(o *sourcev1.ExternalArtifact) Observation {
+	obs := observation(sourcev1.ExternalArtifactKind, o.ObjectMeta, 0, o.Status.Conditions)
+	for _, c := range o.Status.Conditions {
+		if c.Type == meta.ReadyCondition {
+			obs.ObservedGeneration = c.ObservedGeneration
+		}
+	}
 	if o.Status.Artifact != nil {
 		obs.Revision = o.Status.Artifact.Revision
 	}

@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,12 @@ type ProviderInput struct {
 	Suspended bool
 	// Source is the OCIRepository, Apply the Kustomization or HelmRelease.
 	Source, Apply Observation
+	// AdditionalSource and AdditionalApply are the ExternalArtifact and
+	// Kustomization of spec.additionalManifests (Kind empty without
+	// them), and AdditionalRevision the revision of the artifact the
+	// controller stored for them.
+	AdditionalSource, AdditionalApply Observation
+	AdditionalRevision                string
 	// Now stamps transitions.
 	Now metav1.Time
 }
@@ -49,11 +56,14 @@ func FoldProvider(in ProviderInput) ProviderResult {
 	res := ProviderResult{InstalledVersion: in.PreviousInstalledVersion}
 	var installed bool
 	res.Installed, installed = installedCondition(in)
+	if installed && in.AdditionalApply.Kind != "" {
+		res.Installed, installed = additionalInstalledCondition(in, res.Installed)
+	}
 	if installed {
 		res.InstalledVersion = in.DesiredVersion
 	}
 	res.Available = availableCondition(in)
-	for _, o := range []Observation{in.Source, in.Apply} {
+	for _, o := range []Observation{in.Source, in.Apply, in.AdditionalSource, in.AdditionalApply} {
 		if o.Kind == "" {
 			continue
 		}
@@ -117,9 +127,52 @@ func installedCondition(in ProviderInput) (metav1.Condition, bool) {
 	return cond(metav1.ConditionFalse, progress, doing+": "+apply.message)
 }
 
-// availableCondition is Available.
+// additionalInstalledCondition is Installed once the components are: the
+// additional manifests must be applied at the stored revision and healthy
+// too.
+func additionalInstalledCondition(in ProviderInput, components metav1.Condition) (metav1.Condition, bool) {
+	progress := components.Reason
+	if progress == v1alpha1.InstalledReason {
+		progress = v1alpha1.InstallingReason
+	}
+	cond := func(status metav1.ConditionStatus, reason, message string) (metav1.Condition, bool) {
+		return newCondition(in, v1alpha1.InstalledCondition, status, reason, message), status == metav1.ConditionTrue
+	}
+	apply := in.AdditionalApply.settledReadiness()
+	doing := fmt.Sprintf("%s is installed; Flux is applying its additional manifests", in.DesiredVersion)
+	switch {
+	case in.AdditionalRevision == "":
+		return cond(metav1.ConditionUnknown, progress, doing+": their artifact is not stored yet")
+	case in.AdditionalApply.Missing:
+		return cond(metav1.ConditionUnknown, progress, doing+": "+apply.message)
+	case apply.status == metav1.ConditionTrue && sameRevision(in.AdditionalApply.Revision, in.AdditionalRevision):
+		return cond(metav1.ConditionTrue, v1alpha1.InstalledReason,
+			fmt.Sprintf("%s; and its additional manifests (%s, %s) are applied and healthy", components.Message, in.AdditionalRevision, in.AdditionalApply.ref()))
+	case apply.status == metav1.ConditionFalse:
+		return cond(metav1.ConditionFalse, v1alpha1.InstallFailedReason,
+			fmt.Sprintf("%s is installed, but Flux failed to apply its additional manifests: %s%s", in.DesiredVersion, apply.message, featureGateHint(apply.message)))
+	}
+	return cond(metav1.ConditionFalse, progress, doing+": "+apply.message)
+}
+
+// featureGateHint tells how to let kustomize-controller read an
+// ExternalArtifact, which it refuses unless started with its feature gate.
+func featureGateHint(message string) string {
+	if !strings.Contains(message, "ExternalArtifact feature gate is disabled") {
+		return ""
+	}
+	return "; start kustomize-controller with --feature-gates=ExternalArtifact=true (see docs/providers.md, \"Additional manifests\")"
+}
+
+// availableCondition is Available: what Flux applied, components and
+// additional manifests, is healthy.
 func availableCondition(in ProviderInput) metav1.Condition {
 	r := in.Apply.settledReadiness()
+	if r.status == metav1.ConditionTrue && in.AdditionalApply.Kind != "" {
+		if extra := in.AdditionalApply.settledReadiness(); extra.status != metav1.ConditionTrue {
+			return newCondition(in, v1alpha1.AvailableCondition, extra.status, v1alpha1.NotAvailableReason, extra.message)
+		}
+	}
 	if r.status == metav1.ConditionTrue {
 		return newCondition(in, v1alpha1.AvailableCondition, metav1.ConditionTrue, v1alpha1.AvailableReason, r.message)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -229,5 +230,100 @@ func TestLongFluxMessagesAreCut(t *testing.T) {
 	res := FoldProvider(ProviderInput{Generation: 7, DesiredVersion: "v1.14.2", ExpectedRevision: newRevision, Now: testNow, Apply: obs})
 	if n := len(res.Installed.Message); n > maxMessage || !strings.HasSuffix(res.Installed.Message, "…") {
 		t.Errorf("message of %d bytes, want at most %d ending in …", n, maxMessage)
+	}
+}
+
+// The Kustomization of spec.additionalManifests as kustomize-controller
+// v1.9.5 reports on it; ADDED stands for the stored artifact's digest.
+const addedDigest = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+
+func additionalKustomization(t *testing.T, status string) *kustomizev1.Kustomization {
+	ks := kustomization(t, strings.ReplaceAll(status, "ADDED", addedDigest))
+	ks.Name = "core-cluster-api-additional"
+	ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: "ExternalArtifact", Name: ks.Name}
+	return ks
+}
+
+const (
+	ksAdditionalApplied = `
+status:
+  observedGeneration: 2
+  lastAppliedRevision: ADDED
+  lastAttemptedRevision: ADDED
+  conditions:
+  - {type: Ready, status: "True", reason: ReconciliationSucceeded, message: "Applied revision: ADDED", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:01:12Z"}
+  - {type: Healthy, status: "True", reason: Succeeded, message: "Health check passed in 1.02s", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:01:12Z"}
+`
+	// kustomize-controller started without --feature-gates=ExternalArtifact=true.
+	ksAdditionalGateDisabled = `
+status:
+  observedGeneration: -1
+  conditions:
+  - {type: Ready, status: "False", reason: AccessDenied, message: "can't access 'ExternalArtifact/capi-system/core-cluster-api-additional', ExternalArtifact feature gate is disabled", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:01:00Z"}
+  - {type: Stalled, status: "True", reason: AccessDenied, message: "can't access 'ExternalArtifact/capi-system/core-cluster-api-additional', ExternalArtifact feature gate is disabled", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:01:00Z"}
+`
+	// Waiting for the provider's Kustomization (dependsOn).
+	ksAdditionalWaiting = `
+status:
+  observedGeneration: -1
+  conditions:
+  - {type: Ready, status: "False", reason: DependencyNotReady, message: "Dependencies do not meet ready condition, retrying in 30s", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:00:05Z"}
+`
+)
+
+func TestFoldProviderAdditionalManifests(t *testing.T) {
+	const extra = "Kustomization capi-system/core-cluster-api-additional"
+	ea := Observation{Kind: "ExternalArtifact", Namespace: "capi-system", Name: "core-cluster-api-additional", Generation: 1, ObservedGeneration: 1,
+		Revision: addedDigest, Conditions: []metav1.Condition{{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 1}}}
+	for _, tt := range []struct {
+		name      string
+		apply     Observation // the provider's Kustomization
+		extra     Observation
+		revision  string
+		installed want
+		available want
+		version   string
+	}{{
+		name:  "components and additional manifests applied and healthy",
+		apply: ObserveKustomization(kustomization(t, ksInstalled)), extra: ObserveKustomization(additionalKustomization(t, ksAdditionalApplied)), revision: addedDigest,
+		installed: want{"True", v1alpha1.InstalledReason, []string{"Flux applied v1.14.2", "additional manifests (" + addedDigest + ", " + extra + ")"}},
+		available: want{"True", v1alpha1.AvailableReason, nil},
+		version:   "v1.14.2",
+	}, {
+		name:  "kustomize-controller without the ExternalArtifact feature gate",
+		apply: ObserveKustomization(kustomization(t, ksInstalled)), extra: ObserveKustomization(additionalKustomization(t, ksAdditionalGateDisabled)), revision: addedDigest,
+		installed: want{"False", v1alpha1.InstallFailedReason, []string{"v1.14.2 is installed, but Flux failed to apply its additional manifests", "feature gate is disabled", "--feature-gates=ExternalArtifact=true"}},
+		available: want{"False", v1alpha1.NotAvailableReason, []string{extra}},
+	}, {
+		name:  "the additional manifests wait for the components",
+		apply: ObserveKustomization(kustomization(t, ksUpgrading)), extra: ObserveKustomization(additionalKustomization(t, ksAdditionalWaiting)), revision: addedDigest,
+		installed: want{"False", v1alpha1.InstallingReason, []string{"Running health checks"}},
+		available: want{"Unknown", v1alpha1.NotAvailableReason, nil},
+	}, {
+		name:  "an edit of the ConfigMap is not applied yet",
+		apply: ObserveKustomization(kustomization(t, ksInstalled)), extra: ObserveKustomization(additionalKustomization(t, ksAdditionalApplied)), revision: newDigest,
+		installed: want{"False", v1alpha1.InstallingReason, []string{"Flux is applying its additional manifests", extra}},
+		available: want{"True", v1alpha1.AvailableReason, nil},
+	}, {
+		name:  "the artifact is not stored yet",
+		apply: ObserveKustomization(kustomization(t, ksInstalled)), extra: Observation{Kind: "Kustomization", Namespace: "capi-system", Name: "core-cluster-api-additional", Missing: true},
+		installed: want{"Unknown", v1alpha1.InstallingReason, []string{"their artifact is not stored yet"}},
+		available: want{"Unknown", v1alpha1.NotAvailableReason, []string{extra + " does not exist"}},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := FoldProvider(ProviderInput{
+				Generation: 7, DesiredVersion: "v1.14.2", ExpectedRevision: newRevision, Now: testNow,
+				Source: ObserveOCIRepository(ociRepository(t, repoReady)), Apply: tt.apply,
+				AdditionalSource: ea, AdditionalApply: tt.extra, AdditionalRevision: tt.revision,
+			})
+			tt.installed.check(t, res.Installed)
+			tt.available.check(t, res.Available)
+			if res.InstalledVersion != tt.version {
+				t.Errorf("installedVersion = %q, want %q", res.InstalledVersion, tt.version)
+			}
+			if len(res.FluxObjects) != 4 || res.FluxObjects[2].Kind != "ExternalArtifact" || res.FluxObjects[3].Name != "core-cluster-api-additional" {
+				t.Errorf("fluxObjects = %+v, want the OCIRepository, Kustomization, ExternalArtifact and additional Kustomization", res.FluxObjects)
+			}
+		})
 	}
 }

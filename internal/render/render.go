@@ -85,11 +85,15 @@ type Input struct {
 
 // RenderedObjects are the Flux objects of one provider: the OCIRepository
 // and exactly one of Kustomization (provider-artifact layout) or
-// HelmRelease (chart source).
+// HelmRelease (chart source); with spec.additionalManifests also the
+// ExternalArtifact and the Kustomization of the additional manifests.
 type RenderedObjects struct {
 	OCIRepository *sourcev1.OCIRepository
 	Kustomization *kustomizev1.Kustomization
 	HelmRelease   *helmv2.HelmRelease
+
+	AdditionalArtifact      *sourcev1.ExternalArtifact
+	AdditionalKustomization *kustomizev1.Kustomization
 }
 
 // ObjectName names the Flux objects of a provider: "<type>-<name>", e.g.
@@ -116,6 +120,9 @@ func Provider(in Input) (*RenderedObjects, error) {
 		return nil, errors.New("spec.source: both oci and chart are set; keep oci for a provider-artifact (components file) or chart for an OCI Helm chart")
 	}
 	if spec.Source != nil && spec.Source.Chart != nil {
+		if spec.AdditionalManifests != nil {
+			return nil, errors.New("spec.additionalManifests: not supported with spec.source.chart; add the objects to the chart (or a chart that depends on it), or publish the provider as a provider-artifact (spec.source.oci)")
+		}
 		return renderChart(in, om)
 	}
 	return renderComponents(in, om)
@@ -139,7 +146,11 @@ func renderComponents(in Input, om objectMeta) (*RenderedObjects, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RenderedObjects{OCIRepository: repo, Kustomization: ks}, nil
+	ea, extra, err := renderAdditional(in, om, ks)
+	if err != nil {
+		return nil, err
+	}
+	return &RenderedObjects{OCIRepository: repo, Kustomization: ks, AdditionalArtifact: ea, AdditionalKustomization: extra}, nil
 }
 
 // checkArtifact refuses to render without the facts preflight establishes:

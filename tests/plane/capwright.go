@@ -116,12 +116,20 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	if err != nil {
 		return nil, err
 	}
+	artifactPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	proc, err := startProcess(processSpec{
 		Name:   "capwright-manager",
 		Binary: opts.Binary,
 		Args: append([]string{
 			"--metrics-bind-address=0",
 			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
+			// Artifacts of additional manifests, fetched by the plane's
+			// kustomize-controller over loopback.
+			"--artifact-storage-path=" + filepath.Join(p.RunDir, "capwright-artifacts"),
+			"--artifact-bind-address=127.0.0.1:" + strconv.Itoa(artifactPort),
 		}, opts.Args...),
 		Env:    []string{"KUBECONFIG=" + kubeconfig},
 		LogDir: p.tracker.logDir,

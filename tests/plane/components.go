@@ -286,7 +286,10 @@ func (p *Plane) startFlux(ctx context.Context) ([]readyWait, error) {
 		args []string
 	}{
 		{"source-controller", []string{"--storage-path=" + storageDir, "--storage-addr=" + storageAddr, "--storage-adv-addr=" + storageAddr}},
-		{"kustomize-controller", nil},
+		// ExternalArtifact: Capwright hands a provider's additional
+		// manifests to Flux as an ExternalArtifact, which
+		// kustomize-controller v1.9 reads only with this gate.
+		{"kustomize-controller", []string{"--feature-gates=ExternalArtifact=true"}},
 		{"helm-controller", nil},
 	}
 	var waits []readyWait

@@ -58,6 +58,10 @@ const (
 	WaitingForCoreReason       = "WaitingForCoreProvider"
 	WaitingForDependencyReason = "WaitingForDependency"
 	ConfigSecretMissingReason  = "ConfigSecretMissing"
+	// AdditionalManifestsInvalidReason: the ConfigMap of
+	// spec.additionalManifests is missing or does not hold installable
+	// objects.
+	AdditionalManifestsInvalidReason = "AdditionalManifestsInvalid"
 
 	// Installed and Available.
 	InstallingReason     = "Installing"

@@ -12,6 +12,7 @@ import (
 // every provider kind. Field names follow cluster-api-operator where the
 // meaning is the same.
 // +kubebuilder:validation:XValidation:rule="!has(self.variables) || self.variables.all(k, k.matches('^[A-Za-z_][A-Za-z0-9_]*$'))",message="variables: names must be clusterctl variable names (letters, digits and _, not starting with a digit)"
+// +kubebuilder:validation:XValidation:rule="!has(self.additionalManifests) || !has(self.source) || !has(self.source.chart)",message="additionalManifests: not supported with source.chart; add the objects to the chart (or a chart that depends on it) or publish the provider as a provider-artifact (source.oci)"
 type ProviderSpec struct {
 	// Version is the provider release to install: a semantic version with a
 	// leading v, e.g. v1.14.2. It is also the tag of the OCI artifact.
@@ -56,6 +57,19 @@ type ProviderSpec struct {
 	// provider's components, as Flux Kustomization patches are.
 	// +optional
 	Patches []kustomize.Patch `json:"patches,omitempty"`
+
+	// AdditionalManifests names a ConfigMap whose data key "manifests"
+	// holds more objects to install with the provider (multi-document
+	// YAML), e.g. extra RBAC for its controller, as cluster-api-operator's
+	// additionalManifests does. Flux applies them with a second
+	// Kustomization once the components are Ready, substitutes the same
+	// variables, labels them as the provider's, corrects their drift and
+	// prunes what leaves the ConfigMap. Namespaced objects without a
+	// namespace go to the provider's. Secrets are refused (keep them out of
+	// ConfigMaps). Needs kustomize-controller's ExternalArtifact feature
+	// gate; not supported with source.chart.
+	// +optional
+	AdditionalManifests *ConfigMapReference `json:"additionalManifests,omitempty"`
 
 	// DependsOn lists Flux objects that must be Ready before the provider is
 	// installed, e.g. the HelmRelease of cert-manager.
@@ -194,6 +208,19 @@ type OIDCIdentityMatch struct {
 type SecretReference struct {
 	// +required
 	Name string `json:"name"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ConfigMapReference names a ConfigMap in the provider's namespace.
+type ConfigMapReference struct {
+	// Name of the ConfigMap.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace of the ConfigMap; when set it must be the provider's (the
+	// field exists for cluster-api-operator manifests that spell it out).
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 }

@@ -65,6 +65,13 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (recon
 			}
 		}
 	}
+	extra, err := r.removeAdditional(ctx, obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if extra {
+		remaining++
+	}
 	if remaining > 0 {
 		setTrue(obj, v1alpha1.DeletingCondition, v1alpha1.DeletingReason,
 			fmt.Sprintf("Flux is pruning what it applied for %s/%s (CustomResourceDefinitions are kept)", obj.GetNamespace(), name))
@@ -88,8 +95,13 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, obj v1alpha1.Provider)
 
 // hasFluxObjects tells whether any Flux object of the provider exists.
 func (r *Reconciler) hasFluxObjects(ctx context.Context, obj v1alpha1.Provider) (bool, error) {
-	for _, o := range []ctrl.Object{&kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, &sourcev1.OCIRepository{}} {
-		err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, o)
+	objects := []ctrl.Object{&kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, &sourcev1.OCIRepository{}}
+	for _, o := range append(objects, additionalObjects(obj)...) {
+		key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}
+		if o.GetName() != "" {
+			key.Name = o.GetName()
+		}
+		err := r.Client.Get(ctx, key, o)
 		if err == nil {
 			return true, nil
 		}

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,7 +79,28 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider
 			return err
 		}
 	}
-	return nil
+	return r.writeAdditional(ctx, obj, rendered, pre.AdditionalManifests)
+}
+
+// writeAdditional writes the ExternalArtifact of the additional manifests,
+// stores their artifact, and only then writes the Kustomization that
+// applies it; without spec.additionalManifests it removes what an earlier
+// spec asked for.
+func (r *Reconciler) writeAdditional(ctx context.Context, obj v1alpha1.Provider, rendered *render.RenderedObjects, packed []byte) error {
+	if rendered.AdditionalArtifact == nil {
+		_, err := r.removeAdditional(ctx, obj)
+		return err
+	}
+	if packed == nil {
+		return fmt.Errorf("the additional manifests of %s %s/%s were not packed; preflight must read them first", r.Kind.Name, obj.GetNamespace(), obj.GetName())
+	}
+	if err := r.applyIfChanged(ctx, rendered.AdditionalArtifact); err != nil {
+		return err
+	}
+	if err := r.storeAdditionalArtifact(ctx, obj, rendered.AdditionalArtifact, packed); err != nil {
+		return err
+	}
+	return r.applyIfChanged(ctx, rendered.AdditionalKustomization)
 }
 
 // mirrorImages rewrites every container image of the components through the
@@ -152,8 +174,12 @@ func (r *Reconciler) applyIfChanged(ctx context.Context, desired ctrl.Object) er
 // suspendFluxObjects carries spec.suspend to the existing Flux objects.
 func (r *Reconciler) suspendFluxObjects(ctx context.Context, obj v1alpha1.Provider) error {
 	name := objectName(obj)
-	for _, o := range []ctrl.Object{&sourcev1.OCIRepository{}, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{}} {
-		if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, o); err != nil {
+	for _, o := range []ctrl.Object{&sourcev1.OCIRepository{}, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, additionalObjects(obj)[0]} {
+		key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}
+		if o.GetName() != "" {
+			key.Name = o.GetName()
+		}
+		if err := r.Client.Get(ctx, key, o); err != nil {
 			continue
 		}
 		if suspended(o) {
@@ -162,7 +188,7 @@ func (r *Reconciler) suspendFluxObjects(ctx context.Context, obj v1alpha1.Provid
 		patch := ctrl.MergeFrom(o.DeepCopyObject().(ctrl.Object))
 		setSuspend(o)
 		if err := r.Client.Patch(ctx, o, patch, ctrl.FieldOwner(FieldOwner)); err != nil {
-			return fmt.Errorf("suspending %s/%s: %w", obj.GetNamespace(), name, err)
+			return fmt.Errorf("suspending %s/%s: %w", o.GetNamespace(), o.GetName(), err)
 		}
 	}
 	return nil
@@ -194,6 +220,7 @@ func setSuspend(o ctrl.Object) {
 // dependencyReady tells whether a Flux object of spec.dependsOn is Ready
 // for its current generation.
 func (r *Reconciler) dependencyReady(ctx context.Context, kind string, key ctrl.ObjectKey) (bool, string) {
+
 	var obs health.Observation
 	switch kind {
 	case helmv2.HelmReleaseKind:
@@ -209,8 +236,8 @@ func (r *Reconciler) dependencyReady(ctx context.Context, kind string, key ctrl.
 		}
 		obs = health.ObserveKustomization(&ks)
 	}
-	ready := apimeta.FindStatusCondition(obs.Conditions, "Ready")
-	if obs.ObservedGeneration == obs.Generation && ready != nil && ready.Status == "True" && ready.ObservedGeneration == obs.Generation {
+	ready := apimeta.FindStatusCondition(obs.Conditions, meta.ReadyCondition)
+	if obs.ObservedGeneration == obs.Generation && ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == obs.Generation {
 		return true, ""
 	}
 	if ready != nil {

@@ -37,6 +37,9 @@ type PreflightResult struct {
 	ManagerDeployment string
 	ManagerArgs       []string
 	CoreDependency    *ctrl.ObjectKey
+	// AdditionalManifests is the packed artifact of spec.additionalManifests
+	// (tar+gzip); nil without them.
+	AdditionalManifests []byte
 }
 
 // preflightError is a refusal: the condition and reason it sets and when
@@ -76,6 +79,7 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 		r.checkUnique,
 		r.checkCore,
 		r.checkVariables,
+		r.checkAdditionalManifests,
 		r.checkDependencies,
 	} {
 		if perr := check(ctx, obj, res); perr != nil {

@@ -14,6 +14,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kuberecorder "k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +25,9 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/render"
 )
 
 // FieldOwner is the server-side apply field manager of everything the
@@ -57,6 +60,13 @@ type Reconciler struct {
 	// ResyncInterval bounds how long a tag move goes unnoticed when
 	// spec.interval is longer.
 	ResyncInterval time.Duration
+	// Artifacts stores and serves the artifacts of additional manifests;
+	// nil when the manager runs without artifact storage, and then
+	// spec.additionalManifests is refused.
+	Artifacts *fluxartifact.Storage
+	// RESTMapper tells namespaced kinds from cluster-scoped ones, to put
+	// additional manifests without a namespace into the provider's.
+	RESTMapper apimeta.RESTMapper
 }
 
 // Reconcile is the shell: fetch, finalize or reconcile, write the status
@@ -167,6 +177,9 @@ func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art 
 		// digest as its revision (tag@digest is for people).
 		in.ExpectedRevision = art.Digest
 	}
+	if obj.GetSpec().AdditionalManifests != nil && !isChart(obj) {
+		in.AdditionalSource, in.AdditionalApply, in.AdditionalRevision = r.observeAdditional(ctx, obj)
+	}
 	var repo sourcev1.OCIRepository
 	in.Source = observe(ctx, r.Client, obj.GetNamespace(), name, &repo, func() health.Observation { return health.ObserveOCIRepository(&repo) }, sourcev1.OCIRepositoryKind)
 	if isChart(obj) {
@@ -190,4 +203,18 @@ func observe(ctx context.Context, c ctrl.Client, namespace, name string, obj ctr
 		return health.Observation{Kind: kind, Name: name, Namespace: namespace, Missing: true}
 	}
 	return fn()
+}
+
+// observeAdditional observes the ExternalArtifact and Kustomization of
+// spec.additionalManifests, and the revision the controller stored.
+func (r *Reconciler) observeAdditional(ctx context.Context, obj v1alpha1.Provider) (source, apply health.Observation, revision string) {
+	name := render.AdditionalObjectName(obj.ProviderType(), obj.GetName())
+	var ea sourcev1.ExternalArtifact
+	source = observe(ctx, r.Client, obj.GetNamespace(), name, &ea, func() health.Observation { return health.ObserveExternalArtifact(&ea) }, sourcev1.ExternalArtifactKind)
+	if !source.Missing && ea.Status.Artifact != nil {
+		revision = ea.Status.Artifact.Revision
+	}
+	var ks kustomizev1.Kustomization
+	apply = observe(ctx, r.Client, obj.GetNamespace(), name, &ks, func() health.Observation { return health.ObserveKustomization(&ks) }, kustomizev1.KustomizationKind)
+	return source, apply, revision
 }

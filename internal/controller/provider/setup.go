@@ -6,6 +6,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,12 +21,17 @@ import (
 // The controller's permissions (controller-gen writes manifests/rbac from
 // these): its own kinds, the Flux objects it owns, Secrets it reads for
 // variables and registry credentials, CRDs and objects of the CAPI groups it
-// lists to block deletion, and the clusterctl inventory.
+// lists to block deletion, the clusterctl inventory, and for additional
+// manifests the ConfigMaps they are read from and the ExternalArtifacts
+// (with their status) that hand them to Flux.
 // +kubebuilder:rbac:groups=providers.capwright.io,resources=*,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=providers.capwright.io,resources=*/status;*/finalizers,verbs=get;patch;update
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=externalartifacts,verbs=get;list;watch;create;patch;update;delete
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=externalartifacts/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -58,6 +64,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 		Owns(&sourcev1.OCIRepository{}).
 		Owns(&kustomizev1.Kustomization{}).
 		Owns(&helmv2.HelmRelease{}).
+		Owns(&sourcev1.ExternalArtifact{}).
+		// Metadata only: a ConfigMap's content is read, uncached, by the
+		// provider that names it.
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configMapProviders), builder.OnlyMetadata).
 		WithOptions(opts)
 	if r.Kind.Name != "CoreProvider" {
 		b = b.Watches(&v1alpha1.CoreProvider{}, handler.EnqueueRequestsFromMapFunc(r.allOfKind))

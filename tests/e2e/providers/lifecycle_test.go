@@ -132,6 +132,7 @@ func TestProviderLifecycle(t *testing.T) {
 	})
 
 	refusals(t, ctx, c)
+	t.Run("additional manifests", func(t *testing.T) { additionalManifests(t, ctx, c) })
 	charts(t, ctx, c)
 
 	t.Run("deleting the core provider waits for other providers and clusters", func(t *testing.T) {

@@ -1,0 +1,184 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/render"
+)
+
+// checkAdditionalManifests reads the ConfigMap of spec.additionalManifests
+// and packs its objects into the artifact Flux will apply, refusing the
+// version (nothing new written) when the ConfigMap is missing or holds
+// anything Flux could not or should not apply.
+func (r *Reconciler) checkAdditionalManifests(ctx context.Context, obj v1alpha1.Provider, res *PreflightResult) *preflightError {
+	ref := obj.GetSpec().AdditionalManifests
+	if ref == nil {
+		return nil
+	}
+	refuse := func(format string, args ...any) *preflightError {
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.AdditionalManifestsInvalidReason, Retry: time.Minute,
+			Message: fmt.Sprintf(format, args...)}
+	}
+	if isChart(obj) {
+		return refuse("spec.additionalManifests is not supported with spec.source.chart; add the objects to the chart, or publish the provider as a provider-artifact (spec.source.oci)")
+	}
+	if r.Artifacts == nil {
+		return refuse("spec.additionalManifests needs the Capwright manager to serve artifacts to Flux, and it runs without --artifact-storage-path; set --artifact-storage-path and --artifact-advertise-url on the manager (the manifests and chart of Capwright do)")
+	}
+	source := fmt.Sprintf("ConfigMap %s/%s (spec.additionalManifests)", obj.GetNamespace(), ref.Name)
+	if ref.Namespace != "" && ref.Namespace != obj.GetNamespace() {
+		return refuse("spec.additionalManifests: ConfigMap %s/%s is outside the provider's namespace %s; move it into %s and drop spec.additionalManifests.namespace",
+			ref.Namespace, ref.Name, obj.GetNamespace(), obj.GetNamespace())
+	}
+	var cm corev1.ConfigMap
+	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return refuse("%s does not exist; create it with the objects under data key %q, or drop spec.additionalManifests", source, render.AdditionalManifestsKey)
+		}
+		return refuse("reading %s: %v", source, err)
+	}
+	manifests, ok := cm.Data[render.AdditionalManifestsKey]
+	if !ok {
+		return refuse("%s has no data key %q; put the objects (multi-document YAML) under it", source, render.AdditionalManifestsKey)
+	}
+	packed, err := render.AdditionalManifests(source, manifests, obj.GetNamespace(), r.scope)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	res.AdditionalManifests = packed
+	return nil
+}
+
+// scope asks the API server (through the manager's REST mapper, which
+// refreshes when it misses a kind) whether a kind is namespaced.
+func (r *Reconciler) scope(gvk schema.GroupVersionKind) (namespaced, known bool) {
+	if r.RESTMapper == nil {
+		return false, false
+	}
+	m, err := r.RESTMapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return false, false
+	}
+	return m.Scope.Name() == apimeta.RESTScopeNameNamespace, true
+}
+
+// storeAdditionalArtifact makes sure the packed additional manifests are
+// stored and that the ExternalArtifact's status points Flux at them. It
+// writes nothing when both already hold this artifact (a manager restart
+// with empty storage writes the file again, not the status).
+func (r *Reconciler) storeAdditionalArtifact(ctx context.Context, obj v1alpha1.Provider, ea *sourcev1.ExternalArtifact, packed []byte) error {
+	key := ctrl.ObjectKeyFromObject(ea)
+	current := &sourcev1.ExternalArtifact{}
+	if err := r.Client.Get(ctx, key, current); err != nil {
+		return fmt.Errorf("reading ExternalArtifact %s: %w", key, err)
+	}
+	art, err := r.Artifacts.Artifact(sourcev1.ExternalArtifactKind, key.Namespace, key.Name, packed, time.Now())
+	if err != nil {
+		return err
+	}
+	if old := current.Status.Artifact; old != nil && old.Digest == art.Digest && old.URL == art.URL {
+		art.LastUpdateTime = old.LastUpdateTime
+	}
+	if !r.Artifacts.Exists(art) {
+		if err := r.Artifacts.Store(art, packed); err != nil {
+			return fmt.Errorf("storing the additional manifests of %s %s/%s: %w", r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	want := current.DeepCopy()
+	want.Status.Artifact = &art
+	conds := want.Status.Conditions
+	apimeta.SetStatusCondition(&conds, metav1.Condition{
+		Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.SucceededReason, ObservedGeneration: current.Generation,
+		Message: fmt.Sprintf("stored revision %s of ConfigMap %s/%s", art.Revision, obj.GetNamespace(), obj.GetSpec().AdditionalManifests.Name),
+	})
+	want.Status.Conditions = conds
+	if equality.Semantic.DeepEqual(current.Status, want.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, want, ctrl.MergeFrom(current), ctrl.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("updating the status of ExternalArtifact %s: %w", key, err)
+	}
+	return nil
+}
+
+// additionalObjects are the Flux objects of spec.additionalManifests,
+// existing or not.
+func additionalObjects(obj v1alpha1.Provider) []ctrl.Object {
+	key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: render.AdditionalObjectName(obj.ProviderType(), obj.GetName())}
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	ea := &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	return []ctrl.Object{ks, ea}
+}
+
+// removeAdditional deletes the Flux objects and the stored artifact of
+// additional manifests the provider no longer asks for; Flux prunes what
+// the Kustomization applied. It reports whether any object remains.
+func (r *Reconciler) removeAdditional(ctx context.Context, obj v1alpha1.Provider) (remaining bool, err error) {
+	for _, o := range additionalObjects(obj) {
+		err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o)
+		if apierrors.IsNotFound(err) || isNoMatch(err) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if !ownedByProvider(o, obj) {
+			continue
+		}
+		remaining = true
+		if o.GetDeletionTimestamp().IsZero() {
+			if err := r.Client.Delete(ctx, o, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); ctrl.IgnoreNotFound(err) != nil {
+				return true, fmt.Errorf("deleting %s/%s: %w", o.GetNamespace(), o.GetName(), err)
+			}
+		}
+	}
+	if r.Artifacts != nil {
+		name := render.AdditionalObjectName(obj.ProviderType(), obj.GetName())
+		if err := r.Artifacts.Remove(sourcev1.ExternalArtifactKind, obj.GetNamespace(), name); err != nil {
+			return remaining, err
+		}
+	}
+	return remaining, nil
+}
+
+// ownedByProvider tells whether the provider controls o (it never deletes
+// an object somebody else made with the same name).
+func ownedByProvider(o ctrl.Object, obj v1alpha1.Provider) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == obj.GetUID() && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// configMapProviders maps a ConfigMap to the providers of this kind in its
+// namespace that name it in spec.additionalManifests.
+func (r *Reconciler) configMapProviders(ctx context.Context, cm ctrl.Object) []reconcile.Request {
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, ctrl.InNamespace(cm.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, p := range list.GetItems() {
+		if ref := p.GetSpec().AdditionalManifests; ref != nil && ref.Name == cm.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Namespace: p.GetNamespace(), Name: p.GetName()}})
+		}
+	}
+	return reqs
+}
