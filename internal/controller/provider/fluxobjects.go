@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -220,30 +221,88 @@ func setSuspend(o ctrl.Object) {
 // dependencyReady tells whether a Flux object of spec.dependsOn is Ready
 // for its current generation.
 func (r *Reconciler) dependencyReady(ctx context.Context, kind string, key ctrl.ObjectKey) (bool, string) {
+	ready, msg, _ := r.dependencyReadySince(ctx, kind, key)
+	return ready, msg
+}
 
+// dependencyReadySince is dependencyReady, with the time the object last
+// turned Ready.
+func (r *Reconciler) dependencyReadySince(ctx context.Context, kind string, key ctrl.ObjectKey) (bool, string, metav1.Time) {
 	var obs health.Observation
 	switch kind {
 	case helmv2.HelmReleaseKind:
 		var hr helmv2.HelmRelease
 		if err := r.Client.Get(ctx, key, &hr); err != nil {
-			return false, err.Error()
+			return false, err.Error(), metav1.Time{}
 		}
 		obs = health.ObserveHelmRelease(&hr)
 	default:
 		var ks kustomizev1.Kustomization
 		if err := r.Client.Get(ctx, key, &ks); err != nil {
-			return false, err.Error()
+			return false, err.Error(), metav1.Time{}
 		}
 		obs = health.ObserveKustomization(&ks)
 	}
 	ready := apimeta.FindStatusCondition(obs.Conditions, meta.ReadyCondition)
 	if obs.ObservedGeneration == obs.Generation && ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == obs.Generation {
-		return true, ""
+		return true, "", ready.LastTransitionTime
 	}
 	if ready != nil {
-		return false, ready.Message
+		return false, ready.Message, metav1.Time{}
 	}
-	return false, "not Ready yet"
+	return false, "not Ready yet", metav1.Time{}
+}
+
+// nudgeWaiting asks kustomize-controller to retry one of the provider's
+// Kustomizations at once when it waits for dependencies that are all
+// Ready now. kustomize-controller does not watch dependencies; it looks
+// again every --requeue-dependency (30s by default), which would add up to
+// that much to the install of every non-core provider and of additional
+// manifests. The request names the dependencies' latest Ready transition,
+// so it is written once per transition and a resync writes nothing.
+func (r *Reconciler) nudgeWaiting(ctx context.Context, obj v1alpha1.Provider, key ctrl.ObjectKey) error {
+	var ks kustomizev1.Kustomization
+	if err := r.Client.Get(ctx, key, &ks); err != nil {
+		return ctrl.IgnoreNotFound(err)
+	}
+	if !ownedByProvider(&ks, obj) {
+		return nil
+	}
+	waiting := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
+	if ks.Spec.Suspend || len(ks.Spec.DependsOn) == 0 || waiting == nil ||
+		waiting.Reason != meta.DependencyNotReadyReason || waiting.ObservedGeneration != ks.Generation {
+		return nil
+	}
+	var latest metav1.Time
+	for _, d := range ks.Spec.DependsOn {
+		ready, _, since := r.dependencyReadySince(ctx, kustomizev1.KustomizationKind, ctrl.ObjectKey{Namespace: namespaceOr(d.Namespace, ks.Namespace), Name: d.Name})
+		if !ready {
+			return nil
+		}
+		if latest.Before(&since) {
+			latest = since
+		}
+	}
+	request := latest.UTC().Format(time.RFC3339Nano)
+	if ks.Annotations[meta.ReconcileRequestAnnotation] == request {
+		return nil
+	}
+	patch := ctrl.MergeFrom(ks.DeepCopy())
+	if ks.Annotations == nil {
+		ks.Annotations = map[string]string{}
+	}
+	ks.Annotations[meta.ReconcileRequestAnnotation] = request
+	if err := r.Client.Patch(ctx, &ks, patch, ctrl.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("asking kustomize-controller to retry %s: %w", key, err)
+	}
+	return nil
+}
+
+func namespaceOr(namespace, fallback string) string {
+	if namespace == "" {
+		return fallback
+	}
+	return namespace
 }
 
 func (r *Reconciler) observeHelmRelease(ctx context.Context, namespace, name string) health.Observation {

@@ -131,6 +131,11 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider) (reco
 		setFalse(obj, v1alpha1.InstalledCondition, v1alpha1.InstallFailedReason, err.Error())
 		return reconcile.Result{}, err
 	}
+	for _, name := range []string{objectName(obj), render.AdditionalObjectName(obj.ProviderType(), obj.GetName())} {
+		if err := r.nudgeWaiting(ctx, obj, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}); err != nil {
+			logger.Error(err, "nudging a Kustomization whose dependencies are Ready")
+		}
+	}
 	r.foldHealth(ctx, obj, status.Artifact)
 	if err := r.recordInventory(ctx, obj); err != nil {
 		logger.Error(err, "recording the clusterctl inventory")
