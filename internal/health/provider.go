@@ -147,7 +147,7 @@ func additionalInstalledCondition(in ProviderInput, components metav1.Condition)
 		return cond(metav1.ConditionUnknown, progress, doing+": "+apply.message)
 	case apply.status == metav1.ConditionTrue && sameRevision(in.AdditionalApply.Revision, in.AdditionalRevision):
 		return cond(metav1.ConditionTrue, v1alpha1.InstalledReason,
-			fmt.Sprintf("%s; and its additional manifests (%s, %s) are applied and healthy", components.Message, in.AdditionalRevision, in.AdditionalApply.ref()))
+			fmt.Sprintf("%s; its additional manifests (%s, %s) are applied and healthy too", components.Message, in.AdditionalRevision, in.AdditionalApply.ref()))
 	case apply.status == metav1.ConditionFalse:
 		return cond(metav1.ConditionFalse, v1alpha1.InstallFailedReason,
 			fmt.Sprintf("%s is installed, but Flux failed to apply its additional manifests: %s%s", in.DesiredVersion, apply.message, featureGateHint(apply.message)))

@@ -135,6 +135,12 @@ func (r *Reconciler) deletionBlockers(ctx context.Context, obj v1alpha1.Provider
 	if err != nil {
 		return nil, err
 	}
+	// Objects the provider's additional manifests created are its own:
+	// Flux prunes them with it, so they cannot hold it up.
+	own, err := r.additionalInventory(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
 	for _, gvk := range kinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -145,6 +151,9 @@ func (r *Reconciler) deletionBlockers(ctx context.Context, obj v1alpha1.Provider
 			return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
 		}
 		for _, item := range list.Items {
+			if own[inventoryID(item.Namespace, item.Name, gvk.Group, gvk.Kind)] {
+				continue
+			}
 			blockers = append(blockers, fmt.Sprintf("%s %s/%s", gvk.Kind, item.Namespace, item.Name))
 		}
 	}
@@ -152,8 +161,19 @@ func (r *Reconciler) deletionBlockers(ctx context.Context, obj v1alpha1.Provider
 	return blockers, nil
 }
 
-// installedKinds lists the kinds of the CRDs Flux applied for the provider,
-// from the Kustomization's inventory (entries <ns>_<name>_<group>_<kind>).
+// clusterAPIGroups are the API groups of the Cluster API contract, whose
+// objects hold a provider's deletion up; the manager's RBAC lets it list
+// these and no other groups (see setup.go). A provider's CRDs in other
+// groups (helpers, or another project's CRDs it ships) do not block it.
+var clusterAPIGroups = map[string]bool{
+	"cluster.x-k8s.io": true, "addons.cluster.x-k8s.io": true, "bootstrap.cluster.x-k8s.io": true,
+	"controlplane.cluster.x-k8s.io": true, "infrastructure.cluster.x-k8s.io": true,
+	"ipam.cluster.x-k8s.io": true, "runtime.cluster.x-k8s.io": true,
+}
+
+// installedKinds lists the Cluster API kinds of the CRDs Flux applied for
+// the provider, from the Kustomization's inventory (entries
+// <ns>_<name>_<group>_<kind>).
 func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) ([]schema.GroupVersionKind, error) {
 	var ks kustomizev1.Kustomization
 	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, &ks); err != nil {
@@ -175,6 +195,9 @@ func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) 
 			}
 			return nil, err
 		}
+		if !clusterAPIGroups[crd.Spec.Group] {
+			continue
+		}
 		for _, v := range crd.Spec.Versions {
 			if v.Storage {
 				kinds = append(kinds, schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind})
@@ -182,4 +205,27 @@ func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) 
 		}
 	}
 	return kinds, nil
+}
+
+// additionalInventory is the set of objects the Kustomization of the
+// provider's additional manifests applied, by inventory ID.
+func (r *Reconciler) additionalInventory(ctx context.Context, obj v1alpha1.Provider) (map[string]bool, error) {
+	ks := additionalObjects(obj)[0].(*kustomizev1.Kustomization)
+	if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(ks), ks); err != nil {
+		return nil, ctrl.IgnoreNotFound(err)
+	}
+	if ks.Status.Inventory == nil || !ownedByProvider(ks, obj) {
+		return nil, nil
+	}
+	ids := make(map[string]bool, len(ks.Status.Inventory.Entries))
+	for _, e := range ks.Status.Inventory.Entries {
+		ids[e.ID] = true
+	}
+	return ids, nil
+}
+
+// inventoryID is a Kustomization inventory entry's ID of an object:
+// <namespace>_<name>_<group>_<kind>.
+func inventoryID(namespace, name, group, kind string) string {
+	return namespace + "_" + name + "_" + group + "_" + kind
 }

