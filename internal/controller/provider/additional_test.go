@@ -9,6 +9,7 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,5 +137,40 @@ func TestNudgeWaiting(t *testing.T) {
 	patches = 0
 	if err := r.nudgeWaiting(ctx, other, key); err != nil || patches != 0 {
 		t.Errorf("a Kustomization the provider does not control was nudged: %v, %d patches", err, patches)
+	}
+}
+
+// TestInstalledKindsAreClusterAPIKinds: only a provider's CRDs in the
+// Cluster API groups can hold its deletion up (the manager may list no
+// other group; CAPZ, for one, ships Azure Service Operator CRDs).
+func TestInstalledKindsAreClusterAPIKinds(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{kustomizev1.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crd := func(group, plural, kind string) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: group, Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, Plural: plural},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1beta1"}, {Name: "v1", Storage: true}}}}
+	}
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "capz-system", Name: "infrastructure-azure"},
+		Status: kustomizev1.KustomizationStatus{Inventory: &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{
+			{ID: "_azureclusters.infrastructure.cluster.x-k8s.io_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"},
+			{ID: "_resourcegroups.resources.azure.com_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"},
+			{ID: "capz-system_capz-controller-manager_apps_Deployment", Version: "v1"},
+		}}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ks,
+		crd("infrastructure.cluster.x-k8s.io", "azureclusters", "AzureCluster"), crd("resources.azure.com", "resourcegroups", "ResourceGroup")).Build()
+	r := &Reconciler{Client: c, Reader: c, Kind: Kinds()[3]}
+	p := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capz-system", Name: "azure"}}
+	kinds, err := r.installedKinds(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kinds) != 1 || kinds[0].Kind != "AzureCluster" || kinds[0].Version != "v1" {
+		t.Errorf("installed kinds = %v, want only AzureCluster (storage version v1)", kinds)
 	}
 }
