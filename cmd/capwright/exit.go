@@ -43,6 +43,7 @@ func exitCode(err error) int {
 		layout    *artifact.LayoutError
 		tooLarge  *artifact.TooLargeError
 		mismatch  *artifact.DigestMismatchError
+		plainTLS  *artifact.PlainHTTPToTLSError
 		unknownCA x509.UnknownAuthorityError
 		hostname  x509.HostnameError
 		invalid   x509.CertificateInvalidError
@@ -63,7 +64,8 @@ func exitCode(err error) int {
 	case errors.As(err, &layout), errors.As(err, &tooLarge), errors.As(err, &mismatch):
 		return exitContract
 	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid),
-		errors.As(err, &verify), errors.As(err, &recordHdr), errors.As(err, &netErr), errors.As(err, &opErr):
+		errors.As(err, &verify), errors.As(err, &recordHdr), errors.As(err, &netErr), errors.As(err, &opErr),
+		errors.As(err, &plainTLS):
 		return exitNetwork
 	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		return exitNetwork

@@ -94,6 +94,7 @@ func TestInspectExitCodes(t *testing.T) {
 		{"no credentials", "", []string{"--ca-file", ca, goodURL}, exitAuth, []string{"requires credentials"}},
 		{"TLS without the CA", testPassword, []string{goodURL}, exitNetwork, []string{"certificate signed by unknown authority", "--ca-file"}},
 		{"TLS without verification", testPassword, []string{"--insecure", goodURL}, exitOK, []string{"Digest:"}},
+		{"plain HTTP to a TLS registry", testPassword, []string{"--plain-http", goodURL}, exitNetwork, []string{"speaks TLS (https)", "drop --plain-http"}},
 		{"one file per layer", testPassword, []string{"--ca-file", ca, perFile.URL() + ":v1.14.2"}, exitContract,
 			[]string{"is not a Cluster API provider artifact", "2 layers", "capwright mirror --repack"}},
 		{"not a provider", testPassword, []string{"--ca-file", ca, notProvider.URL() + ":v1.0.0"}, exitContract,

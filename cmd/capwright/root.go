@@ -95,7 +95,7 @@ Exit codes:
      files, --annotation contradicting the flags of publish)
   3  not found (tag, digest or repository)
   4  the registry refused the credentials (HTTP 401/403)
-  5  connection or TLS failure
+  5  connection or TLS failure (also --plain-http to a TLS registry)
   6  the artifact breaks the provider artifact contract (layout, size,
      unsafe tar entries, annotations contradicting its tag)`,
 		Version:       version,

@@ -67,8 +67,12 @@ func (a Access) Repository(ref Reference, maxMetadata int64) (*remote.Repository
 	if a.ClientCert != nil {
 		transport.TLSClientConfig.Certificates = []tls.Certificate{*a.ClientCert}
 	}
+	var base http.RoundTripper = transport
+	if a.PlainHTTP {
+		base = plainHTTPCheck{next: transport}
+	}
 	client := &auth.Client{
-		Client: &http.Client{Transport: retry.NewTransport(transport)},
+		Client: &http.Client{Transport: retry.NewTransport(base)},
 		Header: http.Header{},
 		Cache:  auth.NewCache(),
 	}
