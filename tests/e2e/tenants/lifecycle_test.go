@@ -13,7 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,6 +62,9 @@ spec:
 `),
 }
 
+// quotaConfigMaps is the ConfigMap quota of the tenant's namespace.
+const quotaConfigMaps = 3
+
 const (
 	tenantName   = "acme"
 	selectLabel  = "tenancy.example.com/team"
@@ -97,6 +102,9 @@ func TestTenantLifecycle(t *testing.T) {
 				},
 				Timeout: &metav1.Duration{Duration: time.Minute},
 			},
+			Management: &tenancyv1alpha1.ManagementSpec{Quota: &corev1.ResourceQuotaSpec{
+				Hard: corev1.ResourceList{"count/configmaps": resource.MustParse(fmt.Sprint(quotaConfigMaps))},
+			}},
 		},
 	}
 	start := time.Now()
@@ -116,6 +124,49 @@ func TestTenantLifecycle(t *testing.T) {
 		assertStackInstalled(t, ctx, remote[i], workloads[i].Name)
 	}
 	assertManagementObjects(t, ctx, c)
+
+	t.Run("the quota is enforced and the tenant cannot change it", func(t *testing.T) {
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: managementNS, Name: render.TenantObjectName}}
+		// The API server admits nothing under a quota until
+		// kube-controller-manager has counted what the namespace holds.
+		eventually(t, time.Minute, "quota counted", func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(quota), quota)
+			_, counted := quota.Status.Used["count/configmaps"]
+			return err == nil && counted, fmt.Sprint(err, quota.Status)
+		})
+		// As the tenant's ServiceAccount, which its Flux Kustomizations
+		// impersonate.
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + managementNS + ":" + tenantName}
+		as := newClient(t, cfg)
+		var refused error
+		var created []client.Object
+		for i := range quotaConfigMaps + 1 {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: managementNS, Name: fmt.Sprintf("quota-probe-%d", i)}}
+			if refused = as.Create(ctx, cm); refused != nil {
+				break
+			}
+			created = append(created, cm)
+		}
+		if !apierrors.IsForbidden(refused) || !strings.Contains(refused.Error(), "exceeded quota") {
+			t.Errorf("creating more ConfigMaps than the quota allows: %v, want the quota to refuse", refused)
+		}
+		quota.Spec.Hard["count/configmaps"] = resource.MustParse("1000")
+		if err := as.Update(ctx, quota); !apierrors.IsForbidden(err) {
+			t.Errorf("the tenant's ServiceAccount changed its quota: %v", err)
+		}
+		// Leave room for the ConfigMap a later step creates.
+		for _, o := range created {
+			if err := c.Delete(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, time.Minute, "quota released", func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(quota), quota)
+			used := quota.Status.Used["count/configmaps"]
+			return err == nil && used.Value() < quotaConfigMaps, fmt.Sprint(err, quota.Status)
+		})
+	})
 
 	t.Run("a deleted management object is put back at once", func(t *testing.T) {
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: managementNS, Name: tenantName}}
@@ -337,6 +388,13 @@ func assertManagementObjects(t *testing.T, ctx context.Context, c client.Client)
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: managementNS, Name: tenantName}, &corev1.ServiceAccount{}); err != nil {
 		t.Error(err)
+	}
+	var quota corev1.ResourceQuota
+	if err := c.Get(ctx, client.ObjectKey{Namespace: managementNS, Name: render.TenantObjectName}, &quota); err != nil {
+		t.Fatalf("ResourceQuota of spec.management.quota: %v", err)
+	}
+	if got := quota.Spec.Hard["count/configmaps"]; got.Value() != quotaConfigMaps {
+		t.Errorf("ResourceQuota %s/%s: hard %v, want count/configmaps %d", managementNS, quota.Name, quota.Spec.Hard, quotaConfigMaps)
 	}
 }
 
