@@ -74,6 +74,8 @@ func (srv *Server) Start(ctx context.Context) error {
 	}
 }
 
-// NeedLeaderElection is false: kustomize-controller may fetch from any
-// replica the Service picks.
+// NeedLeaderElection is false: the server runs on every replica, since
+// the Service may send kustomize-controller to any of them. Only the
+// leader stores artifacts, so Capwright runs one replica (as Flux runs one
+// source-controller).
 func (srv *Server) NeedLeaderElection() bool { return false }

@@ -112,19 +112,31 @@ func checkAdditionalObject(obj *unstructured.Unstructured, scope Scope) error {
 	return nil
 }
 
+// CheckAdditionalManifests refuses a spec.additionalManifests Flux cannot
+// serve: a ConfigMap outside the provider's namespace, or a chart source.
+func CheckAdditionalManifests(p v1alpha1.Provider) error {
+	spec := p.GetSpec()
+	ref := spec.AdditionalManifests
+	switch {
+	case ref == nil:
+		return nil
+	case spec.Source != nil && spec.Source.Chart != nil:
+		return errors.New("spec.additionalManifests: not supported with spec.source.chart; add the objects to the chart (or a chart that depends on it), or publish the provider as a provider-artifact (spec.source.oci)")
+	case ref.Namespace != "" && ref.Namespace != p.GetNamespace():
+		return fmt.Errorf("spec.additionalManifests: ConfigMap %s/%s is outside the provider's namespace %s; move it into %s and drop spec.additionalManifests.namespace",
+			ref.Namespace, ref.Name, p.GetNamespace(), p.GetNamespace())
+	}
+	return nil
+}
+
 // renderAdditional renders the ExternalArtifact and Kustomization of
 // spec.additionalManifests; nil when the provider has none. The
 // ExternalArtifact's status (the artifact itself) is the controller's to
 // write after it stored the artifact.
 func renderAdditional(in Input, om objectMeta, main *kustomizev1.Kustomization) (*sourcev1.ExternalArtifact, *kustomizev1.Kustomization, error) {
 	p := in.Provider
-	ref := p.GetSpec().AdditionalManifests
-	if ref == nil {
+	if p.GetSpec().AdditionalManifests == nil {
 		return nil, nil, nil
-	}
-	if ref.Namespace != "" && ref.Namespace != p.GetNamespace() {
-		return nil, nil, fmt.Errorf("spec.additionalManifests: ConfigMap %s/%s is outside the provider's namespace %s; move it into %s and drop spec.additionalManifests.namespace",
-			ref.Namespace, ref.Name, p.GetNamespace(), p.GetNamespace())
 	}
 	name := om.name + additionalSuffix
 	if errs := validation.IsValidLabelValue(name); len(errs) > 0 {

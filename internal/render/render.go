@@ -119,10 +119,10 @@ func Provider(in Input) (*RenderedObjects, error) {
 	if spec.Source != nil && spec.Source.OCI != nil && spec.Source.Chart != nil {
 		return nil, errors.New("spec.source: both oci and chart are set; keep oci for a provider-artifact (components file) or chart for an OCI Helm chart")
 	}
+	if err := CheckAdditionalManifests(in.Provider); err != nil {
+		return nil, err
+	}
 	if spec.Source != nil && spec.Source.Chart != nil {
-		if spec.AdditionalManifests != nil {
-			return nil, errors.New("spec.additionalManifests: not supported with spec.source.chart; add the objects to the chart (or a chart that depends on it), or publish the provider as a provider-artifact (spec.source.oci)")
-		}
 		return renderChart(in, om)
 	}
 	return renderComponents(in, om)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -34,17 +35,13 @@ func (r *Reconciler) checkAdditionalManifests(ctx context.Context, obj v1alpha1.
 		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.AdditionalManifestsInvalidReason, Retry: time.Minute,
 			Message: fmt.Sprintf(format, args...)}
 	}
-	if isChart(obj) {
-		return refuse("spec.additionalManifests is not supported with spec.source.chart; add the objects to the chart, or publish the provider as a provider-artifact (spec.source.oci)")
+	if err := render.CheckAdditionalManifests(obj); err != nil {
+		return refuse("%v", err)
 	}
 	if r.Artifacts == nil {
 		return refuse("spec.additionalManifests needs the Capwright manager to serve artifacts to Flux, and it runs without --artifact-storage-path; set --artifact-storage-path and --artifact-advertise-url on the manager (the manifests and chart of Capwright do)")
 	}
 	source := fmt.Sprintf("ConfigMap %s/%s (spec.additionalManifests)", obj.GetNamespace(), ref.Name)
-	if ref.Namespace != "" && ref.Namespace != obj.GetNamespace() {
-		return refuse("spec.additionalManifests: ConfigMap %s/%s is outside the provider's namespace %s; move it into %s and drop spec.additionalManifests.namespace",
-			ref.Namespace, ref.Name, obj.GetNamespace(), obj.GetNamespace())
-	}
 	var cm corev1.ConfigMap
 	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -116,26 +113,52 @@ func (r *Reconciler) storeAdditionalArtifact(ctx context.Context, obj v1alpha1.P
 	return nil
 }
 
+// additionalKey names the ExternalArtifact and Kustomization of
+// spec.additionalManifests.
+func additionalKey(obj v1alpha1.Provider) ctrl.ObjectKey {
+	return ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: render.AdditionalObjectName(obj.ProviderType(), obj.GetName())}
+}
+
 // additionalObjects are the Flux objects of spec.additionalManifests,
 // existing or not.
 func additionalObjects(obj v1alpha1.Provider) []ctrl.Object {
-	key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: render.AdditionalObjectName(obj.ProviderType(), obj.GetName())}
-	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
-	ea := &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
-	return []ctrl.Object{ks, ea}
+	m := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: additionalKey(obj).Name}
+	return []ctrl.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &sourcev1.ExternalArtifact{ObjectMeta: m}}
+}
+
+// componentObjects are the Flux objects named after the provider, existing
+// or not: its OCIRepository and its Kustomization or HelmRelease.
+func componentObjects(obj v1alpha1.Provider) []ctrl.Object {
+	m := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: objectName(obj)}
+	return []ctrl.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &helmv2.HelmRelease{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: m}}
 }
 
 // removeAdditional deletes the Flux objects and the stored artifact of
 // additional manifests the provider no longer asks for; Flux prunes what
 // the Kustomization applied. It reports whether any object remains.
 func (r *Reconciler) removeAdditional(ctx context.Context, obj v1alpha1.Provider) (remaining bool, err error) {
-	for _, o := range additionalObjects(obj) {
+	if remaining, err = r.deleteOwned(ctx, obj, additionalObjects(obj)); err != nil {
+		return remaining, err
+	}
+	if r.Artifacts != nil {
+		key := additionalKey(obj)
+		if err := r.Artifacts.Remove(sourcev1.ExternalArtifactKind, key.Namespace, key.Name); err != nil {
+			return remaining, err
+		}
+	}
+	return remaining, nil
+}
+
+// deleteOwned deletes those of objects (named, empty) that exist and that
+// the provider controls, and reports whether any of them is still there.
+func (r *Reconciler) deleteOwned(ctx context.Context, obj v1alpha1.Provider, objects []ctrl.Object) (remaining bool, err error) {
+	for _, o := range objects {
 		err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o)
 		if apierrors.IsNotFound(err) || isNoMatch(err) {
 			continue
 		}
 		if err != nil {
-			return false, err
+			return remaining, err
 		}
 		if !ownedByProvider(o, obj) {
 			continue
@@ -145,12 +168,6 @@ func (r *Reconciler) removeAdditional(ctx context.Context, obj v1alpha1.Provider
 			if err := r.Client.Delete(ctx, o, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); ctrl.IgnoreNotFound(err) != nil {
 				return true, fmt.Errorf("deleting %s/%s: %w", o.GetNamespace(), o.GetName(), err)
 			}
-		}
-	}
-	if r.Artifacts != nil {
-		name := render.AdditionalObjectName(obj.ProviderType(), obj.GetName())
-		if err := r.Artifacts.Remove(sourcev1.ExternalArtifactKind, obj.GetNamespace(), name); err != nil {
-			return remaining, err
 		}
 	}
 	return remaining, nil

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,32 +45,17 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (recon
 	}
 
 	name := objectName(obj)
-	remaining := 0
 	// kustomize-controller's finalizer prunes what the Kustomization applied
 	// from its inventory; it does not need the source any more.
-	for _, o := range []ctrl.Object{&kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, &sourcev1.OCIRepository{}} {
-		err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, o)
-		if apierrors.IsNotFound(err) || isNoMatch(err) {
-			continue
-		}
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		remaining++
-		if o.GetDeletionTimestamp().IsZero() {
-			if err := r.Client.Delete(ctx, o, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); ctrl.IgnoreNotFound(err) != nil {
-				return reconcile.Result{}, fmt.Errorf("deleting %s/%s: %w", obj.GetNamespace(), name, err)
-			}
-		}
+	remaining, err := r.deleteOwned(ctx, obj, componentObjects(obj))
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	extra, err := r.removeAdditional(ctx, obj)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if extra {
-		remaining++
-	}
-	if remaining > 0 {
+	if remaining || extra {
 		setTrue(obj, v1alpha1.DeletingCondition, v1alpha1.DeletingReason,
 			fmt.Sprintf("Flux is pruning what it applied for %s/%s (CustomResourceDefinitions are kept)", obj.GetNamespace(), name))
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
@@ -95,13 +78,8 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, obj v1alpha1.Provider)
 
 // hasFluxObjects tells whether any Flux object of the provider exists.
 func (r *Reconciler) hasFluxObjects(ctx context.Context, obj v1alpha1.Provider) (bool, error) {
-	objects := []ctrl.Object{&kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, &sourcev1.OCIRepository{}}
-	for _, o := range append(objects, additionalObjects(obj)...) {
-		key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}
-		if o.GetName() != "" {
-			key.Name = o.GetName()
-		}
-		err := r.Client.Get(ctx, key, o)
+	for _, o := range append(componentObjects(obj), additionalObjects(obj)...) {
+		err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o)
 		if err == nil {
 			return true, nil
 		}
@@ -210,11 +188,11 @@ func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) 
 // additionalInventory is the set of objects the Kustomization of the
 // provider's additional manifests applied, by inventory ID.
 func (r *Reconciler) additionalInventory(ctx context.Context, obj v1alpha1.Provider) (map[string]bool, error) {
-	ks := additionalObjects(obj)[0].(*kustomizev1.Kustomization)
-	if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(ks), ks); err != nil {
+	var ks kustomizev1.Kustomization
+	if err := r.Client.Get(ctx, additionalKey(obj), &ks); err != nil {
 		return nil, ctrl.IgnoreNotFound(err)
 	}
-	if ks.Status.Inventory == nil || !ownedByProvider(ks, obj) {
+	if ks.Status.Inventory == nil || !ownedByProvider(&ks, obj) {
 		return nil, nil
 	}
 	ids := make(map[string]bool, len(ks.Status.Inventory.Entries))

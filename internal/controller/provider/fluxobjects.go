@@ -174,13 +174,9 @@ func (r *Reconciler) applyIfChanged(ctx context.Context, desired ctrl.Object) er
 
 // suspendFluxObjects carries spec.suspend to the existing Flux objects.
 func (r *Reconciler) suspendFluxObjects(ctx context.Context, obj v1alpha1.Provider) error {
-	name := objectName(obj)
-	for _, o := range []ctrl.Object{&sourcev1.OCIRepository{}, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, additionalObjects(obj)[0]} {
-		key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}
-		if o.GetName() != "" {
-			key.Name = o.GetName()
-		}
-		if err := r.Client.Get(ctx, key, o); err != nil {
+	// An ExternalArtifact has no suspend: suspended() skips it.
+	for _, o := range append(componentObjects(obj), additionalObjects(obj)...) {
+		if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o); err != nil {
 			continue
 		}
 		if suspended(o) {

@@ -305,10 +305,7 @@ func (r *Reconciler) checkVariables(ctx context.Context, obj v1alpha1.Provider, 
 // checkDependencies waits for the Flux objects in spec.dependsOn.
 func (r *Reconciler) checkDependencies(ctx context.Context, obj v1alpha1.Provider, _ *PreflightResult) *preflightError {
 	for _, dep := range obj.GetSpec().DependsOn {
-		ns := dep.Namespace
-		if ns == "" {
-			ns = obj.GetNamespace()
-		}
+		ns := namespaceOr(dep.Namespace, obj.GetNamespace())
 		kind := dep.Kind
 		if kind == "" {
 			kind = kustomizev1.KustomizationKind
