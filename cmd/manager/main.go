@@ -31,6 +31,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	// The image has no base layer and so no CA bundle: without system
+	// roots, TLS to registries and notification-controller is verified
+	// against the Mozilla roots this package embeds.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
@@ -43,6 +48,9 @@ import (
 
 const controllerName = "capwright"
 
+// version is stamped at release time (-ldflags "-X main.version=v0.1.0").
+var version = "dev"
+
 type mirrorFlags []string
 
 func (m *mirrorFlags) String() string     { return fmt.Sprint(*m) }
@@ -52,11 +60,12 @@ func main() {
 	var (
 		metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize string
 		storagePath, storageAddr, storageURL                    string
-		leaderElect                                             bool
+		leaderElect, printVersion                               bool
 		concurrent                                              int
 		resync                                                  time.Duration
 		mirrors, insecure                                       mirrorFlags
 	)
+	flag.BoolVar(&printVersion, "version", false, "print the version and exit")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	flag.StringVar(&eventsAddr, "events-addr", "", "notification-controller address to forward events to, as Flux controllers do (e.g. http://notification-controller.flux-system.svc.cluster.local./)")
@@ -73,8 +82,13 @@ func main() {
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if printVersion {
+		fmt.Println(version)
+		return
+	}
 	ctrlruntime.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrlruntime.Log.WithName("setup")
+	log.Info("starting the Capwright manager", "version", version)
 
 	if err := run(runOptions{metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize, storagePath, storageAddr, storageURL, leaderElect, concurrent, resync, mirrors, insecure}); err != nil {
 		log.Error(err, "manager stopped")
@@ -119,6 +133,10 @@ func run(o runOptions) error {
 		HealthProbeBindAddress: o.probeAddr,
 		LeaderElection:         o.leaderElect,
 		LeaderElectionID:       "capwright-leader-election",
+		// The Deployment sets RUNTIME_NAMESPACE from the pod's namespace,
+		// as Flux's controllers have it; empty means the in-cluster
+		// service account's namespace.
+		LeaderElectionNamespace: os.Getenv("RUNTIME_NAMESPACE"),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read when needed, not cached cluster-wide.
 			DisableFor: []client.Object{&corev1.Secret{}},
