@@ -137,6 +137,9 @@ func run(o runOptions) error {
 		// as Flux's controllers have it; empty means the in-cluster
 		// service account's namespace.
 		LeaderElectionNamespace: os.Getenv("RUNTIME_NAMESPACE"),
+		// A replaced pod hands the lease over at once instead of making its
+		// successor wait out the lease, as Flux's controllers do.
+		LeaderElectionReleaseOnCancel: true,
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read when needed, not cached cluster-wide.
 			DisableFor: []client.Object{&corev1.Secret{}},
