@@ -1,0 +1,198 @@
+// Package docs checks the user documentation against the code: every
+// condition reason the API defines is explained in docs/troubleshooting.md,
+// and every example a guide tells users to commit decodes strictly into the
+// real API types (the install e2e suite applies the install examples on
+// the plane; this catches the rest).
+package docs
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	providersv1alpha1 "github.com/capwright/capwright/api/providers/v1alpha1"
+	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+)
+
+const repoRoot = "../.."
+
+// TestTroubleshootingNamesEveryReason: each reason constant of a kind's
+// API appears, as `Reason`, in that kind's section of the guide.
+func TestTroubleshootingNamesEveryReason(t *testing.T) {
+	guide, err := os.ReadFile(filepath.Join(repoRoot, "docs", "troubleshooting.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := splitSections(string(guide))
+	for _, api := range []struct{ file, section string }{
+		{"api/providers/v1alpha1/conditions.go", "Providers"},
+		{"api/tenancy/v1alpha1/conditions.go", "Tenants"},
+	} {
+		reasons := reasonConstants(t, filepath.Join(repoRoot, api.file))
+		if len(reasons) < 10 {
+			t.Fatalf("found only %d reasons in %s: the parser no longer finds them", len(reasons), api.file)
+		}
+		text, ok := sections[api.section]
+		if !ok {
+			t.Fatalf("docs/troubleshooting.md has no section %q", api.section)
+		}
+		for name, value := range reasons {
+			if !strings.Contains(text, "`"+value+"`") {
+				t.Errorf("docs/troubleshooting.md, section %s, does not explain reason %q (%s in %s)", api.section, value, name, api.file)
+			}
+		}
+	}
+}
+
+// splitSections maps each level-2 heading to its text (with its
+// subsections).
+func splitSections(md string) map[string]string {
+	out := map[string]string{}
+	heading := regexp.MustCompile(`(?m)^## (.+)$`)
+	idx := heading.FindAllStringSubmatchIndex(md, -1)
+	for i, m := range idx {
+		end := len(md)
+		if i+1 < len(idx) {
+			end = idx[i+1][0]
+		}
+		out[md[m[2]:m[3]]] = md[m[1]:end]
+	}
+	return out
+}
+
+// reasonConstants returns the string constants named *Reason in file.
+func reasonConstants(t *testing.T, file string) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, decl := range f.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if !strings.HasSuffix(name.Name, "Reason") || i >= len(vs.Values) {
+					continue
+				}
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					continue
+				}
+				v, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[name.Name] = v
+			}
+		}
+	}
+	return out
+}
+
+// TestExamplesDecodeStrictly decodes every YAML document under
+// docs/examples into its Go type, refusing unknown fields, so a renamed or
+// misspelt field in an example fails here.
+func TestExamplesDecodeStrictly(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme,
+		providersv1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	var files []string
+	err := filepath.WalkDir(filepath.Join(repoRoot, "docs", "examples"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 5 {
+		t.Fatalf("found %d example files under docs/examples", len(files))
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := utilyaml.NewYAMLReader(bufioReader(data))
+		docs := 0
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+				continue
+			}
+			docs++
+			if _, _, err := decoder.Decode(doc, nil, nil); err != nil {
+				t.Errorf("%s, document %d: %v", file, docs, err)
+			}
+		}
+		if docs == 0 {
+			t.Errorf("%s holds no object", file)
+		}
+	}
+}
+
+// TestInstallGuideNamesExistingExamples: every docs/examples path the
+// guides link exists.
+func TestInstallGuideNamesExistingExamples(t *testing.T) {
+	link := regexp.MustCompile(`examples/[A-Za-z0-9_./-]+\.yaml`)
+	for _, guide := range []string{"docs/install.md", "docs/airgap.md", "README.md"} {
+		data, err := os.ReadFile(filepath.Join(repoRoot, guide))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range link.FindAllString(string(data), -1) {
+			if _, err := os.Stat(filepath.Join(repoRoot, "docs", path)); err != nil {
+				t.Errorf("%s names %s, which does not exist", guide, path)
+			}
+		}
+	}
+}
+
+func stripComments(doc []byte) []byte {
+	var out [][]byte
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			out = append(out, line)
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
+}
+
+func bufioReader(data []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(data)) }
