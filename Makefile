@@ -120,3 +120,23 @@ clean: ## Remove run logs and plane state (keeps built tools).
 .PHONY: clean-all
 clean-all: ## Remove everything in bin/, built tools included.
 	rm -rf $(BIN)
+
+# Release artifacts, built without a container runtime by cmd/release (the
+# way ko does): the manager image, the manifests Flux consumes, the Helm
+# chart and the CLI. PLAIN_HTTP=1 talks plain HTTP to REGISTRY.
+REGISTRY    ?=
+OUTPUT      ?=
+PLAIN_HTTP  ?=
+ALLOW_DIRTY ?=
+RELEASE_FLAGS = $(if $(filter 1 true yes,$(PLAIN_HTTP)),-plain-http) $(if $(filter 1 true yes,$(ALLOW_DIRTY)),-allow-dirty)
+
+.PHONY: image
+image: ## Build the manager image (linux/amd64+arm64) into the OCI layout bin/image; REGISTRY=host/prefix [PLAIN_HTTP=1] pushes it.
+	$(GO) run ./cmd/release -image -version '$(VERSION)' \
+		$(if $(REGISTRY),-registry '$(REGISTRY)',-registry ghcr.io/capwright -output $(BIN)/image) $(RELEASE_FLAGS)
+
+.PHONY: release
+release: ## make release VERSION=vX.Y.Z REGISTRY=host/prefix [OUTPUT=dir] [PLAIN_HTTP=1] [ALLOW_DIRTY=1]: image, chart, manifests, CLI.
+	@case "$(origin VERSION)" in "command line"|environment*) ;; \
+		*) echo "make release needs the version to release: make release VERSION=v0.1.0 REGISTRY=host/prefix" >&2; exit 1;; esac
+	$(GO) run ./cmd/release -version '$(VERSION)' -registry '$(REGISTRY)' $(if $(OUTPUT),-output '$(OUTPUT)') $(RELEASE_FLAGS)
