@@ -120,7 +120,7 @@ func stampChart(files map[string][]byte, version, imageRepo, imageDigest string)
 		return fmt.Errorf("Chart.yaml annotations: %w", err)
 	}
 	for _, field := range []string{"version", "appVersion"} {
-		if err := chart.PipeE(kyaml.SetField(field, kyaml.NewStringRNode(version))); err != nil {
+		if err := setString(chart, field, version); err != nil {
 			return fmt.Errorf("Chart.yaml %s: %w", field, err)
 		}
 	}
@@ -134,7 +134,7 @@ func stampChart(files map[string][]byte, version, imageRepo, imageDigest string)
 		return fmt.Errorf("values.yaml image: %w", err)
 	}
 	for field, value := range map[string]string{"repository": imageRepo, "digest": imageDigest} {
-		if err := image.PipeE(kyaml.SetField(field, kyaml.NewStringRNode(value))); err != nil {
+		if err := setString(image, field, value); err != nil {
 			return fmt.Errorf("values.yaml image.%s: %w", field, err)
 		}
 	}
@@ -147,6 +147,17 @@ func stampChart(files map[string][]byte, version, imageRepo, imageDigest string)
 		files[name] = []byte(out)
 	}
 	return nil
+}
+
+// setString sets field of a mapping to a string: in place when it is a
+// scalar already, so its comments and quoting stay, else as a new field.
+func setString(m *kyaml.RNode, field, value string) error {
+	if f := m.Field(field); f != nil && f.Value.YNode().Kind == kyaml.ScalarNode {
+		n := f.Value.YNode()
+		n.Value, n.Tag = value, kyaml.NodeTagString
+		return nil
+	}
+	return m.PipeE(kyaml.SetField(field, kyaml.NewStringRNode(value)))
 }
 
 // packChart lays the chart out as helm push does: config = Chart.yaml as

@@ -118,24 +118,38 @@ func writeLayout(ctx context.Context, dir string, src content.ReadOnlyStorage, a
 	return nil
 }
 
-// prepareLayoutDir accepts a missing or empty directory, or replaces the
-// layout an earlier run wrote there; it refuses any other directory, so a
+// checkOutputDir accepts a missing directory, one holding at most the CLI
+// (cli/), or the layout an earlier run wrote; it refuses any other, so a
 // mistyped OUTPUT never clears unrelated files.
-func prepareLayoutDir(dir string) error {
+func checkOutputDir(dir string) error {
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
-		return os.MkdirAll(dir, 0o755)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("output %s: %w", dir, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ocispec.ImageLayoutFile)); err != nil {
-		return fmt.Errorf("output %s is neither empty nor an OCI layout; give an empty or new directory", dir)
+	if _, err := os.Stat(filepath.Join(dir, ocispec.ImageLayoutFile)); err == nil {
+		return nil
+	}
+	for _, e := range entries {
+		if e.Name() != "cli" {
+			return fmt.Errorf("output %s is neither empty nor an OCI layout (it holds %s); give an empty or new directory", dir, e.Name())
+		}
+	}
+	return nil
+}
+
+// prepareLayoutDir creates dir or removes the layout an earlier run wrote
+// there.
+func prepareLayoutDir(dir string) error {
+	if err := checkOutputDir(dir); err != nil {
+		return err
 	}
 	for _, name := range []string{ocispec.ImageBlobsDir, ocispec.ImageIndexFile, ocispec.ImageLayoutFile} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("replacing the OCI layout %s: %w", dir, err)
 		}
 	}
-	return nil
+	return os.MkdirAll(dir, 0o755)
 }

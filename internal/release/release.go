@@ -111,6 +111,11 @@ func prepare(ctx context.Context, o Options) (*run, error) {
 	if r.cliPlatforms, err = parsePlatforms(o.CLIPlatforms); err != nil {
 		return nil, fmt.Errorf("CLI platforms: %w", err)
 	}
+	if o.Output != "" {
+		if err := checkOutputDir(o.Output); err != nil {
+			return nil, err
+		}
+	}
 	if r.commit, err = headCommit(ctx, o.RepoRoot); err != nil {
 		return nil, err
 	}
