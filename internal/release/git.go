@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -43,9 +44,16 @@ func headCommit(ctx context.Context, dir string) (commit, error) {
 }
 
 // dirtyFiles lists what git status --porcelain reports: modified, staged
-// and untracked files (ignored ones, such as bin/, are not).
-func dirtyFiles(ctx context.Context, dir string) ([]string, error) {
-	out, err := git(ctx, dir, "status", "--porcelain")
+// and untracked files (ignored ones, such as bin/, are not), except under
+// the exclude paths (the release's own output).
+func dirtyFiles(ctx context.Context, dir string, exclude ...string) ([]string, error) {
+	args := []string{"status", "--porcelain", "--", "."}
+	for _, p := range exclude {
+		if rel, err := filepath.Rel(dir, p); err == nil && filepath.IsLocal(rel) {
+			args = append(args, ":(exclude)"+filepath.ToSlash(rel))
+		}
+	}
+	out, err := git(ctx, dir, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -61,8 +69,8 @@ func dirtyFiles(ctx context.Context, dir string) ([]string, error) {
 
 // checkClean refuses a working tree with uncommitted changes: the
 // artifacts would not be what the commit they name holds.
-func checkClean(ctx context.Context, dir string) error {
-	files, err := dirtyFiles(ctx, dir)
+func checkClean(ctx context.Context, dir string, exclude ...string) error {
+	files, err := dirtyFiles(ctx, dir, exclude...)
 	if err != nil {
 		return err
 	}

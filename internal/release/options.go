@@ -164,6 +164,11 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("repository root %s: %w", o.RepoRoot, err)
 	}
 	o.RepoRoot = root
+	if o.Output != "" {
+		if o.Output, err = filepath.Abs(o.Output); err != nil {
+			return o, err
+		}
+	}
 	if o.ManifestsDir == "" {
 		o.ManifestsDir = filepath.Join(root, "manifests", "default")
 	}
@@ -182,6 +187,9 @@ func (o Options) withDefaults() (Options, error) {
 		} else {
 			o.CLIDir = filepath.Join(root, "bin", "release", o.Version)
 		}
+	}
+	if o.CLIDir, err = filepath.Abs(o.CLIDir); err != nil {
+		return o, err
 	}
 	if o.Log == nil {
 		o.Log = io.Discard

@@ -30,7 +30,8 @@ func Release(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	if !r.opts.AllowDirty {
-		if err := checkClean(ctx, r.opts.RepoRoot); err != nil {
+		// A release's own output in the tree (OUTPUT=dist) is no change.
+		if err := checkClean(ctx, r.opts.RepoRoot, r.opts.Output, r.opts.CLIDir); err != nil {
 			return nil, err
 		}
 	}

@@ -305,3 +305,15 @@ func TestReleaseAllowDirty(t *testing.T) {
 		t.Errorf("CLI built though skipped: %v", res.CLI)
 	}
 }
+
+func TestReleaseOutputInsideTheTreeIsNoChange(t *testing.T) {
+	repo := testRepo(t)
+	o := testOptions(t, repo, "registry.test/capwright")
+	o.Output = filepath.Join(repo, "dist")
+	o.CLIDir = ""
+	for i := range 2 {
+		if _, err := Release(context.Background(), o); err != nil {
+			t.Fatalf("release %d into %s: %v", i+1, o.Output, err)
+		}
+	}
+}
