@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,59 +17,77 @@ import (
 )
 
 func main() {
-	var (
-		o          release.Options
-		imageOnly  bool
-		imagePlats string
-		cliPlats   string
-		noCLI      bool
-	)
-	flag.StringVar(&o.Version, "version", "", "version to release, vX.Y.Z[-pre] (required)")
-	flag.StringVar(&o.Registry, "registry", "", "host[:port]/prefix the artifacts are named under (required)")
-	flag.BoolVar(&o.PlainHTTP, "plain-http", false, "talk plain HTTP to the registry")
-	flag.StringVar(&o.Output, "output", "", "write one OCI image layout here instead of pushing")
-	flag.StringVar(&o.RepoRoot, "repo-root", ".", "the repository to release")
-	flag.StringVar(&o.ManifestsDir, "manifests-dir", "", "kustomization of the manifests artifact (default <repo-root>/manifests/default)")
-	flag.StringVar(&o.ChartDir, "chart-dir", "", "Helm chart (default <repo-root>/charts/capwright)")
-	flag.StringVar(&imagePlats, "image-platforms", "", "comma-separated os/arch of the image (default linux/amd64,linux/arm64)")
-	flag.StringVar(&cliPlats, "cli-platforms", "", "comma-separated os/arch of the CLI (default linux and darwin, amd64 and arm64)")
-	flag.BoolVar(&noCLI, "no-cli", false, "do not build the CLI")
-	flag.StringVar(&o.CLIDir, "cli-dir", "", "where the CLI binaries and SHA256SUMS go (default <repo-root>/bin/release/<version>, or <output>/cli)")
-	flag.BoolVar(&o.AllowDirty, "allow-dirty", false, "release from a working tree with uncommitted changes")
-	flag.BoolVar(&imageOnly, "image", false, "build only the manager image (make image)")
-	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
+// releaseFunc is release.Release or release.Image.
+type releaseFunc func(context.Context, release.Options) (*release.Result, error)
+
+// run parses args into release.Options, releases, prints the artifacts to
+// stdout and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, imageOnly, err := parseFlags(args, stderr)
+	if err != nil {
+		return 2
+	}
+	do := releaseFunc(release.Release)
+	if imageOnly {
+		do = release.Image
+	}
+	res, err := do(ctx, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "release:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "image      %s\n", res.Image.Ref())
+	if !imageOnly {
+		fmt.Fprintf(stdout, "chart      %s\n", res.Chart.Ref())
+		fmt.Fprintf(stdout, "manifests  %s\n", res.Manifests.Ref())
+		for _, f := range res.CLI {
+			fmt.Fprintf(stdout, "cli        %s\n", f)
+		}
+	}
+	if o.Output != "" {
+		fmt.Fprintf(stdout, "written to the OCI layout %s\n", o.Output)
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (o release.Options, imageOnly bool, err error) {
+	fs := flag.NewFlagSet("release", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var imagePlats, cliPlats string
+	var noCLI bool
+	fs.StringVar(&o.Version, "version", "", "version to release, vX.Y.Z[-pre] (required)")
+	fs.StringVar(&o.Registry, "registry", "", "host[:port]/prefix the artifacts are named under (required)")
+	fs.BoolVar(&o.PlainHTTP, "plain-http", false, "talk plain HTTP to the registry")
+	fs.StringVar(&o.Output, "output", "", "write one OCI image layout here instead of pushing")
+	fs.StringVar(&o.RepoRoot, "repo-root", ".", "the repository to release")
+	fs.StringVar(&o.ManifestsDir, "manifests-dir", "", "kustomization of the manifests artifact (default <repo-root>/manifests/default)")
+	fs.StringVar(&o.ChartDir, "chart-dir", "", "Helm chart (default <repo-root>/charts/capwright)")
+	fs.StringVar(&imagePlats, "image-platforms", "", "comma-separated os/arch of the image (default linux/amd64,linux/arm64)")
+	fs.StringVar(&cliPlats, "cli-platforms", "", "comma-separated os/arch of the CLI (default linux and darwin, amd64 and arm64)")
+	fs.BoolVar(&noCLI, "no-cli", false, "do not build the CLI")
+	fs.StringVar(&o.CLIDir, "cli-dir", "", "where the CLI binaries and SHA256SUMS go (default <repo-root>/bin/release/<version>, or <output>/cli)")
+	fs.BoolVar(&o.AllowDirty, "allow-dirty", false, "release from a working tree with uncommitted changes")
+	fs.BoolVar(&imageOnly, "image", false, "build only the manager image (make image)")
+	if err := fs.Parse(args); err != nil {
+		return o, false, err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments %q; every option is a flag\n", fs.Args())
+		return o, false, fmt.Errorf("unexpected arguments")
+	}
 	o.ImagePlatforms = splitList(imagePlats)
 	o.CLIPlatforms = splitList(cliPlats)
 	if noCLI {
 		o.CLIPlatforms = []string{}
 	}
-	o.Log = os.Stderr
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	run := release.Release
-	if imageOnly {
-		run = release.Image
-	}
-	res, err := run(ctx, o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "release:", err)
-		os.Exit(1)
-	}
-	where := "pushed"
-	if o.Output != "" {
-		where = "written to " + o.Output
-	}
-	fmt.Printf("image      %s\n", res.Image.Ref())
-	if !imageOnly {
-		fmt.Printf("chart      %s\n", res.Chart.Ref())
-		fmt.Printf("manifests  %s\n", res.Manifests.Ref())
-		for _, f := range res.CLI {
-			fmt.Printf("cli        %s\n", f)
-		}
-	}
-	fmt.Printf("(%s)\n", where)
+	o.Log = stderr
+	return o, imageOnly, nil
 }
 
 // splitList is nil for "" (the default) and the comma-separated items
