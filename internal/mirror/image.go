@@ -41,7 +41,7 @@ func parseImage(written string) (imageRef, error) {
 	}
 	img.Name = rest
 	first, path, hasPath := strings.Cut(rest, "/")
-	if isHost := hasPath && (strings.ContainsAny(first, ".:") || first == "localhost"); !isHost {
+	if isHost := hasPath && looksLikeHost(first); !isHost {
 		first, path = dockerHub, rest
 	}
 	if first == "index.docker.io" || first == "registry-1.docker.io" {
@@ -58,6 +58,13 @@ func parseImage(written string) (imageRef, error) {
 		return imageRef{}, fmt.Errorf("image %q: %w", written, err)
 	}
 	return img, nil
+}
+
+// looksLikeHost tells a registry host from the first path element of a
+// Docker Hub repository, as container runtimes do: it has a dot or a port,
+// or is localhost.
+func looksLikeHost(s string) bool {
+	return strings.ContainsAny(s, ".:") || s == "localhost"
 }
 
 // validate checks a reference with oras-go's rules (distribution spec).

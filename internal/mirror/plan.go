@@ -26,6 +26,9 @@ type plan struct {
 	desc   ocispec.Descriptor
 	staged *memory.Store
 	images []imageRef
+	// after are the layout entries holding the images of this one: their
+	// tags go first, and their failure fails this one (RunLayout).
+	after []*plan
 }
 
 // planAll reads the artifacts, a few at a time. A reference that cannot be
@@ -47,7 +50,7 @@ func (r *runner) planAll(ctx context.Context, refs []artifact.Reference) []*plan
 				p.result.Err = err
 				r.rec.emit(Event{Kind: RefFailed, Ref: ref.String(), Err: err})
 			} else {
-				r.rec.emit(Event{Kind: RefPlanned, Ref: ref.String(), Images: len(p.images)})
+				r.rec.emit(Event{Kind: RefPlanned, Ref: ref.String(), Images: len(p.images), ArtifactKind: p.result.Kind, Notes: p.result.Notes})
 			}
 			plans[i] = p
 		})
@@ -57,12 +60,22 @@ func (r *runner) planAll(ctx context.Context, refs []artifact.Reference) []*plan
 }
 
 // read fetches the artifact (bounded by the artifact size limit), repacks
-// it when asked and needed, and lists the images its components run.
+// it when asked and needed, and lists the images it runs: those of its
+// components for a provider artifact, of its YAML for a Flux artifact, of
+// its artifacthub.io/images annotation for a Helm chart.
 func (r *runner) read(ctx context.Context, p *plan) error {
 	ref := p.result.Source
 	if ref.Tag == "" && ref.Digest == "" {
 		return fmt.Errorf("%s: give the artifact's tag (its version) or digest", ref)
 	}
+	desc, manifest, err := r.peek(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if kind := kindOf(desc, manifest); kind.isRelease() {
+		return r.readRelease(ctx, p, desc, manifest, kind)
+	}
+	p.result.Kind = KindProvider
 	fetched, err := r.fetcher.Fetch(ctx, ref, r.opts.SourceAccess)
 	var layout *artifact.LayoutError
 	var components []byte
@@ -71,8 +84,12 @@ func (r *runner) read(ctx context.Context, p *plan) error {
 		if components, err = componentsOf(fetched); err != nil {
 			return err
 		}
-		if p.desc, err = r.resolveArtifact(ctx, ref, fetched.Digest); err != nil {
-			return err
+		p.desc = desc
+		if fetched.Digest != desc.Digest.String() {
+			// The tag moved between the two reads.
+			if p.desc, err = r.resolveArtifact(ctx, ref, fetched.Digest); err != nil {
+				return err
+			}
 		}
 		p.result.SourceDigest = fetched.Digest
 	case errors.As(err, &layout) && layout.Repackable() && r.opts.Repack:
@@ -87,10 +104,70 @@ func (r *runner) read(ctx context.Context, p *plan) error {
 	if err != nil {
 		return &artifact.LayoutError{Ref: ref.String(), Problem: fmt.Sprintf("its container images cannot be listed: %v", err)}
 	}
+	return r.addImages(p, written)
+}
+
+// peek resolves a reference and reads its manifest when it is an image
+// manifest within the metadata limit (nil otherwise: the provider
+// artifact reader names what it is). With a tag and a digest, the tag must
+// still name the digest.
+func (r *runner) peek(ctx context.Context, ref artifact.Reference) (ocispec.Descriptor, *ocispec.Manifest, error) {
+	repo, err := r.repository(false, ref)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	want := ref.Tag
+	if want == "" {
+		want = ref.Digest
+	}
+	desc, err := repo.Resolve(ctx, want)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, artifact.RegistryError(ref, "resolving", err)
+	}
+	if ref.Digest != "" && desc.Digest.String() != ref.Digest {
+		return ocispec.Descriptor{}, nil, &artifact.DigestMismatchError{Ref: ref.Host + "/" + ref.Repository + ":" + ref.Tag, Expected: ref.Digest, Actual: desc.Digest.String()}
+	}
+	if desc.MediaType != ocispec.MediaTypeImageManifest || desc.Size > r.opts.MaxMetadataSize {
+		return desc, nil, nil
+	}
+	data, err := readBlob(ctx, repo.Manifests(), ref.String(), "manifest", desc, r.opts.MaxMetadataSize)
+	if err != nil {
+		return ocispec.Descriptor{}, nil, err
+	}
+	manifest, err := decodeManifest(ref.String(), desc, data)
+	return desc, manifest, err
+}
+
+// readRelease lists the images of a Flux artifact or a Helm chart, read
+// from the source registry.
+func (r *runner) readRelease(ctx context.Context, p *plan, desc ocispec.Descriptor, m *ocispec.Manifest, kind Kind) error {
+	ref := p.result.Source
+	repo, err := r.repository(false, ref)
+	if err != nil {
+		return err
+	}
+	p.desc = desc
+	p.result.Kind = kind
+	p.result.SourceDigest = desc.Digest.String()
+	written, note, err := releaseImages(ctx, repo.Blobs(), ref.String(), kind, m, r.opts.MaxArtifactSize)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		p.result.Notes = append(p.result.Notes, note)
+	}
+	return r.addImages(p, written)
+}
+
+// addImages records the images an artifact runs, as written in it.
+func (r *runner) addImages(p *plan, written []string) error {
 	for _, w := range written {
 		img, err := parseImage(w)
 		if err != nil {
-			return &artifact.LayoutError{Ref: ref.String(), Problem: err.Error()}
+			if p.result.Kind == KindProvider {
+				return &artifact.LayoutError{Ref: p.result.Source.String(), Problem: err.Error()}
+			}
+			return fmt.Errorf("%s: %w", p.result.Source, err)
 		}
 		p.images = append(p.images, img)
 		p.result.Images = append(p.result.Images, Image{

@@ -10,8 +10,8 @@ type EventKind int
 const (
 	// RefStarted: reading the artifact Ref began.
 	RefStarted EventKind = iota + 1
-	// RefPlanned: the artifact Ref was read; Images is how many container
-	// images its components run.
+	// RefPlanned: the artifact Ref was read; it is an ArtifactKind and
+	// runs Images container images; Notes are what to know about it.
 	RefPlanned
 	// BlobCopied: a blob of Size bytes was uploaded to Repository.
 	BlobCopied
@@ -59,6 +59,10 @@ type Event struct {
 	Size int64
 	// Images is the number of images of an artifact (RefPlanned).
 	Images int
+	// ArtifactKind is what the artifact is (Ref* events), Notes what to
+	// know about it (RefPlanned).
+	ArtifactKind Kind
+	Notes        []string
 	// SourceDigest is the digest before repacking (Repacked).
 	SourceDigest string
 	Skipped      bool
@@ -120,7 +124,12 @@ func (r *recorder) emit(e Event) {
 	case ImageDone:
 		count(&s.Images, e)
 	case RefDone, RefFailed:
-		count(&s.Artifacts, e)
+		if e.ArtifactKind == KindImage {
+			// An image entry of an OCI layout.
+			count(&s.Images, e)
+		} else {
+			count(&s.Artifacts, e)
+		}
 	}
 	if r.progress != nil {
 		r.progress.Event(e)

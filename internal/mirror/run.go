@@ -3,11 +3,13 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/capwright/capwright/internal/artifact"
@@ -52,6 +54,26 @@ type Options struct {
 // Two sources that would land in the same target repository stop the run
 // with a *ConflictError before anything is copied.
 func Run(ctx context.Context, refs []artifact.Reference, opts Options) (*Summary, error) {
+	r, summary := newRunner(opts)
+	defer r.close()
+
+	plans := r.planAll(ctx, dedupe(refs))
+	if err := checkConflicts(r.opts.Target, plans); err != nil {
+		return summary.of(plans), err
+	}
+	var wg sync.WaitGroup
+	for _, p := range plans {
+		if p.result.Err == nil {
+			wg.Go(func() { r.mirror(ctx, p) })
+		}
+	}
+	wg.Wait()
+	return summary.of(plans), summary.err()
+}
+
+// newRunner applies the defaults of opts and returns the runner of a run
+// with the Summary it fills.
+func newRunner(opts Options) (*runner, *Summary) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
@@ -63,38 +85,31 @@ func Run(ctx context.Context, refs []artifact.Reference, opts Options) (*Summary
 	}
 	summary := &Summary{Target: opts.Target}
 	rec := &recorder{summary: summary, progress: opts.Progress}
-	r := &runner{
+	return &runner{
 		opts:    opts,
 		rec:     rec,
 		copier:  newCopier(opts.Concurrency, opts.MaxMetadataSize, rec),
 		fetcher: &artifact.Fetcher{MaxArtifactSize: opts.MaxArtifactSize},
 		repos:   map[string]*remote.Repository{},
 		images:  map[string]*imageJob{},
-	}
-	defer r.close()
+	}, summary
+}
 
-	plans := r.planAll(ctx, dedupe(refs))
-	summary.Results = make([]Result, len(plans))
-	if err := checkConflicts(opts.Target, plans); err != nil {
-		for i, p := range plans {
-			summary.Results[i] = p.result
-		}
-		return summary, err
-	}
-	var wg sync.WaitGroup
-	for _, p := range plans {
-		if p.result.Err == nil {
-			wg.Go(func() { r.mirror(ctx, p) })
-		}
-	}
-	wg.Wait()
+// of fills the results of the plans in.
+func (s *Summary) of(plans []*plan) *Summary {
+	s.Results = make([]Result, len(plans))
 	for i, p := range plans {
-		summary.Results[i] = p.result
+		s.Results[i] = p.result
 	}
-	if failed := summary.Failed(); len(failed) > 0 {
-		return summary, &Error{Failed: failed, Total: len(plans)}
+	return s
+}
+
+// err is the *Error of the failed references, nil when none failed.
+func (s *Summary) err() error {
+	if failed := s.Failed(); len(failed) > 0 {
+		return &Error{Failed: failed, Total: len(s.Results)}
 	}
-	return summary, nil
+	return nil
 }
 
 func dedupe(refs []artifact.Reference) []artifact.Reference {
@@ -115,6 +130,8 @@ type runner struct {
 	rec     *recorder
 	copier  *copier
 	fetcher *artifact.Fetcher
+	// layout, when set, is the source of every copy (RunLayout).
+	layout content.ReadOnlyGraphStorage
 
 	mu       sync.Mutex
 	repos    map[string]*remote.Repository
@@ -152,9 +169,13 @@ func (r *runner) repository(target bool, ref artifact.Reference) (*remote.Reposi
 
 // route is a copy from a source repository into its target repository.
 func (r *runner) route(src artifact.Reference, subject string, wrote *atomic.Bool) (route, error) {
-	srcRepo, err := r.repository(false, src)
-	if err != nil {
-		return route{}, err
+	var from content.ReadOnlyGraphStorage = r.layout
+	if from == nil {
+		repo, err := r.repository(false, src)
+		if err != nil {
+			return route{}, err
+		}
+		from = repo
 	}
 	dst := artifact.Reference{Host: r.opts.Target.Host, Repository: r.opts.Target.Repository(src.Repository)}
 	dstRepo, err := r.repository(true, dst)
@@ -162,7 +183,7 @@ func (r *runner) route(src artifact.Reference, subject string, wrote *atomic.Boo
 		return route{}, err
 	}
 	return route{
-		src:     srcRepo,
+		src:     from,
 		srcRef:  artifact.Reference{Host: src.Host, Repository: src.Repository},
 		dst:     dstRepo,
 		dstRef:  dst,
@@ -174,13 +195,7 @@ func (r *runner) route(src artifact.Reference, subject string, wrote *atomic.Boo
 // mirror copies one planned artifact: its images and its own graph with
 // referrers at once, then, when all of them are in place, its tag.
 func (r *runner) mirror(ctx context.Context, p *plan) {
-	res := &p.result
 	var wrote atomic.Bool
-	fail := func(err error) {
-		res.Err = err
-		r.rec.emit(Event{Kind: RefFailed, Ref: res.Source.String(), Err: err})
-	}
-
 	imageErrs := make([]error, len(p.images))
 	imagesWrote := make([]bool, len(p.images))
 	var wg sync.WaitGroup
@@ -191,7 +206,7 @@ func (r *runner) mirror(ctx context.Context, p *plan) {
 	rt, root, err := r.copyArtifact(ctx, p, &wrote)
 	wg.Wait()
 	if err != nil {
-		fail(err)
+		r.fail(p, err)
 		return
 	}
 	var failedImages []string
@@ -205,22 +220,33 @@ func (r *runner) mirror(ctx context.Context, p *plan) {
 		}
 	}
 	if len(failedImages) > 0 {
-		fail(&ImageError{Images: failedImages, Err: firstErr})
+		r.fail(p, &ImageError{Images: failedImages, Err: firstErr})
 		return
 	}
+	r.finish(ctx, p, rt, root, &wrote, slices.Contains(imagesWrote, true))
+}
+
+// fail records that a planned reference failed; its tag is not written.
+func (r *runner) fail(p *plan, err error) {
+	p.result.Err = err
+	r.rec.emit(Event{Kind: RefFailed, Ref: p.result.Source.String(), ArtifactKind: p.result.Kind, Err: err})
+}
+
+// finish writes the tag of a reference whose content is in place, and
+// reports it done; skipped when neither it (wrote) nor its images wrote
+// anything.
+func (r *runner) finish(ctx context.Context, p *plan, rt route, root *node, wrote *atomic.Bool, imagesWrote bool) {
+	res := &p.result
 	if res.Target.Tag != "" {
 		if err := r.copier.tag(ctx, rt, p.desc, root.data, res.Target.Tag); err != nil {
-			fail(err)
+			r.fail(p, err)
 			return
 		}
 	}
 	res.Target.Digest = p.desc.Digest.String()
 	res.Digest = p.desc.Digest.String()
-	res.Skipped = !wrote.Load()
-	for _, w := range imagesWrote {
-		res.Skipped = res.Skipped && !w
-	}
-	r.rec.emit(Event{Kind: RefDone, Ref: res.Source.String(), Repository: rt.repo(), Digest: res.Digest, Skipped: res.Skipped})
+	res.Skipped = !wrote.Load() && !imagesWrote
+	r.rec.emit(Event{Kind: RefDone, Ref: res.Source.String(), ArtifactKind: res.Kind, Repository: rt.repo(), Digest: res.Digest, Skipped: res.Skipped})
 }
 
 // copyArtifact copies the artifact manifest with its blobs and referrers,
@@ -231,7 +257,10 @@ func (r *runner) copyArtifact(ctx context.Context, p *plan, wrote *atomic.Bool) 
 	if err != nil {
 		return route{}, nil, err
 	}
-	rt.maxBlob = r.opts.MaxArtifactSize
+	if k := p.result.Kind; k == KindProvider || k.isRelease() {
+		// Images and other content of a layout stream like image layers.
+		rt.maxBlob = r.opts.MaxArtifactSize
+	}
 	if p.staged != nil {
 		rt.src = p.staged
 	}

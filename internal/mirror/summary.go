@@ -29,15 +29,22 @@ type Result struct {
 	Repacked bool
 	// Skipped says that the target held everything already.
 	Skipped bool
-	// Images are the container images the components run.
+	// Kind is what the reference is; "" when it could not be read.
+	Kind Kind
+	// Images are the container images it runs: those its components, its
+	// YAML (a Flux artifact) or its artifacthub.io/images annotation (a
+	// Helm chart) name. From an OCI layout, only those the layout holds.
 	Images []Image
+	// Notes are what to know about a reference mirrored all the same: a
+	// chart that lists no images, an image a layout lacks.
+	Notes []string
 	// Err is why the reference was not mirrored; its tag was not written.
 	Err error
 }
 
 // Image is a container image of an artifact.
 type Image struct {
-	// Written is the reference as in the components; Name is it without
+	// Written is the reference as in the artifact; Name is it without
 	// tag and digest, what the controller's mirror rules rewrite.
 	Written, Name string
 	// Source is Written normalized (docker.io/library/nginx:latest for

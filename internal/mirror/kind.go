@@ -1,0 +1,249 @@
+package mirror
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"oras.land/oras-go/v2/content"
+
+	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/clusterctl"
+)
+
+// Kind is what a mirrored reference is.
+type Kind string
+
+const (
+	// KindProvider is a Cluster API provider artifact (contract layout).
+	KindProvider Kind = "provider artifact"
+	// KindFlux is a Flux OCI artifact as `flux push artifact` writes it,
+	// e.g. Capwright's own install manifests.
+	KindFlux Kind = "Flux artifact"
+	// KindChart is a Helm chart as `helm push` writes it.
+	KindChart Kind = "Helm chart"
+	// KindImage is a container image (an OCI layout entry only).
+	KindImage Kind = "image"
+	// KindOther is any other content (an OCI layout entry only).
+	KindOther Kind = "OCI content"
+)
+
+// Media types and annotations of the Flux and Helm formats (fluxcd/pkg/oci,
+// helm.sh/helm/v3/pkg/registry, Artifact Hub).
+const (
+	mediaTypeFluxConfig  = "application/vnd.cncf.flux.config.v1+json"
+	mediaTypeFluxContent = "application/vnd.cncf.flux.content.v1.tar+gzip"
+	mediaTypeHelmConfig  = "application/vnd.cncf.helm.config.v1+json"
+	mediaTypeDockerImage = "application/vnd.docker.container.image.v1+json"
+	// annotationChartImages is the Chart.yaml annotation listing the images
+	// a chart runs, as YAML: a list of {name, image}.
+	annotationChartImages = "artifacthub.io/images"
+)
+
+// maxFluxFiles bounds the entries of a Flux artifact's layer.
+const maxFluxFiles = 1024
+
+// kindOf says what a manifest (nil: not an image manifest) is, by its
+// config media type.
+func kindOf(desc ocispec.Descriptor, manifest *ocispec.Manifest) Kind {
+	switch {
+	case desc.MediaType == ocispec.MediaTypeImageIndex || desc.MediaType == mediaTypeDockerManifestList:
+		return KindImage
+	case manifest == nil:
+		return KindOther
+	}
+	switch manifest.Config.MediaType {
+	case mediaTypeFluxConfig:
+		return KindFlux
+	case mediaTypeHelmConfig:
+		return KindChart
+	case ocispec.MediaTypeImageConfig, mediaTypeDockerImage:
+		return KindImage
+	}
+	if len(manifest.Layers) == 1 && manifest.Layers[0].MediaType == artifact.MediaTypeLayer {
+		return KindProvider
+	}
+	return KindOther
+}
+
+// isRelease tells whether a kind names its images in its content, so that
+// mirroring it means mirroring them.
+func (k Kind) isRelease() bool { return k == KindFlux || k == KindChart }
+
+// decodeManifest decodes an image manifest; other media types give nil.
+func decodeManifest(name string, desc ocispec.Descriptor, data []byte) (*ocispec.Manifest, error) {
+	if desc.MediaType != ocispec.MediaTypeImageManifest && desc.MediaType != mediaTypeDockerManifest {
+		return nil, nil
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: its manifest is not valid JSON: %w", name, err)
+	}
+	return &m, nil
+}
+
+// releaseImages lists the container images a Flux artifact's YAML runs or
+// a Helm chart's artifacthub.io/images annotation names. note, when not
+// empty, is what the user should know (a chart listing no images). Blobs
+// are read from store, bounded by limit.
+func releaseImages(ctx context.Context, store content.Fetcher, name string, kind Kind, m *ocispec.Manifest, limit int64) (images []string, note string, err error) {
+	switch kind {
+	case KindFlux:
+		images, err = fluxImages(ctx, store, name, m, limit)
+		return images, "", err
+	case KindChart:
+		return chartImages(ctx, store, name, m, limit)
+	}
+	return nil, "", nil
+}
+
+// fluxImages reads the one layer of a Flux artifact and lists the images
+// of the pod templates of its YAML files.
+func fluxImages(ctx context.Context, store content.Fetcher, name string, m *ocispec.Manifest, limit int64) ([]string, error) {
+	if len(m.Layers) != 1 || m.Layers[0].MediaType != mediaTypeFluxContent {
+		var types []string
+		for _, l := range m.Layers {
+			types = append(types, l.MediaType)
+		}
+		return nil, fmt.Errorf("%s: a Flux artifact has one %s layer, this one has %d (%s)", name, mediaTypeFluxContent, len(m.Layers), strings.Join(types, ", "))
+	}
+	layer, err := readBlob(ctx, store, name, "layer", m.Layers[0], limit)
+	if err != nil {
+		return nil, err
+	}
+	files, err := yamlFiles(layer, limit)
+	if errors.Is(err, errTooLarge) {
+		return nil, &artifact.TooLargeError{Ref: name, What: "uncompressed layer", Size: -1, Limit: limit}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading its Flux layer: %w", name, err)
+	}
+	var images []string
+	for _, file := range files {
+		found, err := clusterctl.Images(file.data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the container images of %s cannot be listed: %w", name, file.name, err)
+		}
+		images = append(images, found...)
+	}
+	slices.Sort(images)
+	return slices.Compact(images), nil
+}
+
+// chartImages lists the images a chart's Chart.yaml annotation
+// artifacthub.io/images names; the config blob is Chart.yaml as JSON.
+func chartImages(ctx context.Context, store content.Fetcher, name string, m *ocispec.Manifest, limit int64) ([]string, string, error) {
+	config, err := readBlob(ctx, store, name, "config", m.Config, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	var chart struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := json.Unmarshal(config, &chart); err != nil {
+		return nil, "", fmt.Errorf("%s: its Helm chart config (Chart.yaml as JSON) cannot be read: %w", name, err)
+	}
+	listed := chart.Annotations[annotationChartImages]
+	if strings.TrimSpace(listed) == "" {
+		return nil, "the chart lists no images (no " + annotationChartImages + " annotation in its Chart.yaml): only the chart was copied; copy the images it runs separately", nil
+	}
+	var entries []struct {
+		Name  string `json:"name"`
+		Image string `json:"image"`
+	}
+	if err := utilyaml.Unmarshal([]byte(listed), &entries); err != nil {
+		return nil, "", fmt.Errorf("%s: its Chart.yaml annotation %s is not a YAML list of {name, image}: %w", name, annotationChartImages, err)
+	}
+	var images []string
+	for _, e := range entries {
+		if e.Image == "" {
+			return nil, "", fmt.Errorf("%s: its Chart.yaml annotation %s has an entry without an image (name %q)", name, annotationChartImages, e.Name)
+		}
+		images = append(images, e.Image)
+	}
+	slices.Sort(images)
+	return slices.Compact(images), "", nil
+}
+
+// readBlob reads a blob, refusing it above limit and checking its digest.
+func readBlob(ctx context.Context, store content.Fetcher, name, what string, desc ocispec.Descriptor, limit int64) ([]byte, error) {
+	if desc.Size > limit {
+		return nil, &artifact.TooLargeError{Ref: name, What: what, Size: desc.Size, Limit: limit}
+	}
+	rc, err := store.Fetch(ctx, desc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: fetching its %s %s: %w", name, what, desc.Digest, err)
+	}
+	defer rc.Close()
+	data, err := content.ReadAll(rc, desc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading its %s %s: %w", name, what, desc.Digest, err)
+	}
+	return data, nil
+}
+
+// errTooLarge is a layer that expands beyond the limit.
+var errTooLarge = errors.New("uncompressed layer too large")
+
+type namedFile struct {
+	name string
+	data []byte
+}
+
+// yamlFiles reads the .yaml and .yml files of a tar+gzip layer in memory,
+// in archive order, reading at most limit bytes of tar stream and
+// maxFluxFiles entries. Nothing is written to disk, so entry names only
+// name files in messages; other entries are skipped, as Flux's kustomize
+// build ignores them. (internal/artifact's untar does the same reading for
+// provider artifacts but is not exported.)
+func yamlFiles(layer []byte, limit int64) ([]namedFile, error) {
+	gz, err := gzip.NewReader(bytes.NewReader(layer))
+	if err != nil {
+		return nil, fmt.Errorf("the layer is not gzip-compressed: %w", err)
+	}
+	defer gz.Close()
+	// One byte over the limit tells "exactly at the limit" from "beyond".
+	stream := &io.LimitedReader{R: gz, N: limit + 1}
+	tr := tar.NewReader(stream)
+	var files []namedFile
+	for entries := 1; ; entries++ {
+		hdr, err := tr.Next()
+		switch {
+		case stream.N <= 0:
+			return nil, errTooLarge
+		case errors.Is(err, io.EOF):
+			return files, nil
+		case err != nil:
+			return nil, fmt.Errorf("the layer is not a valid tar archive: %w", err)
+		case entries > maxFluxFiles:
+			return nil, fmt.Errorf("the layer holds more than %d entries", maxFluxFiles)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		if ext := path.Ext(hdr.Name); ext != ".yaml" && ext != ".yml" {
+			continue
+		}
+		if hdr.Size > limit {
+			return nil, errTooLarge
+		}
+		data, err := io.ReadAll(tr)
+		if stream.N <= 0 {
+			return nil, errTooLarge
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s from the layer: %w", hdr.Name, err)
+		}
+		files = append(files, namedFile{name: hdr.Name, data: data})
+	}
+}
