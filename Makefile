@@ -64,8 +64,13 @@ manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inve
 	  cat $$capi/cmd/clusterctl/config/manifest/clusterctl-api.yaml; } > manifests/clusterctl/clusterctl-api.yaml
 	# The Helm chart carries the same CRDs and ClusterRole.
 	cp manifests/crd/bases/providers.capwright.io_*.yaml manifests/crd/bases/tenancy.capwright.io_*.yaml manifests/clusterctl/clusterctl-api.yaml charts/capwright/crds/
-	cp manifests/rbac/role.yaml charts/capwright/templates/clusterrole.yaml
-	{ echo "# Copied from manifests/rbac/tenant_roles.yaml by make manifests."; cat manifests/rbac/tenant_roles.yaml; } > charts/capwright/templates/tenant-clusterroles.yaml
+	# The chart names the manager's ClusterRole from the release.
+	{ echo "# Copied from manifests/rbac/role.yaml by make manifests, named from the release."; \
+	  awk '/^  name: capwright-manager$$/ { print "  name: {{ include \"capwright.managerName\" . }}"; print "  labels: {{- include \"capwright.labels\" . | nindent 4 }}"; next } { print }' manifests/rbac/role.yaml; } > charts/capwright/templates/clusterrole.yaml
+	grep -q 'capwright.managerName' charts/capwright/templates/clusterrole.yaml || { echo "manifests/rbac/role.yaml: no ClusterRole capwright-manager to name from the release"; exit 1; }
+	{ echo "# Copied from manifests/rbac/tenant_roles.yaml by make manifests. These keep their fixed"; \
+	  echo "# names whatever the release is called: the manager binds capwright-tenant by name."; \
+	  cat manifests/rbac/tenant_roles.yaml; } > charts/capwright/templates/tenant-clusterroles.yaml
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## go vet and golangci-lint on both modules.
