@@ -2,81 +2,47 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
+// The chart's tests install it one release at a time, each removed when
+// its test ends: a cluster holds one Capwright (its CRDs and the tenant
+// ClusterRoles, which keep fixed names, are cluster-wide).
+
 // TestCapwrightHelmChartInstalls installs the chart in charts/capwright
 // with the real helm-controller: CRDs, ClusterRole and the manager
 // Deployment (which kwok reports Available).
 func TestCapwrightHelmChartInstalls(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := framework.NewClient(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, add := range []func(*runtime.Scheme) error{helmv2.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(c.Scheme()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	root := filepath.Join(env.RepoRoot(), "charts", "capwright")
-	files := map[string][]byte{}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		files[rel] = data
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := framework.PushChart(ctx, env.Registry.Host, "charts/capwright", "capwright", "0.1.0", files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := &sourcev1.OCIRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: plane.FluxNamespace, Name: "capwright"},
-		Spec: sourcev1.OCIRepositorySpec{URL: url, Reference: &sourcev1.OCIRepositoryRef{Tag: "0.1.0"}, Insecure: true,
-			Interval:      metav1.Duration{Duration: time.Minute},
-			LayerSelector: &sourcev1.OCILayerSelector{MediaType: "application/vnd.cncf.helm.chart.content.v1.tar+gzip", Operation: sourcev1.OCILayerCopy}},
-	}
-	hr := &helmv2.HelmRelease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: plane.FluxNamespace, Name: "capwright"},
-		Spec: helmv2.HelmReleaseSpec{
-			ChartRef:        &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.OCIRepositoryKind, Name: "capwright"},
-			Interval:        metav1.Duration{Duration: 10 * time.Minute},
-			TargetNamespace: "capwright-system",
-			Install:         &helmv2.Install{CreateNamespace: true},
-		},
-	}
-	for _, obj := range []client.Object{repo, hr} {
-		if err := c.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := chartClient(t)
+	hr := installChart(t, ctx, c, "capwright", "capwright-system", nil)
 	if err := framework.WaitReady(ctx, c, hr, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -94,5 +60,267 @@ func TestCapwrightHelmChartInstalls(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Name: "capwright-manager"}, &rbacv1.ClusterRole{}); err != nil {
 		t.Errorf("ClusterRole capwright-manager: %v", err)
+	}
+	if !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--artifact-advertise-url=http://capwright-artifacts.capwright-system.svc.cluster.local.") {
+		t.Errorf("the manager is not told the capwright-artifacts Service: %v", dep.Spec.Template.Spec.Containers[0].Args)
+	}
+}
+
+// TestCapwrightHelmChartNamesFromTheRelease installs the chart as release
+// "platform" with values a platform team sets, and reads back what the API
+// server holds.
+func TestCapwrightHelmChartNamesFromTheRelease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := chartClient(t)
+	const (
+		ns     = "platform-system"
+		name   = "platform-capwright-manager"
+		svc    = "platform-capwright-artifacts"
+		digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	)
+	hr := installChart(t, ctx, c, "platform", ns, map[string]any{
+		"image":            map[string]any{"digest": digest, "tag": "ignored"},
+		"imagePullSecrets": []any{map[string]any{"name": "regcred"}},
+		"podAnnotations":   map[string]any{"example.com/team": "platform"},
+		"extraArgs":        []any{"--concurrent=8"},
+		"logLevel":         "debug",
+		// Preferred, so kwok's node still takes the pod.
+		"affinity": map[string]any{"nodeAffinity": map[string]any{
+			"preferredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{
+				"weight": 1,
+				"preference": map[string]any{"matchExpressions": []any{map[string]any{
+					"key": "kubernetes.io/os", "operator": "In", "values": []any{"linux"},
+				}}},
+			}},
+		}},
+	})
+	if err := framework.WaitReady(ctx, c, hr, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	var dep appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &dep); err != nil {
+		t.Fatalf("no Deployment named from the release: %v", err)
+	}
+	if !deploymentAvailable(&dep) {
+		t.Errorf("%s not Available: %+v", name, dep.Status)
+	}
+	for k, v := range map[string]string{
+		"app.kubernetes.io/name":       "capwright",
+		"app.kubernetes.io/instance":   "platform",
+		"app.kubernetes.io/managed-by": "Helm",
+	} {
+		if dep.Labels[k] != v {
+			t.Errorf("Deployment label %s = %q, want %q", k, dep.Labels[k], v)
+		}
+	}
+	// helm-controller appends the OCI digest to the chart version (+ → _).
+	if got := dep.Labels["helm.sh/chart"]; !strings.HasPrefix(got, "capwright-0.1.0") {
+		t.Errorf("Deployment label helm.sh/chart = %q, want capwright-0.1.0…", got)
+	}
+	pod := dep.Spec.Template.Spec
+	manager := pod.Containers[0]
+	if want := "ghcr.io/capwright/capwright-manager@" + digest; manager.Image != want {
+		t.Errorf("image = %q, want %q", manager.Image, want)
+	}
+	for _, arg := range []string{
+		"--concurrent=8",
+		"--zap-log-level=debug",
+		"--artifact-advertise-url=http://" + svc + "." + ns + ".svc.cluster.local.",
+	} {
+		if !slices.Contains(manager.Args, arg) {
+			t.Errorf("args %v lack %s", manager.Args, arg)
+		}
+	}
+	if !slices.Equal(pod.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "regcred"}}) {
+		t.Errorf("imagePullSecrets = %v", pod.ImagePullSecrets)
+	}
+	if got := dep.Spec.Template.Annotations["example.com/team"]; got != "platform" {
+		t.Errorf("pod annotation example.com/team = %q", got)
+	}
+	if pod.Affinity == nil || pod.Affinity.NodeAffinity == nil || len(pod.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Errorf("affinity = %+v", pod.Affinity)
+	}
+
+	var service corev1.Service
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: svc}, &service); err != nil {
+		t.Errorf("no artifact Service named from the release: %v", err)
+	} else {
+		for k, v := range service.Spec.Selector {
+			if dep.Spec.Template.Labels[k] != v {
+				t.Errorf("Service %s selects %s=%s, which the manager's pods lack (%v)", svc, k, v, dep.Spec.Template.Labels)
+			}
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: svc}, &networkingv1.NetworkPolicy{}); err != nil {
+		t.Errorf("no NetworkPolicy named from the release: %v", err)
+	}
+
+	if pod.ServiceAccountName != name {
+		t.Errorf("serviceAccountName = %q, want %q", pod.ServiceAccountName, name)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ServiceAccount{}); err != nil {
+		t.Errorf("ServiceAccount %s: %v", name, err)
+	}
+	var binding rbacv1.ClusterRoleBinding
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, &binding); err != nil {
+		t.Fatalf("ClusterRoleBinding %s: %v", name, err)
+	}
+	wantSubject := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}
+	if binding.RoleRef.Kind != "ClusterRole" || binding.RoleRef.Name != name || !slices.Equal(binding.Subjects, []rbacv1.Subject{wantSubject}) {
+		t.Errorf("ClusterRoleBinding %s binds %+v to %+v, want ClusterRole %s to %+v", name, binding.RoleRef, binding.Subjects, name, wantSubject)
+	}
+	var role rbacv1.ClusterRole
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, &role); err != nil {
+		t.Errorf("ClusterRole %s: %v", name, err)
+	} else if len(role.Rules) == 0 {
+		t.Errorf("ClusterRole %s has no rules", name)
+	}
+	// The tenant controller binds this one by name.
+	if err := c.Get(ctx, client.ObjectKey{Name: "capwright-tenant"}, &rbacv1.ClusterRole{}); err != nil {
+		t.Errorf("ClusterRole capwright-tenant: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "capwright-manager"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Deployment capwright-manager exists though the release is platform (err %v)", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "capwright-manager"}, &rbacv1.ClusterRole{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRole capwright-manager exists though the release is platform (err %v)", err)
+	}
+}
+
+// TestCapwrightHelmChartRefusesReplicas asks for two replicas: the chart's
+// schema refuses them (one replica's disk holds the artifacts), so
+// helm-controller says why and installs nothing.
+func TestCapwrightHelmChartRefusesReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := chartClient(t)
+	hr := installChart(t, ctx, c, "replicated", "replicated-system", map[string]any{"replicas": 2})
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(hr), hr); err != nil {
+			return false, err
+		}
+		ready := apimeta.FindStatusCondition(hr.Status.Conditions, meta.ReadyCondition)
+		if ready == nil {
+			return false, nil
+		}
+		last = fmt.Sprintf("Ready=%s %s: %s", ready.Status, ready.Reason, ready.Message)
+		if ready.Status == metav1.ConditionTrue {
+			return false, fmt.Errorf("HelmRelease with replicas: 2 became Ready")
+		}
+		return ready.Status == metav1.ConditionFalse && strings.Contains(ready.Message, "/replicas"), nil
+	})
+	if err != nil {
+		t.Fatalf("helm-controller did not refuse replicas: 2 with the schema's error (%s): %v", last, err)
+	}
+	t.Logf("refused: %q", last)
+	var deps appsv1.DeploymentList
+	if err := c.List(ctx, &deps, client.MatchingLabels{"app.kubernetes.io/instance": "replicated"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(deps.Items) != 0 {
+		t.Errorf("a refused release installed Deployment %s/%s", deps.Items[0].Namespace, deps.Items[0].Name)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "replicated-capwright-manager"}, &rbacv1.ClusterRole{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a refused release installed its ClusterRole (err %v)", err)
+	}
+	if len(hr.Status.History) != 0 {
+		t.Errorf("a refused release has Helm history: %v", hr.Status.History)
+	}
+}
+
+func chartClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := framework.NewClient(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, add := range []func(*runtime.Scheme) error{helmv2.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(c.Scheme()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// installChart pushes charts/capwright to the plane's registry and creates
+// an OCIRepository and a HelmRelease of it, as charts/capwright/README.md
+// shows: the release is release in namespace, with values. The HelmRelease
+// (so the Helm release) is deleted when the test ends.
+func installChart(t *testing.T, ctx context.Context, c client.Client, release, namespace string, values map[string]any) *helmv2.HelmRelease {
+	t.Helper()
+	root := filepath.Join(env.RepoRoot(), "charts", "capwright")
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		files[filepath.ToSlash(rel)] = data
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := framework.PushChart(ctx, env.Registry.Host, "charts/capwright", "capwright", "0.1.0", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := &sourcev1.OCIRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: plane.FluxNamespace, Name: release},
+		Spec: sourcev1.OCIRepositorySpec{URL: url, Reference: &sourcev1.OCIRepositoryRef{Tag: "0.1.0"}, Insecure: true,
+			Interval:      metav1.Duration{Duration: time.Minute},
+			LayerSelector: &sourcev1.OCILayerSelector{MediaType: "application/vnd.cncf.helm.chart.content.v1.tar+gzip", Operation: sourcev1.OCILayerCopy}},
+	}
+	hr := &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: plane.FluxNamespace, Name: release},
+		Spec: helmv2.HelmReleaseSpec{
+			ChartRef:        &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.OCIRepositoryKind, Name: release},
+			Interval:        metav1.Duration{Duration: 10 * time.Minute},
+			ReleaseName:     release,
+			TargetNamespace: namespace,
+			Install:         &helmv2.Install{CreateNamespace: true, CRDs: helmv2.CreateReplace},
+			Upgrade:         &helmv2.Upgrade{CRDs: helmv2.CreateReplace},
+		},
+	}
+	if values != nil {
+		raw, err := json.Marshal(values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr.Spec.Values = &apiextensionsv1.JSON{Raw: raw}
+	}
+	for _, obj := range []client.Object{repo, hr} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { uninstallChart(t, c, repo, hr) })
+	return hr
+}
+
+// uninstallChart deletes the HelmRelease and waits until helm-controller
+// has uninstalled the release, so the next test can install its own.
+func uninstallChart(t *testing.T, c client.Client, repo *sourcev1.OCIRepository, hr *helmv2.HelmRelease) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, obj := range []client.Object{hr, repo} {
+		if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting %T %s: %v", obj, obj.GetName(), err)
+			continue
+		}
+		err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
+		if err != nil {
+			t.Errorf("%T %s not gone: %v", obj, obj.GetName(), err)
+		}
 	}
 }
