@@ -30,20 +30,31 @@ type mirrorOptions struct {
 	concurrency     int
 	rulesFile       string
 	maxArtifactSize string
+	fromLayout      string
 }
 
 func newMirrorCommand(reg *registryOptions) *cobra.Command {
 	o := &mirrorOptions{}
 	cmd := &cobra.Command{
-		Use:   "mirror --to HOST[:PORT][/PREFIX] REF...",
-		Short: "Copy provider artifacts, their container images and their signatures into another registry",
-		Long: `mirror copies Cluster API provider artifacts into one registry, for sites
-without access to the public registries. For each artifact reference
-(oci://host/repository:tag or @digest) it copies:
+		Use:   "mirror --to HOST[:PORT][/PREFIX] (REF... | --from-layout DIR)",
+		Short: "Copy provider artifacts, Capwright's release, their container images and their signatures into another registry",
+		Long: `mirror copies Cluster API provider artifacts, and Capwright's own release,
+into one registry, for sites without access to the public registries. For
+each artifact reference (oci://host/repository:tag or @digest) it copies:
 
   - the artifact, with its referrers (signatures, SBOMs);
-  - every container image its components run (after default variable
-    values), all platforms of a multi-platform image, with their referrers.
+  - every container image it runs, all platforms of a multi-platform image,
+    with their referrers.
+
+The images an artifact runs depend on what it is:
+
+  - a provider artifact: those of its components (after default variable
+    values);
+  - a Flux artifact (flux push artifact, e.g. Capwright's
+    capwright-manifests): those of the pod templates of its YAML files;
+  - a Helm chart (helm push, e.g. Capwright's charts/capwright): those its
+    Chart.yaml annotation artifacthub.io/images lists; a chart that lists
+    none is copied alone, and the output says so.
 
 Digests are preserved. A source repository host/path lands at
 HOST/PREFIX/path, e.g. registry.k8s.io/cluster-api/cluster-api-controller at
@@ -58,6 +69,14 @@ never looks complete; run the same command again to finish it.
 --rules-file writes the registry mirror rules (FROM=TO per line) that send
 every mirrored artifact and image to its copy; give that file to the
 Capwright controller as --registry-mirror-file.
+
+--from-layout DIR copies an OCI image layout instead, such as the bundle
+make release OUTPUT=DIR writes to carry a release into an air-gapped site:
+every index.json entry named (org.opencontainers.image.ref.name) by a full
+reference host[:port]/path:tag lands at HOST/PREFIX/path:tag with what it
+references and its referrers, tags last. Images are not looked up: the
+bundle holds them as entries of their own; an image its Flux artifact or
+chart names but the bundle lacks is reported, not fatal.
 
 Artifacts in the older one-file-per-layer layout (cluster-api-operator
 publish, oras push of files) are not consumable by Flux; --repack rebuilds
@@ -75,8 +94,19 @@ its failure (see capwright --help).`,
     oci://registry.k8s.io/cluster-api/manifests/bootstrap-kubeadm:v1.14.2 \
     oci://registry.k8s.io/cluster-api/manifests/control-plane-kubeadm:v1.14.2
 
+  # Capwright's release in the same run: its Flux artifact, its chart and
+  # the manager image both name
+  capwright mirror --to mirror.example.com:5000/capi \
+    --rules-file mirror-rules.txt \
+    oci://ghcr.io/capwright/capwright-manifests:v0.1.0 \
+    oci://ghcr.io/capwright/charts/capwright:v0.1.0 \
+    oci://registry.k8s.io/cluster-api/manifests/core-cluster-api:v1.14.2
+
   # References from a file, one per line (# comments)
-  capwright mirror --to mirror.example.com:5000/capi --from-file providers.txt`,
+  capwright mirror --to mirror.example.com:5000/capi --from-file providers.txt
+
+  # A release bundle carried into an air-gapped site (make release OUTPUT=dir)
+  capwright mirror --to mirror.example.com:5000/capi --from-layout dir`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMirror(cmd, reg, o, args)
 		},
@@ -88,7 +118,8 @@ its failure (see capwright --help).`,
 	f.BoolVar(&o.repack, "repack", false, "rebuild artifacts in the one-file-per-layer layout in the provider artifact contract layout (new digest)")
 	f.IntVar(&o.concurrency, "concurrency", mirror.DefaultConcurrency, "registry requests in flight at once")
 	f.StringVar(&o.rulesFile, "rules-file", "", "write the registry mirror rules to this file, for the controller's --registry-mirror-file")
-	f.StringVar(&o.maxArtifactSize, "max-artifact-size", "64Mi", "largest provider artifact read, compressed or unpacked (a quantity: 64Mi, 1Gi)")
+	f.StringVar(&o.maxArtifactSize, "max-artifact-size", "64Mi", "largest provider artifact, Flux artifact or chart read, compressed or unpacked (a quantity: 64Mi, 1Gi)")
+	f.StringVar(&o.fromLayout, "from-layout", "", "copy the entries of this OCI image layout (make release OUTPUT=dir) named by full references, instead of REF arguments")
 	return cmd
 }
 
@@ -99,11 +130,18 @@ func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args 
 	}
 	progress := newMirrorProgress(cmd.ErrOrStderr())
 	opts.Progress = progress
-	summary, runErr := mirror.Run(cmd.Context(), refs, opts)
+	var summary *mirror.Summary
+	var runErr error
+	if o.fromLayout != "" {
+		summary, runErr = mirror.RunLayout(cmd.Context(), o.fromLayout, opts)
+	} else {
+		summary, runErr = mirror.Run(cmd.Context(), refs, opts)
+	}
 	progress.finish()
 
 	var conflict *mirror.ConflictError
-	if errors.As(runErr, &conflict) {
+	var bundle *mirror.BundleError
+	if errors.As(runErr, &conflict) || errors.As(runErr, &bundle) {
 		return usageError{runErr}
 	}
 	printSummary(cmd.OutOrStdout(), summary)
@@ -113,7 +151,7 @@ func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args 
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "Mirror rules written to %s: give it to the controller as --registry-mirror-file.\n", o.rulesFile)
 	}
-	if runErr != nil && len(refs) > 1 {
+	if runErr != nil && len(summary.Results) > 1 {
 		// Several references failing for different reasons have no one
 		// specific exit code.
 		return errors.New(runErr.Error())
@@ -138,6 +176,9 @@ func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args [
 	if err != nil || size.Value() <= 0 {
 		return opts, nil, usageErrorf("--max-artifact-size %q: want a positive quantity such as 64Mi", o.maxArtifactSize)
 	}
+	if o.fromLayout != "" && (len(args) > 0 || o.fromFile != "") {
+		return opts, nil, usageErrorf("--from-layout copies an OCI image layout: give no references or --from-file with it (run mirror once per source)")
+	}
 	lines := args
 	if o.fromFile != "" {
 		fromFile, err := readRefFile(cmd.InOrStdin(), o.fromFile)
@@ -146,8 +187,8 @@ func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args [
 		}
 		lines = append(lines, fromFile...)
 	}
-	if len(lines) == 0 {
-		return opts, nil, usageErrorf("no artifact to mirror: give references (oci://host/repository:tag) as arguments or with --from-file")
+	if len(lines) == 0 && o.fromLayout == "" {
+		return opts, nil, usageErrorf("no artifact to mirror: give references (oci://host/repository:tag) as arguments or with --from-file, or an OCI image layout with --from-layout")
 	}
 	refs := make([]artifact.Reference, 0, len(lines))
 	for _, line := range lines {
@@ -238,13 +279,20 @@ func printSummary(w io.Writer, s *mirror.Summary) {
 	fmt.Fprintf(w, "  blobs:     %d copied (%s), %d mounted, %d already present (%s), %d failed\n",
 		s.Blobs.Copied, humanSize(s.Blobs.BytesCopied), s.Blobs.Mounted, s.Blobs.Skipped, humanSize(s.Blobs.BytesSkipped), s.Blobs.Failed)
 	for _, r := range s.Results {
+		kind := ""
+		if r.Kind != "" && r.Kind != mirror.KindProvider {
+			kind = fmt.Sprintf(" (%s)", r.Kind)
+		}
 		switch {
 		case r.Err != nil:
-			fmt.Fprintf(w, "  FAILED %s: %v\n", r.Source.URL()+refSuffix(r.Source), r.Err)
+			fmt.Fprintf(w, "  FAILED %s%s: %v\n", r.Source.URL()+refSuffix(r.Source), kind, r.Err)
 		case r.Repacked:
 			fmt.Fprintf(w, "  %s -> %s (repacked: digest %s became %s)\n", r.Source.URL()+refSuffix(r.Source), r.Target.URL()+refSuffix(r.Target), r.SourceDigest, r.Digest)
 		default:
-			fmt.Fprintf(w, "  %s -> %s\n", r.Source.URL()+refSuffix(r.Source), r.Target.URL()+refSuffix(r.Target))
+			fmt.Fprintf(w, "  %s -> %s%s\n", r.Source.URL()+refSuffix(r.Source), r.Target.URL()+refSuffix(r.Target), kind)
+		}
+		for _, note := range r.Notes {
+			fmt.Fprintf(w, "    note: %s\n", note)
 		}
 	}
 }
@@ -284,7 +332,17 @@ func (p *mirrorProgress) Event(e mirror.Event) {
 		line = "reading " + e.Ref
 	case mirror.RefPlanned:
 		p.images += e.Images
-		line = fmt.Sprintf("%s: %d image(s)", e.Ref, e.Images)
+		line = fmt.Sprintf("%s: %s, %d image(s)", e.Ref, e.ArtifactKind, e.Images)
+		if e.ArtifactKind == mirror.KindImage || e.ArtifactKind == mirror.KindOther {
+			// An entry of an OCI layout: an image is one itself.
+			line = fmt.Sprintf("%s: %s", e.Ref, e.ArtifactKind)
+		}
+		if e.ArtifactKind == mirror.KindImage {
+			p.images++
+		}
+		for _, note := range e.Notes {
+			line += "\n  note: " + note
+		}
 	case mirror.Repacked:
 		line = fmt.Sprintf("%s: repacked in the contract layout, digest %s becomes %s", e.Ref, e.SourceDigest, e.Digest)
 	case mirror.BlobCopied:
@@ -296,9 +354,15 @@ func (p *mirrorProgress) Event(e mirror.Event) {
 		line = "image " + e.Subject + ": " + outcome(e)
 	case mirror.RefDone:
 		p.refsDone++
+		if e.ArtifactKind == mirror.KindImage {
+			p.imagesDone++
+		}
 		line = fmt.Sprintf("mirrored %s to %s@%s (%s)", e.Ref, e.Repository, e.Digest, outcome(e))
 	case mirror.RefFailed:
 		p.refsDone++
+		if e.ArtifactKind == mirror.KindImage {
+			p.imagesDone++
+		}
 		line = fmt.Sprintf("FAILED %s: %v", e.Ref, e.Err)
 	}
 	if !p.terminal {

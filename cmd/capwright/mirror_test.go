@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +151,110 @@ func TestMirrorCommandConflict(t *testing.T) {
 	stdout, stderr, code := cliRun(t, "mirror", "--plain-http", "--registry-config", config, "--to", dst.Host, providersA[0].URL(), clash.URL())
 	if code != exitUsage || !strings.Contains(stderr, "share a target repository") || dst.Writes() != 0 {
 		t.Errorf("exit code %d, %d writes\nstdout:\n%s\nstderr:\n%s", code, dst.Writes(), stdout, stderr)
+	}
+}
+
+// publishedRelease pushes a Capwright release under capwright/ of src: the
+// manager image, the Flux artifact of the manifests and the chart, both
+// naming the image by digest under imageHost.
+func publishedRelease(t *testing.T, src *registrytest.Registry, imageHost string) (manifests, chart artifact.Reference, image mirrortest.PushedImage) {
+	t.Helper()
+	image = mirrortest.PushImage(t, src.Access(), src.Ref("capwright/capwright-manager", "v0.1.0"), mirrortest.SmallImage(mirrortest.SeedOf("capwright-manager")))
+	written := imageHost + "/capwright/capwright-manager@" + image.Index.Digest.String()
+	manifests = src.Ref("capwright/capwright-manifests", "v0.1.0")
+	mirrortest.PushFluxArtifact(t, src.Access(), manifests, map[string][]byte{"capwright.yaml": mirrortest.CapwrightManifests(written)})
+	chart = src.Ref("capwright/charts/capwright", "v0.1.0")
+	mirrortest.PushChart(t, src.Access(), chart, map[string]string{mirrortest.ChartImagesAnnotation: mirrortest.ArtifactHubImages("manager", written)})
+	return manifests, chart, image
+}
+
+func urlOf(ref artifact.Reference) string { return ref.URL() + ":" + ref.Tag }
+
+// TestMirrorCommandCapwrightRelease mirrors Capwright's release in the
+// same run as a provider, then the same release from a bundle.
+func TestMirrorCommandCapwrightRelease(t *testing.T) {
+	src, providers := publishedProviders(t)
+	manifests, chart, image := publishedRelease(t, src, src.Host)
+	plain := src.Ref("charts/plain", "1.0.0")
+	mirrortest.PushChart(t, src.Access(), plain, nil)
+	dst := registrytest.New(t, registrytest.Options{Username: "mirror", Password: "s3cret"})
+	config := dockerConfig(t, dst.Host, "mirror", "s3cret")
+	rulesFile := filepath.Join(t.TempDir(), "mirror-rules.txt")
+
+	stdout, stderr, code := cliRun(t, "mirror", "--plain-http", "--registry-config", config, "--to", dst.Host+"/site", "--rules-file", rulesFile,
+		providers[0].URL(), urlOf(manifests), urlOf(chart), urlOf(plain))
+	if code != exitOK {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"Mirrored 4 of 4 artifact(s)", "images:    2 copied", "(Flux artifact)", "(Helm chart)",
+		"note: the chart lists no images", "capwright-manifests:v0.1.0: Flux artifact, 1 image(s)"} {
+		if !strings.Contains(stdout+stderr, want) {
+			t.Errorf("output lacks %q\nstdout:\n%s\nstderr:\n%s", want, stdout, stderr)
+		}
+	}
+	rules, err := catalog.ReadMirrorFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := rules.Rewrite(image.Ref.Host + "/" + image.Ref.Repository); got != dst.Host+"/site/"+image.Ref.Repository {
+		t.Errorf("rules rewrite the manager image to %q", got)
+	}
+	if d := mirrortest.Resolve(t, dst.Access(), artifact.Reference{Host: dst.Host, Repository: "site/" + image.Ref.Repository, Digest: image.Index.Digest.String()}); d.Digest != image.Index.Digest {
+		t.Errorf("the manager image is %s at the target", d.Digest)
+	}
+
+	// The same release carried as a bundle.
+	bundle := filepath.Join(t.TempDir(), "release")
+	ghcrManifests, ghcrChart, _ := publishedRelease(t, registrytest.New(t, registrytest.Options{}), "ghcr.io")
+	mirrortest.WriteLayout(t, bundle, artifact.Access{PlainHTTP: true}, map[string]artifact.Reference{
+		"ghcr.io/capwright/capwright-manager:v0.1.0":   {Host: ghcrManifests.Host, Repository: "capwright/capwright-manager", Tag: "v0.1.0"},
+		"ghcr.io/capwright/capwright-manifests:v0.1.0": ghcrManifests,
+		"ghcr.io/capwright/charts/capwright:v0.1.0":    ghcrChart,
+	})
+	stdout, stderr, code = cliRun(t, "mirror", "--registry-config", config, "--target-plain-http", "--to", dst.Host+"/bundle", "--from-layout", bundle)
+	if code != exitOK || !strings.Contains(stdout, "Mirrored 3 of 3 artifact(s)") || !strings.Contains(stdout, "images:    1 copied") {
+		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, path := range []string{"capwright/capwright-manager", "capwright/capwright-manifests", "capwright/charts/capwright"} {
+		mirrortest.Resolve(t, dst.Access(), artifact.Reference{Host: dst.Host, Repository: "bundle/" + path, Tag: "v0.1.0"})
+	}
+}
+
+func TestMirrorCommandReleaseExitCodes(t *testing.T) {
+	src := registrytest.New(t, registrytest.Options{})
+	manifests, chart, _ := publishedRelease(t, src, "ghcr.io")
+	broken := src.Ref("broken/capwright-manifests", "v0.1.0")
+	mirrortest.PushFluxArtifact(t, src.Access(), broken, map[string][]byte{"capwright.yaml": mirrortest.CapwrightManifests(src.Host + "/capwright/gone:v0.1.0")})
+	badNames := t.TempDir()
+	mirrortest.WriteLayout(t, badNames, src.Access(), map[string]artifact.Reference{"v0.1.0": chart, "ghcr.io/capwright/capwright-manifests:v0.1.0": manifests})
+	dst := registrytest.New(t, registrytest.Options{})
+	config := dockerConfig(t, "example.invalid", "nobody", "none")
+	base := func(more ...string) []string {
+		return append([]string{"mirror", "--plain-http", "--registry-config", config, "--to", dst.Host}, more...)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"layout and reference", base("--from-layout", badNames, urlOf(chart)), exitUsage, "--from-layout"},
+		{"not a layout", base("--from-layout", t.TempDir()), exitUsage, "not an OCI image layout"},
+		{"entry without a full reference", base("--from-layout", badNames), exitUsage, `named "v0.1.0", not a full reference`},
+		{"image missing from the source", base(urlOf(broken)), exitNotFound, src.Host + "/capwright/gone:v0.1.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := cliRun(t, tt.args...)
+			if code != tt.code || !strings.Contains(stdout+stderr, tt.want) {
+				t.Errorf("exit code %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, tt.code, tt.want, stdout, stderr)
+			}
+			if n := dst.Writes(); code == exitUsage && n != 0 {
+				t.Errorf("a refused run wrote %d times", n)
+			}
+		})
+	}
+	if _, err := (&artifact.Fetcher{}).Resolve(context.Background(), artifact.Reference{Host: dst.Host, Repository: broken.Repository, Tag: broken.Tag}, dst.Access()); err == nil {
+		t.Errorf("%s has its tag at the target though its image is missing", broken)
 	}
 }
