@@ -186,7 +186,8 @@ func (r *runner) planLayout(ctx context.Context, store layoutStore, entries []bu
 			r.rec.emit(Event{Kind: RefFailed, Ref: name, ArtifactKind: p.result.Kind, Err: err})
 			continue
 		}
-		r.rec.emit(Event{Kind: RefPlanned, Ref: name, Images: len(p.result.Images), ArtifactKind: p.result.Kind, Notes: p.result.Notes})
+		// Images: 0, as the images of a layout are entries of their own.
+		r.rec.emit(Event{Kind: RefPlanned, Ref: name, ArtifactKind: p.result.Kind, Notes: p.result.Notes})
 	}
 	return plans
 }
