@@ -1,7 +1,8 @@
-// Package mirror copies Cluster API provider artifacts, with the container
-// images their components run and the referrers (signatures, SBOMs) of
-// both, from their registries into one target registry, for air-gapped
-// sites: `capwright mirror`.
+// Package mirror copies Cluster API provider artifacts, and the Flux
+// artifact and Helm chart of Capwright's own release, with the container
+// images they run and the referrers (signatures, SBOMs) of both, from their
+// registries or from an OCI image layout bundle (RunLayout) into one target
+// registry, for air-gapped sites: `capwright mirror`.
 //
 // A source repository host/path lands at TARGET/PREFIX/path, digests
 // unchanged, so the rules "host=TARGET/PREFIX" (Rules, WriteRules) send the
