@@ -96,20 +96,21 @@ func decodeManifest(name string, desc ocispec.Descriptor, data []byte) (*ocispec
 // a Helm chart's artifacthub.io/images annotation names. note, when not
 // empty, is what the user should know (a chart listing no images). Blobs
 // are read from store, bounded by limit.
-func releaseImages(ctx context.Context, store content.Fetcher, name string, kind Kind, m *ocispec.Manifest, limit int64) (images []string, note string, err error) {
+func releaseImages(ctx context.Context, store content.Fetcher, ref artifact.Reference, kind Kind, m *ocispec.Manifest, limit int64) (images []string, note string, err error) {
 	switch kind {
 	case KindFlux:
-		images, err = fluxImages(ctx, store, name, m, limit)
+		images, err = fluxImages(ctx, store, ref, m, limit)
 		return images, "", err
 	case KindChart:
-		return chartImages(ctx, store, name, m, limit)
+		return chartImages(ctx, store, ref, m, limit)
 	}
 	return nil, "", nil
 }
 
 // fluxImages reads the one layer of a Flux artifact and lists the images
 // of the pod templates of its YAML files.
-func fluxImages(ctx context.Context, store content.Fetcher, name string, m *ocispec.Manifest, limit int64) ([]string, error) {
+func fluxImages(ctx context.Context, store content.Fetcher, ref artifact.Reference, m *ocispec.Manifest, limit int64) ([]string, error) {
+	name := ref.String()
 	if len(m.Layers) != 1 || m.Layers[0].MediaType != mediaTypeFluxContent {
 		var types []string
 		for _, l := range m.Layers {
@@ -117,7 +118,7 @@ func fluxImages(ctx context.Context, store content.Fetcher, name string, m *ocis
 		}
 		return nil, fmt.Errorf("%s: a Flux artifact has one %s layer, this one has %d (%s)", name, mediaTypeFluxContent, len(m.Layers), strings.Join(types, ", "))
 	}
-	layer, err := readBlob(ctx, store, name, "layer", m.Layers[0], limit)
+	layer, err := readBlob(ctx, store, ref, "layer", m.Layers[0], limit)
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +143,9 @@ func fluxImages(ctx context.Context, store content.Fetcher, name string, m *ocis
 
 // chartImages lists the images a chart's Chart.yaml annotation
 // artifacthub.io/images names; the config blob is Chart.yaml as JSON.
-func chartImages(ctx context.Context, store content.Fetcher, name string, m *ocispec.Manifest, limit int64) ([]string, string, error) {
-	config, err := readBlob(ctx, store, name, "config", m.Config, limit)
+func chartImages(ctx context.Context, store content.Fetcher, ref artifact.Reference, m *ocispec.Manifest, limit int64) ([]string, string, error) {
+	name := ref.String()
+	config, err := readBlob(ctx, store, ref, "config", m.Config, limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -175,19 +177,20 @@ func chartImages(ctx context.Context, store content.Fetcher, name string, m *oci
 	return slices.Compact(images), "", nil
 }
 
-// readBlob reads a blob, refusing it above limit and checking its digest.
-func readBlob(ctx context.Context, store content.Fetcher, name, what string, desc ocispec.Descriptor, limit int64) ([]byte, error) {
+// readBlob reads a blob of ref, refusing it above limit and checking its
+// digest.
+func readBlob(ctx context.Context, store content.Fetcher, ref artifact.Reference, what string, desc ocispec.Descriptor, limit int64) ([]byte, error) {
 	if desc.Size > limit {
-		return nil, &artifact.TooLargeError{Ref: name, What: what, Size: desc.Size, Limit: limit}
+		return nil, &artifact.TooLargeError{Ref: ref.String(), What: what, Size: desc.Size, Limit: limit}
 	}
 	rc, err := store.Fetch(ctx, desc)
 	if err != nil {
-		return nil, fmt.Errorf("%s: fetching its %s %s: %w", name, what, desc.Digest, err)
+		return nil, artifact.RegistryError(ref, "fetching the "+what+" of", err)
 	}
 	defer rc.Close()
 	data, err := content.ReadAll(rc, desc)
 	if err != nil {
-		return nil, fmt.Errorf("%s: reading its %s %s: %w", name, what, desc.Digest, err)
+		return nil, fmt.Errorf("reading the %s %s of %s: %w", what, desc.Digest, ref, err)
 	}
 	return data, nil
 }

@@ -195,7 +195,7 @@ func (r *runner) planLayout(ctx context.Context, store layoutStore, entries []bu
 // readEntry reads one entry of the layout.
 func (r *runner) readEntry(ctx context.Context, store layoutStore, p *plan, plans []*plan) error {
 	name := p.result.Source.String()
-	data, err := readBlob(ctx, store, name, "manifest", p.desc, r.opts.MaxMetadataSize)
+	data, err := readBlob(ctx, store, p.result.Source, "manifest", p.desc, r.opts.MaxMetadataSize)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (r *runner) readEntry(ctx context.Context, store layoutStore, p *plan, plan
 	if !p.result.Kind.isRelease() {
 		return nil
 	}
-	written, note, err := releaseImages(ctx, store, name, p.result.Kind, m, r.opts.MaxArtifactSize)
+	written, note, err := releaseImages(ctx, store, p.result.Source, p.result.Kind, m, r.opts.MaxArtifactSize)
 	if err != nil {
 		// The check is a courtesy: the entry is copied all the same.
 		p.result.Notes = append(p.result.Notes, fmt.Sprintf("its images could not be listed to check that the bundle holds them: %v", err))

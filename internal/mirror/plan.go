@@ -130,7 +130,7 @@ func (r *runner) peek(ctx context.Context, ref artifact.Reference) (ocispec.Desc
 	if desc.MediaType != ocispec.MediaTypeImageManifest || desc.Size > r.opts.MaxMetadataSize {
 		return desc, nil, nil
 	}
-	data, err := readBlob(ctx, repo.Manifests(), ref.String(), "manifest", desc, r.opts.MaxMetadataSize)
+	data, err := readBlob(ctx, repo.Manifests(), ref, "manifest", desc, r.opts.MaxMetadataSize)
 	if err != nil {
 		return ocispec.Descriptor{}, nil, err
 	}
@@ -149,7 +149,7 @@ func (r *runner) readRelease(ctx context.Context, p *plan, desc ocispec.Descript
 	p.desc = desc
 	p.result.Kind = kind
 	p.result.SourceDigest = desc.Digest.String()
-	written, note, err := releaseImages(ctx, repo.Blobs(), ref.String(), kind, m, r.opts.MaxArtifactSize)
+	written, note, err := releaseImages(ctx, repo.Blobs(), ref, kind, m, r.opts.MaxArtifactSize)
 	if err != nil {
 		return err
 	}
