@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	kuberecorder "k8s.io/client-go/tools/record"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -40,6 +41,7 @@ import (
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
+	ctrlevents "github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/controller/provider"
 	"github.com/capwright/capwright/internal/controller/tenant"
 	"github.com/capwright/capwright/internal/fluxartifact"
@@ -148,7 +150,7 @@ func run(o runOptions) error {
 	if err != nil {
 		return err
 	}
-	recorder, err := events.NewRecorder(mgr, ctrlruntime.Log, o.eventsAddr, controllerName)
+	recorder, err := eventRecorder(mgr, o.eventsAddr)
 	if err != nil {
 		return err
 	}
@@ -188,6 +190,27 @@ func run(o runOptions) error {
 		return err
 	}
 	return mgr.Start(ctrlruntime.SetupSignalHandler())
+}
+
+// eventRecorder records the controllers' events as Kubernetes events and,
+// with --events-addr, forwards them to notification-controller in the
+// background (Flux's event shape), so that a notification-controller that
+// does not answer never holds a reconcile.
+func eventRecorder(mgr ctrlruntime.Manager, eventsAddr string) (kuberecorder.EventRecorder, error) {
+	log := ctrlruntime.Log.WithName("events")
+	var notify kuberecorder.EventRecorder
+	if eventsAddr != "" {
+		flux, err := events.NewRecorderForScheme(mgr.GetScheme(), ctrlevents.Discard{}, log, eventsAddr, controllerName)
+		if err != nil {
+			return nil, fmt.Errorf("--events-addr %q: %w", eventsAddr, err)
+		}
+		notify = flux
+	}
+	f := ctrlevents.NewForwarder(mgr.GetEventRecorderFor(controllerName), notify, log, ctrlevents.DefaultForwardQueue)
+	if err := mgr.Add(f); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // artifactStorage sets up the storage and HTTP server of the artifacts
@@ -240,7 +263,7 @@ func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
 // manager. Without it the manager still runs its provider controllers
 // (which install Cluster API in the first place), and every Tenant says
 // on its own status that no cluster can be selected yet.
-func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder *events.Recorder, o runOptions) error {
+func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, o runOptions) error {
 	log := ctrlruntime.Log.WithName("setup")
 	watch, err := served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
 	if err != nil {
