@@ -83,6 +83,6 @@ func checkClean(ctx context.Context, dir string, exclude ...string) error {
 	if len(files) > shown {
 		list, more = files[:shown], fmt.Sprintf(" and %d more", len(files)-shown)
 	}
-	return fmt.Errorf("refusing to release from %s: the working tree has uncommitted changes (%s%s); commit or stash them, or pass ALLOW_DIRTY=1 (Options.AllowDirty) to release anyway",
+	return fmt.Errorf("refusing to release from %s: the working tree has uncommitted changes (%s%s); commit or stash them, or pass ALLOW_DIRTY=1 to release anyway",
 		dir, strings.Join(list, ", "), more)
 }
