@@ -1,0 +1,103 @@
+package install
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/tests/e2e/framework"
+)
+
+// TestInstallWithFluxHelmRelease installs Capwright from its released
+// chart as docs/examples/capwright-helm.yaml says (an OCIRepository of the
+// chart and a HelmRelease), runs the manager from the released image with
+// the args the chart gives it, installs the three Cluster API providers,
+// then uninstalls everything as docs/install.md says: providers first,
+// then the HelmRelease, then Capwright's CRDs.
+func TestInstallWithFluxHelmRelease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	c := newClient(t)
+	rel := released(ctx, t, firstVersion)
+
+	install := example(t, "capwright-helm.yaml", firstVersion)
+	hrObj := only(t, install, helmv2.HelmReleaseKind)
+	// The plane's registry is the providers' mirror, over plain HTTP: the
+	// chart's values for an air-gapped site.
+	for field, value := range map[string][]any{
+		"registryMirrors":    {"registry.k8s.io/cluster-api/manifests=" + env.Registry.Host + "/cluster-api/manifests"},
+		"insecureRegistries": {env.Registry.Host},
+	} {
+		if err := unstructured.SetNestedSlice(hrObj.Object, value, "spec", "values", field); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	apply(ctx, t, install...)
+	hr := &helmv2.HelmRelease{}
+	hr.SetNamespace(hrObj.GetNamespace())
+	hr.SetName(hrObj.GetName())
+	if err := framework.WaitReady(ctx, c, hr, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Flux installed the chart %s in %s", firstVersion, time.Since(start).Round(time.Millisecond))
+	// helm-controller records a chart from an OCIRepository as
+	// <semver>+<digest>, without the v.
+	if got := hr.Status.History.Latest(); got == nil || !strings.HasPrefix(got.ChartVersion, strings.TrimPrefix(firstVersion, "v")+"+") || got.AppVersion != firstVersion {
+		t.Errorf("HelmRelease installed chart %+v, want version %s, appVersion %s", got, firstVersion, firstVersion)
+	}
+	namespace := hr.GetReleaseNamespace()
+	var deploys appsv1.DeploymentList
+	if err := c.List(ctx, &deploys, client.InNamespace(namespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(deploys.Items) != 1 {
+		t.Fatalf("want the manager Deployment in %s, found %d Deployments", namespace, len(deploys.Items))
+	}
+	deploy := &deploys.Items[0]
+	manager := runDeployedManager(ctx, t, deploy, rel.Image.Repository+"@"+rel.Image.Digest)
+	defer manager.stop()
+
+	providerObjs := example(t, "repository/infrastructure/providers/cluster-api.yaml", "")
+	providers := providersOf(t, c, providerObjs)
+	apply(ctx, t, providerObjs...)
+	waitProvidersReady(ctx, t, c, providers, 3*time.Minute)
+	t.Logf("FIGURE HelmRelease applied → Capwright %s running → three Cluster API providers Ready: %s", firstVersion, time.Since(start).Round(time.Millisecond))
+
+	// Uninstall as the guide says. 1: the providers, while the manager
+	// runs, so that Flux uninstalls them.
+	for _, p := range providers {
+		if err := c.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range providers {
+		waitGone(ctx, t, c, p, 3*time.Minute)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "capi-system", Name: "capi-controller-manager"}, &appsv1.Deployment{}); err == nil {
+		t.Error("the Cluster API core manager is still installed after its CoreProvider was deleted")
+	}
+	// 2: the HelmRelease; Helm keeps the CRDs.
+	if err := c.Delete(ctx, hr); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, c, hr, 2*time.Minute)
+	manager.stop()
+	if n := len(capwrightCRDs(ctx, t, c)); n != len(capwrightCRDNames) {
+		t.Errorf("%d Capwright CRDs after the HelmRelease was removed, want all %d (Helm keeps CRDs)", n, len(capwrightCRDNames))
+	}
+	// 3: Capwright's CRDs.
+	for _, crd := range capwrightCRDs(ctx, t, c) {
+		if err := c.Delete(ctx, &crd); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(ctx, t, c, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: crd.ObjectMeta}, time.Minute)
+	}
+}

@@ -1,0 +1,160 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane"
+)
+
+// capwrightGroups are the API groups of Capwright's own CRDs.
+var capwrightGroups = []string{v1alpha1.GroupVersion.Group, "tenancy.capwright.io"}
+
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := framework.NewClient(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, add := range []func(*runtime.Scheme) error{helmv2.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(c.Scheme()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func apply(ctx context.Context, t *testing.T, objs ...*unstructured.Unstructured) {
+	t.Helper()
+	a, err := plane.NewApplier(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Apply(ctx, objs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// providersOf returns the provider CRs among objs, typed.
+func providersOf(t *testing.T, c client.Client, objs []*unstructured.Unstructured) []v1alpha1.Provider {
+	t.Helper()
+	var out []v1alpha1.Provider
+	for _, o := range objs {
+		if o.GroupVersionKind().GroupVersion() != v1alpha1.GroupVersion {
+			continue
+		}
+		obj, err := c.Scheme().New(o.GroupVersionKind())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := obj.(v1alpha1.Provider)
+		if !ok {
+			t.Fatalf("%s is not a provider kind", o.GetKind())
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	if len(out) != 3 {
+		t.Fatalf("want the three Cluster API providers in the example, found %d", len(out))
+	}
+	return out
+}
+
+// waitProvidersReady waits until every provider is Ready for its
+// generation.
+func waitProvidersReady(ctx context.Context, t *testing.T, c client.Client, providers []v1alpha1.Provider, timeout time.Duration) {
+	t.Helper()
+	for _, p := range providers {
+		if err := framework.WaitReady(ctx, c, p, timeout); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// notReady names the providers that are not Ready right now.
+func notReady(ctx context.Context, c client.Client, providers []v1alpha1.Provider) []string {
+	var out []string
+	for _, p := range providers {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", p.GetName(), err))
+			continue
+		}
+		if r := apimeta.FindStatusCondition(p.GetConditions(), v1alpha1.ReadyCondition); r == nil || r.Status != metav1.ConditionTrue {
+			out = append(out, fmt.Sprintf("%s/%s: %+v", p.GetNamespace(), p.GetName(), r))
+		}
+	}
+	return out
+}
+
+// waitGone waits until obj no longer exists.
+func waitGone(ctx context.Context, t *testing.T, c client.Client, obj client.Object, timeout time.Duration) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%T %s still there after %s (finalizers %v)", obj, key, timeout, obj.GetFinalizers())
+	}
+}
+
+// capwrightCRDs lists Capwright's own CRDs on the API server.
+func capwrightCRDs(ctx context.Context, t *testing.T, c client.Client) []apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	var list apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	var out []apiextensionsv1.CustomResourceDefinition
+	for _, crd := range list.Items {
+		for _, g := range capwrightGroups {
+			if crd.Spec.Group == g {
+				out = append(out, crd)
+			}
+		}
+	}
+	return out
+}
+
+// managerUser is the API user of a manager running as the ServiceAccount
+// namespace/name.
+func managerUser(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
+}
+
+// fluxWrites are the writes of user to Flux objects since since.
+func fluxWrites(t *testing.T, user string, since time.Time) []plane.Write {
+	t.Helper()
+	writes, err := env.Writes(user, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []plane.Write
+	for _, w := range writes {
+		switch w.Resource {
+		case "ocirepositories", "kustomizations", "helmreleases", "externalartifacts":
+			out = append(out, w)
+		}
+	}
+	return out
+}

@@ -1,0 +1,213 @@
+package install
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/internal/release"
+	"github.com/capwright/capwright/tests/e2e/framework"
+)
+
+// The install the kustomize artifact makes (manifests/).
+const (
+	kustomizeNamespace  = "capwright-system"
+	kustomizeDeployment = "capwright-manager"
+	kustomizeSA         = "capwright-manager"
+)
+
+// TestInstallWithFluxKustomization installs Capwright as an air-gapped site
+// does (docs/examples/capwright-airgap.yaml: the release's manifests
+// artifact through an OCIRepository and a Kustomization, provider artifacts
+// through a registry mirror), runs the manager from the released image,
+// installs the three Cluster API providers with it
+// (docs/examples/repository/infrastructure/providers), upgrades Capwright
+// through Flux, and removes it, keeping the providers.
+func TestInstallWithFluxKustomization(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c := newClient(t)
+	first := released(ctx, t, firstVersion)
+	upgrade := released(ctx, t, upgradeVersion)
+
+	// The same commit gives the same image: build it again, into an OCI
+	// layout this time.
+	again, err := release.Image(ctx, release.Options{
+		Version: firstVersion, Registry: releasePrefix(), RepoRoot: env.RepoRoot(), AllowDirty: true,
+		Output: filepath.Join(t.TempDir(), "layout"), CLIPlatforms: []string{}, Log: testWriter{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Image.Digest != first.Image.Digest {
+		t.Errorf("the image of %s is not reproducible: %s, then %s", firstVersion, first.Image.Digest, again.Image.Digest)
+	}
+
+	install := example(t, "capwright-airgap.yaml", firstVersion)
+	// The plane's registry is plain HTTP: the manager must be told, as it
+	// would be for an internal mirror without TLS.
+	ks := only(t, install, kustomizev1.KustomizationKind)
+	patches, _, _ := unstructured.NestedSlice(ks.Object, "spec", "patches")
+	patches = append(patches, map[string]any{
+		"target": map[string]any{"kind": "Deployment", "name": kustomizeDeployment},
+		"patch":  "- op: add\n  path: /spec/template/spec/containers/0/args/-\n  value: --insecure-registry=" + env.Registry.Host + "\n",
+	})
+	if err := unstructured.SetNestedSlice(ks.Object, patches, "spec", "patches"); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	apply(ctx, t, install...)
+	kustomization := &kustomizev1.Kustomization{}
+	kustomization.SetNamespace(ks.GetNamespace())
+	kustomization.SetName(ks.GetName())
+	if err := framework.WaitApplied(ctx, c, kustomization, firstVersion+"@"+first.Manifests.Digest, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Flux applied Capwright %s in %s", firstVersion, time.Since(start).Round(time.Millisecond))
+	checkKustomizeInstall(ctx, t, c)
+
+	deploy := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: kustomizeNamespace, Name: kustomizeDeployment}, deploy); err != nil {
+		t.Fatal(err)
+	}
+	manager := runDeployedManager(ctx, t, deploy, first.Image.Repository+"@"+first.Image.Digest)
+	defer func() { manager.stop() }()
+
+	providerObjs := example(t, "repository/infrastructure/providers/cluster-api.yaml", "")
+	providers := providersOf(t, c, providerObjs)
+	apply(ctx, t, providerObjs...)
+	waitProvidersReady(ctx, t, c, providers, 3*time.Minute)
+	t.Logf("FIGURE install YAML applied → Capwright %s running → three Cluster API providers Ready: %s", firstVersion, time.Since(start).Round(time.Millisecond))
+
+	// Upgrade Capwright through Flux: the one-line change of the tag.
+	upgradeStart := time.Now()
+	repo := &sourcev1.OCIRepository{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ks.GetNamespace(), Name: "capwright"}, repo); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(repo.DeepCopy())
+	repo.Spec.Reference.Tag = upgradeVersion
+	if err := c.Patch(ctx, repo, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.WaitApplied(ctx, c, kustomization, upgradeVersion+"@"+upgrade.Manifests.Digest, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if bad := notReady(ctx, c, providers); len(bad) > 0 {
+		t.Errorf("providers not Ready while Flux upgraded Capwright: %v", bad)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(deploy), deploy); err != nil {
+		t.Fatal(err)
+	}
+	// The Deployment now names the new image: its pod is replaced.
+	manager.stop()
+	manager = runDeployedManager(ctx, t, deploy, upgrade.Image.Repository+"@"+upgrade.Image.Digest)
+	for _, crd := range capwrightCRDs(ctx, t, c) {
+		if crd.Labels[upgradeCRDLabel] != upgradeVersion {
+			t.Errorf("CRD %s was not upgraded: labels %v, want %s=%s", crd.Name, crd.Labels, upgradeCRDLabel, upgradeVersion)
+		}
+	}
+	// The new manager resyncs every provider at start: providers stay
+	// Ready and nothing of theirs is written again.
+	settle := time.Now().Add(15 * time.Second)
+	for time.Now().Before(settle) {
+		if bad := notReady(ctx, c, providers); len(bad) > 0 {
+			t.Fatalf("providers not Ready after the upgrade to %s: %v", upgradeVersion, bad)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	user := managerUser(kustomizeNamespace, kustomizeSA)
+	if w := fluxWrites(t, user, upgradeStart); len(w) > 0 {
+		t.Errorf("upgrading Capwright rewrote the providers' Flux objects (%d writes): %v", len(w), w)
+	}
+	all, err := env.Writes(user, upgradeStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("FIGURE upgrade %s → %s: %d API writes by the manager, none to Flux objects", firstVersion, upgradeVersion, len(all))
+
+	// Remove Capwright: Flux prunes what it applied, but not the CRDs, so
+	// providers and what they installed stay.
+	if err := c.Delete(ctx, kustomization); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, c, kustomization, 2*time.Minute)
+	manager.stop()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(deploy), &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the manager Deployment was not pruned with the Kustomization: %v", err)
+	}
+	if n := len(capwrightCRDs(ctx, t, c)); n != len(capwrightCRDNames) {
+		t.Errorf("%d Capwright CRDs left after removing the Kustomization, want all %d", n, len(capwrightCRDNames))
+	}
+	for _, p := range providers {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			t.Errorf("provider %s/%s after removing Capwright: %v", p.GetNamespace(), p.GetName(), err)
+		}
+	}
+	for _, key := range []client.ObjectKey{{Name: "clusters.cluster.x-k8s.io"}} {
+		if err := c.Get(ctx, key, &apiextensionsv1.CustomResourceDefinition{}); err != nil {
+			t.Errorf("Cluster API CRD %s after removing Capwright: %v", key.Name, err)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "capi-system", Name: "capi-controller-manager"}, &appsv1.Deployment{}); err != nil {
+		t.Errorf("the Cluster API core manager after removing Capwright: %v", err)
+	}
+}
+
+// capwrightCRDNames are the CRDs of the release: seven provider kinds and
+// the Tenant.
+var capwrightCRDNames = []string{
+	"coreproviders.providers.capwright.io", "bootstrapproviders.providers.capwright.io",
+	"controlplaneproviders.providers.capwright.io", "infrastructureproviders.providers.capwright.io",
+	"ipamproviders.providers.capwright.io", "runtimeextensionproviders.providers.capwright.io",
+	"addonproviders.providers.capwright.io", "tenants.tenancy.capwright.io",
+}
+
+// checkKustomizeInstall checks what Flux applied from the manifests
+// artifact: CRDs (kept when pruned), RBAC, the manager, the artifact
+// Service and its NetworkPolicy.
+func checkKustomizeInstall(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	for _, name := range append(capwrightCRDNames, "providers.clusterctl.cluster.x-k8s.io") {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			t.Errorf("CRD %s: %v", name, err)
+			continue
+		}
+		if crd.Annotations["kustomize.toolkit.fluxcd.io/prune"] != "disabled" {
+			t.Errorf("CRD %s is not protected from pruning: annotations %v", name, crd.Annotations)
+		}
+	}
+	for _, o := range []client.Object{
+		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+	} {
+		if err := c.Get(ctx, client.ObjectKey{Name: "capwright-manager"}, o); err != nil {
+			t.Errorf("%T capwright-manager: %v", o, err)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "capwright-tenant"}, &rbacv1.ClusterRole{}); err != nil {
+		t.Errorf("ClusterRole capwright-tenant: %v", err)
+	}
+	for _, o := range []client.Object{&corev1.ServiceAccount{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}} {
+		name := "capwright-artifacts"
+		if _, ok := o.(*corev1.ServiceAccount); ok {
+			name = kustomizeSA
+		}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: kustomizeNamespace, Name: name}, o); err != nil {
+			t.Errorf("%T %s/%s: %v", o, kustomizeNamespace, name, err)
+		}
+	}
+}

@@ -1,0 +1,21 @@
+// Package install is the end-to-end suite of installing Capwright the way
+// its users do: `make release` to a registry, then Flux applies exactly the
+// YAML the install guide (docs/install.md) tells users to commit, from
+// docs/examples. The manager that then runs is the one from the released
+// image, started with the Deployment's own command, args and env and
+// authenticated as the Deployment's ServiceAccount.
+package install
+
+import (
+	"os"
+	"testing"
+
+	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane"
+)
+
+var env *plane.Plane
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.RunSuite(m, plane.Options{AuditLog: true}, publishCAPIProviders, func(p *plane.Plane) { env = p }))
+}

@@ -1,0 +1,109 @@
+package install
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/capwright/capwright/internal/release"
+	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane"
+)
+
+// The versions the suite releases: a first install, and an upgrade whose
+// CRDs carry a change (a label) the first does not.
+const (
+	firstVersion   = "v0.0.1"
+	upgradeVersion = "v0.0.2"
+	// upgradeCRDLabel is the CRD change v0.0.2 brings.
+	upgradeCRDLabel = "capwright.io/e2e-release"
+)
+
+// releasePrefix is where releases go on the plane's registry, as a
+// project's REGISTRY=ghcr.io/capwright would be.
+func releasePrefix() string { return env.Registry.Host + "/capwright" }
+
+var releases = struct {
+	sync.Mutex
+	done map[string]*release.Result
+}{done: map[string]*release.Result{}}
+
+// released runs `make release` (the same code, in-process) for version to
+// the plane's registry once per suite: image for linux/amd64 and
+// linux/arm64, chart and manifests artifact. The CLI is not built here
+// (internal/release tests it).
+func released(ctx context.Context, t *testing.T, version string) *release.Result {
+	t.Helper()
+	releases.Lock()
+	defer releases.Unlock()
+	if r, ok := releases.done[version]; ok {
+		return r
+	}
+	o := release.Options{
+		Version:      version,
+		Registry:     releasePrefix(),
+		PlainHTTP:    true,
+		RepoRoot:     env.RepoRoot(),
+		CLIPlatforms: []string{},
+		// The tree under test may hold uncommitted work; the dirty-tree
+		// refusal is tested in internal/release.
+		AllowDirty: true,
+		Log:        testWriter{t},
+	}
+	if version == upgradeVersion {
+		o.ManifestsDir = manifestsWithCRDLabel(t, upgradeCRDLabel, version)
+	}
+	r, err := release.Release(ctx, o)
+	if err != nil {
+		t.Fatalf("make release VERSION=%s REGISTRY=%s: %v", version, o.Registry, err)
+	}
+	t.Logf("released %s: image %s, chart %s, manifests %s", version, r.Image.Ref(), r.Chart.Ref(), r.Manifests.Ref())
+	releases.done[version] = r
+	return r
+}
+
+// manifestsWithCRDLabel copies manifests/ and labels every Capwright CRD,
+// so that a release built from the copy carries a CRD change. It returns
+// the copy's default/ directory.
+func manifestsWithCRDLabel(t *testing.T, key, value string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "manifests")
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join(env.RepoRoot(), "manifests"))); err != nil {
+		t.Fatal(err)
+	}
+	k := filepath.Join(dst, "crd", "bases", "kustomization.yaml")
+	data, err := os.ReadFile(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, []byte("labels:\n- pairs:\n    "+key+": "+value+"\n")...)
+	if err := os.WriteFile(k, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dst, "default")
+}
+
+// publishCAPIProviders publishes the real Cluster API core, kubeadm
+// bootstrap and kubeadm control plane providers to the plane's registry,
+// where the install guide's air-gapped mirror rule points.
+func publishCAPIProviders(ctx context.Context, p *plane.Plane) error {
+	fixtures := filepath.Dir(p.CAPIComponentsPath(plane.CAPIVersion, "metadata.yaml"))
+	for _, pr := range [][2]string{{"core", "cluster-api"}, {"bootstrap", "kubeadm"}, {"control-plane", "kubeadm"}} {
+		if _, err := framework.PublishCAPIProvider(ctx, p.Registry.Host, fixtures, pr[0], pr[1], plane.CAPIVersion); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// testWriter sends release progress to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
