@@ -18,6 +18,16 @@ const maxEntries = 1024
 // errUncompressedTooLarge reports a layer that expands beyond the limit.
 var errUncompressedTooLarge = errors.New("uncompressed layer too large")
 
+// ErrLayerTooLarge is returned by Untar for a layer that expands beyond
+// its limit.
+var ErrLayerTooLarge = errUncompressedTooLarge
+
+// Untar reads a tar+gzip layer in memory with the checks every artifact
+// Capwright reads gets: regular files only, clean relative paths, at most
+// limit bytes unpacked (ErrLayerTooLarge beyond) and 1024 entries. It
+// returns the files by path.
+func Untar(layer []byte, limit int64) (map[string][]byte, error) { return untar(layer, limit) }
+
 // unsafeEntryError is a tar entry that could escape or alias the
 // extraction root, or that is not a plain file.
 type unsafeEntryError struct {

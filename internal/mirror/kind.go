@@ -1,14 +1,11 @@
 package mirror
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -49,9 +46,6 @@ const (
 	// a chart runs, as YAML: a list of {name, image}.
 	annotationChartImages = "artifacthub.io/images"
 )
-
-// maxFluxFiles bounds the entries of a Flux artifact's layer.
-const maxFluxFiles = 1024
 
 // kindOf says what a manifest (nil: not an image manifest) is, by its
 // config media type.
@@ -122,18 +116,23 @@ func fluxImages(ctx context.Context, store content.Fetcher, ref artifact.Referen
 	if err != nil {
 		return nil, err
 	}
-	files, err := yamlFiles(layer, limit)
-	if errors.Is(err, errTooLarge) {
+	files, err := artifact.Untar(layer, limit)
+	if errors.Is(err, artifact.ErrLayerTooLarge) {
 		return nil, &artifact.TooLargeError{Ref: name, What: "uncompressed layer", Size: -1, Limit: limit}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading its Flux layer: %w", name, err)
 	}
 	var images []string
-	for _, file := range files {
-		found, err := clusterctl.Images(file.data)
+	// Flux's kustomize build reads the YAML files; other files are not
+	// objects.
+	for _, file := range slices.Sorted(maps.Keys(files)) {
+		if ext := path.Ext(file); ext != ".yaml" && ext != ".yml" {
+			continue
+		}
+		found, err := clusterctl.Images(files[file])
 		if err != nil {
-			return nil, fmt.Errorf("%s: the container images of %s cannot be listed: %w", name, file.name, err)
+			return nil, fmt.Errorf("%s: the container images of %s cannot be listed: %w", name, file, err)
 		}
 		images = append(images, found...)
 	}
@@ -193,60 +192,4 @@ func readBlob(ctx context.Context, store content.Fetcher, ref artifact.Reference
 		return nil, fmt.Errorf("reading the %s %s of %s: %w", what, desc.Digest, ref, err)
 	}
 	return data, nil
-}
-
-// errTooLarge is a layer that expands beyond the limit.
-var errTooLarge = errors.New("uncompressed layer too large")
-
-type namedFile struct {
-	name string
-	data []byte
-}
-
-// yamlFiles reads the .yaml and .yml files of a tar+gzip layer in memory,
-// in archive order, reading at most limit bytes of tar stream and
-// maxFluxFiles entries. Nothing is written to disk, so entry names only
-// name files in messages; other entries are skipped, as Flux's kustomize
-// build ignores them. (internal/artifact's untar does the same reading for
-// provider artifacts but is not exported.)
-func yamlFiles(layer []byte, limit int64) ([]namedFile, error) {
-	gz, err := gzip.NewReader(bytes.NewReader(layer))
-	if err != nil {
-		return nil, fmt.Errorf("the layer is not gzip-compressed: %w", err)
-	}
-	defer gz.Close()
-	// One byte over the limit tells "exactly at the limit" from "beyond".
-	stream := &io.LimitedReader{R: gz, N: limit + 1}
-	tr := tar.NewReader(stream)
-	var files []namedFile
-	for entries := 1; ; entries++ {
-		hdr, err := tr.Next()
-		switch {
-		case stream.N <= 0:
-			return nil, errTooLarge
-		case errors.Is(err, io.EOF):
-			return files, nil
-		case err != nil:
-			return nil, fmt.Errorf("the layer is not a valid tar archive: %w", err)
-		case entries > maxFluxFiles:
-			return nil, fmt.Errorf("the layer holds more than %d entries", maxFluxFiles)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		if ext := path.Ext(hdr.Name); ext != ".yaml" && ext != ".yml" {
-			continue
-		}
-		if hdr.Size > limit {
-			return nil, errTooLarge
-		}
-		data, err := io.ReadAll(tr)
-		if stream.N <= 0 {
-			return nil, errTooLarge
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s from the layer: %w", hdr.Name, err)
-		}
-		files = append(files, namedFile{name: hdr.Name, data: data})
-	}
 }
