@@ -37,10 +37,13 @@ func example(t *testing.T, name, version string) []*unstructured.Unstructured {
 	if version != "" && !bytes.Contains(data, []byte("tag: "+exampleVersion)) {
 		t.Fatalf("docs/examples/%s does not install tag %s any more; update exampleVersion", name, exampleVersion)
 	}
-	// The site registry is the plane's; Capwright's release prefix on it is
-	// releasePrefix() (= <plane registry>/capwright).
+	// The public release registry is releasePrefix() on the plane's
+	// registry. The site's registry is the plane's too: Capwright's release
+	// mirrored under sitePrefix(), the Cluster API providers where the
+	// suite published them.
 	text := string(data)
 	text = strings.ReplaceAll(text, exampleReleaseRegistry, releasePrefix())
+	text = strings.ReplaceAll(text, exampleSiteRegistry+"/capwright/", sitePrefix()+"/capwright/")
 	text = strings.ReplaceAll(text, exampleSiteRegistry, env.Registry.Host)
 	if version != "" {
 		text = strings.ReplaceAll(text, "tag: "+exampleVersion, "tag: "+version)

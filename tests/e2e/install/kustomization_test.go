@@ -29,9 +29,11 @@ const (
 )
 
 // TestInstallWithFluxKustomization installs Capwright as an air-gapped site
-// does (docs/examples/capwright-airgap.yaml: the release's manifests
-// artifact through an OCIRepository and a Kustomization, provider artifacts
-// through a registry mirror), runs the manager from the released image,
+// does: its release mirrored into the site's registry with `capwright
+// mirror`, then docs/examples/capwright-airgap.yaml (the manifests artifact
+// through an OCIRepository and a Kustomization whose images send the
+// manager to the site's copy, provider artifacts through a registry
+// mirror). It runs the manager from the released image,
 // installs the three Cluster API providers with it
 // (docs/examples/repository/infrastructure/providers), upgrades Capwright
 // through Flux, and removes it, keeping the providers.
@@ -53,6 +55,14 @@ func TestInstallWithFluxKustomization(t *testing.T) {
 	}
 	if again.Image.Digest != first.Image.Digest {
 		t.Errorf("the image of %s is not reproducible: %s, then %s", firstVersion, first.Image.Digest, again.Image.Digest)
+	}
+
+	// The site mirrors the release first (docs/install.md, air-gapped
+	// sites); the manager's image then comes from the site's registry.
+	mirrorRelease(ctx, t, first)
+	mirrorRelease(ctx, t, upgrade)
+	siteImage := func(r *release.Result) string {
+		return sitePrefix() + "/capwright/capwright-manager@" + r.Image.Digest
 	}
 
 	install := example(t, "capwright-airgap.yaml", firstVersion)
@@ -83,7 +93,7 @@ func TestInstallWithFluxKustomization(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: kustomizeNamespace, Name: kustomizeDeployment}, deploy); err != nil {
 		t.Fatal(err)
 	}
-	manager := runDeployedManager(ctx, t, deploy, first.Image.Repository+"@"+first.Image.Digest)
+	manager := runDeployedManager(ctx, t, deploy, siteImage(first))
 	defer func() { manager.stop() }()
 
 	providerObjs := example(t, "repository/infrastructure/providers/cluster-api.yaml", "")
@@ -114,7 +124,7 @@ func TestInstallWithFluxKustomization(t *testing.T) {
 	}
 	// The Deployment now names the new image: its pod is replaced.
 	manager.stop()
-	manager = runDeployedManager(ctx, t, deploy, upgrade.Image.Repository+"@"+upgrade.Image.Digest)
+	manager = runDeployedManager(ctx, t, deploy, siteImage(upgrade))
 	for _, crd := range capwrightCRDs(ctx, t, c) {
 		if crd.Labels[upgradeCRDLabel] != upgradeVersion {
 			t.Errorf("CRD %s was not upgraded: labels %v, want %s=%s", crd.Name, crd.Labels, upgradeCRDLabel, upgradeVersion)

@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +26,35 @@ const (
 // releasePrefix is where releases go on the plane's registry, as a
 // project's REGISTRY=ghcr.io/capwright would be.
 func releasePrefix() string { return env.Registry.Host + "/capwright" }
+
+// sitePrefix is where an air-gapped site's registry holds its mirror:
+// `capwright mirror --to <sitePrefix>` copies ghcr.io/capwright/… to
+// <sitePrefix>/capwright/….
+func sitePrefix() string { return env.Registry.Host + "/site" }
+
+var cli struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// mirrorRelease copies the release's manifests artifact and chart, with the
+// manager image they name (every platform), to sitePrefix() with the
+// capwright CLI built from the tree, as an air-gapped site does.
+func mirrorRelease(ctx context.Context, t *testing.T, r *release.Result) {
+	t.Helper()
+	cli.Do(func() { cli.path, cli.err = env.BuildCLI(ctx) })
+	if cli.err != nil {
+		t.Fatal(cli.err)
+	}
+	cmd := exec.CommandContext(ctx, cli.path, "mirror", "--plain-http", "--to", sitePrefix(),
+		"oci://"+r.Manifests.TagRef(), "oci://"+r.Chart.TagRef())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("capwright mirror of %s: %v\n%s", r.Manifests.Tag, err, out)
+	}
+	t.Logf("capwright mirror %s:\n%s", r.Manifests.Tag, out)
+}
 
 var releases = struct {
 	sync.Mutex
