@@ -206,7 +206,11 @@ func eventRecorder(mgr ctrlruntime.Manager, eventsAddr string) (kuberecorder.Eve
 		}
 		notify = flux
 	}
-	f := ctrlevents.NewForwarder(mgr.GetEventRecorderFor(controllerName), notify, log, ctrlevents.DefaultForwardQueue)
+	// core/v1 Events with annotations, as Flux's controllers record them
+	// and notification-controller's users expect; the events/v1 recorder
+	// that replaces this API has no annotated events.
+	kube := mgr.GetEventRecorderFor(controllerName) //nolint:staticcheck // see above
+	f := ctrlevents.NewForwarder(kube, notify, log, ctrlevents.DefaultForwardQueue)
 	if err := mgr.Add(f); err != nil {
 		return nil, err
 	}

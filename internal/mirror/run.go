@@ -169,7 +169,7 @@ func (r *runner) repository(target bool, ref artifact.Reference) (*remote.Reposi
 
 // route is a copy from a source repository into its target repository.
 func (r *runner) route(src artifact.Reference, subject string, wrote *atomic.Bool) (route, error) {
-	var from content.ReadOnlyGraphStorage = r.layout
+	from := r.layout
 	if from == nil {
 		repo, err := r.repository(false, src)
 		if err != nil {

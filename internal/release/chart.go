@@ -2,6 +2,7 @@ package release
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -114,14 +115,14 @@ func stampChart(files map[string][]byte, version, imageRepo, imageDigest string)
 	images.YNode().Style = kyaml.LiteralStyle
 	annotations, err := chart.Pipe(kyaml.LookupCreate(kyaml.MappingNode, "annotations"))
 	if err != nil {
-		return fmt.Errorf("Chart.yaml annotations: %w", err)
+		return fmt.Errorf("setting the annotations of Chart.yaml: %w", err)
 	}
 	if err := annotations.PipeE(kyaml.SetField(artifactHubImages, images)); err != nil {
-		return fmt.Errorf("Chart.yaml annotations: %w", err)
+		return fmt.Errorf("setting the annotations of Chart.yaml: %w", err)
 	}
 	for _, field := range []string{"version", "appVersion"} {
 		if err := setString(chart, field, version); err != nil {
-			return fmt.Errorf("Chart.yaml %s: %w", field, err)
+			return fmt.Errorf("setting %s in Chart.yaml: %w", field, err)
 		}
 	}
 
@@ -170,7 +171,7 @@ func packChart(files map[string][]byte, created time.Time) (*packedChart, error)
 		return nil, fmt.Errorf("reading Chart.yaml: %w", err)
 	}
 	if meta.Name == "" || meta.Version == "" {
-		return nil, fmt.Errorf("Chart.yaml needs a name and a version")
+		return nil, errors.New("the chart's Chart.yaml needs a name and a version")
 	}
 	config, err := json.Marshal(meta)
 	if err != nil {

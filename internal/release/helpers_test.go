@@ -98,7 +98,7 @@ func (l testLog) Write(p []byte) (int, error) {
 // wrap (nil: none) and returns host:port.
 func startRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	if wrap != nil {
 		h = wrap(h)
 	}

@@ -140,7 +140,7 @@ func TestReleaseThatFailsToPushTagsNothing(t *testing.T) {
 					if tt.refuse(r) {
 						w.Header().Set("Content-Type", "application/json")
 						w.WriteHeader(http.StatusForbidden)
-						fmt.Fprint(w, `{"errors":[{"code":"DENIED","message":"refused by the test"}]}`)
+						_, _ = fmt.Fprint(w, `{"errors":[{"code":"DENIED","message":"refused by the test"}]}`)
 						return
 					}
 					next.ServeHTTP(w, r)
