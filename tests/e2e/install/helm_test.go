@@ -7,9 +7,11 @@ import (
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
@@ -19,13 +21,15 @@ import (
 // chart as docs/examples/capwright-helm.yaml says (an OCIRepository of the
 // chart and a HelmRelease), runs the manager from the released image with
 // the args the chart gives it, installs the three Cluster API providers,
-// then uninstalls everything as docs/install.md says: providers first,
+// upgrades Capwright through the chart (CRDs included), then uninstalls
+// everything as docs/install.md says: providers first,
 // then the HelmRelease, then Capwright's CRDs.
 func TestInstallWithFluxHelmRelease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	c := newClient(t)
 	rel := released(ctx, t, firstVersion)
+	upgrade := released(ctx, t, upgradeVersion)
 
 	install := example(t, "capwright-helm.yaml", firstVersion)
 	hrObj := only(t, install, helmv2.HelmReleaseKind)
@@ -63,13 +67,37 @@ func TestInstallWithFluxHelmRelease(t *testing.T) {
 	}
 	deploy := &deploys.Items[0]
 	manager := runDeployedManager(ctx, t, deploy, rel.Image.Repository+"@"+rel.Image.Digest)
-	defer manager.stop()
+	defer func() { manager.stop() }()
 
 	providerObjs := example(t, "repository/infrastructure/providers/cluster-api.yaml", "")
 	providers := providersOf(t, c, providerObjs)
 	apply(ctx, t, providerObjs...)
 	waitProvidersReady(ctx, t, c, providers, 3*time.Minute)
 	t.Logf("FIGURE HelmRelease applied → Capwright %s running → three Cluster API providers Ready: %s", firstVersion, time.Since(start).Round(time.Millisecond))
+
+	// Upgrade Capwright through Flux: the chart's new version, whose CRDs
+	// only Flux's CreateReplace brings (Helm never upgrades crds/).
+	upgradeStart := time.Now()
+	repo := &sourcev1.OCIRepository{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: hr.Namespace, Name: hr.Spec.ChartRef.Name}, repo); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(repo.DeepCopy())
+	repo.Spec.Reference.Tag = upgradeVersion
+	if err := c.Patch(ctx, repo, patch); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := framework.WaitReady(ctx, c, hr, 3*time.Minute); err != nil {
+			return false, err
+		}
+		latest := hr.Status.History.Latest()
+		return latest != nil && latest.AppVersion == upgradeVersion, nil
+	})
+	if err != nil {
+		t.Fatalf("HelmRelease did not upgrade to %s: %v", upgradeVersion, err)
+	}
+	manager = checkUpgraded(ctx, t, c, deploy, manager, upgrade.Image.Repository+"@"+upgrade.Image.Digest, providers, upgradeStart)
 
 	// Uninstall as the guide says. 1: the providers, while the manager
 	// runs, so that Flux uninstalls them.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -157,4 +158,44 @@ func fluxWrites(t *testing.T, user string, since time.Time) []plane.Write {
 		}
 	}
 	return out
+}
+
+// checkUpgraded checks Capwright after Flux applied upgradeVersion: the
+// providers are Ready; the Deployment names wantImage, so its pod is
+// replaced by a manager from that image; every Capwright CRD carries the
+// upgrade's change; the providers stay Ready while the new manager resyncs
+// them, and since since the manager wrote nothing to their Flux objects.
+// It returns the new manager.
+func checkUpgraded(ctx context.Context, t *testing.T, c client.Client, deploy *appsv1.Deployment, old *deployedManager, wantImage string, providers []v1alpha1.Provider, since time.Time) *deployedManager {
+	t.Helper()
+	if bad := notReady(ctx, c, providers); len(bad) > 0 {
+		t.Errorf("providers not Ready while Flux upgraded Capwright: %v", bad)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(deploy), deploy); err != nil {
+		t.Fatal(err)
+	}
+	old.stop()
+	manager := runDeployedManager(ctx, t, deploy, wantImage)
+	for _, crd := range capwrightCRDs(ctx, t, c) {
+		if crd.Labels[upgradeCRDLabel] != upgradeVersion {
+			t.Errorf("CRD %s was not upgraded: labels %v, want %s=%s", crd.Name, crd.Labels, upgradeCRDLabel, upgradeVersion)
+		}
+	}
+	settle := time.Now().Add(15 * time.Second)
+	for time.Now().Before(settle) {
+		if bad := notReady(ctx, c, providers); len(bad) > 0 {
+			t.Fatalf("providers not Ready after the upgrade to %s: %v", upgradeVersion, bad)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	user := managerUser(deploy.Namespace, deploy.Spec.Template.Spec.ServiceAccountName)
+	if w := fluxWrites(t, user, since); len(w) > 0 {
+		t.Errorf("upgrading Capwright rewrote the providers' Flux objects (%d writes): %v", len(w), w)
+	}
+	all, err := env.Writes(user, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("FIGURE upgrade %s → %s: %d API writes by the manager, none to Flux objects", firstVersion, upgradeVersion, len(all))
+	return manager
 }

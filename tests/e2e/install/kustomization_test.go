@@ -116,38 +116,7 @@ func TestInstallWithFluxKustomization(t *testing.T) {
 	if err := framework.WaitApplied(ctx, c, kustomization, upgradeVersion+"@"+upgrade.Manifests.Digest, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if bad := notReady(ctx, c, providers); len(bad) > 0 {
-		t.Errorf("providers not Ready while Flux upgraded Capwright: %v", bad)
-	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(deploy), deploy); err != nil {
-		t.Fatal(err)
-	}
-	// The Deployment now names the new image: its pod is replaced.
-	manager.stop()
-	manager = runDeployedManager(ctx, t, deploy, siteImage(upgrade))
-	for _, crd := range capwrightCRDs(ctx, t, c) {
-		if crd.Labels[upgradeCRDLabel] != upgradeVersion {
-			t.Errorf("CRD %s was not upgraded: labels %v, want %s=%s", crd.Name, crd.Labels, upgradeCRDLabel, upgradeVersion)
-		}
-	}
-	// The new manager resyncs every provider at start: providers stay
-	// Ready and nothing of theirs is written again.
-	settle := time.Now().Add(15 * time.Second)
-	for time.Now().Before(settle) {
-		if bad := notReady(ctx, c, providers); len(bad) > 0 {
-			t.Fatalf("providers not Ready after the upgrade to %s: %v", upgradeVersion, bad)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	user := managerUser(kustomizeNamespace, kustomizeSA)
-	if w := fluxWrites(t, user, upgradeStart); len(w) > 0 {
-		t.Errorf("upgrading Capwright rewrote the providers' Flux objects (%d writes): %v", len(w), w)
-	}
-	all, err := env.Writes(user, upgradeStart)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("FIGURE upgrade %s → %s: %d API writes by the manager, none to Flux objects", firstVersion, upgradeVersion, len(all))
+	manager = checkUpgraded(ctx, t, c, deploy, manager, siteImage(upgrade), providers, upgradeStart)
 
 	// Remove Capwright: Flux prunes what it applied, but not the CRDs, so
 	// providers and what they installed stay.

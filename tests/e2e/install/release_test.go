@@ -85,6 +85,7 @@ func released(ctx context.Context, t *testing.T, version string) *release.Result
 	}
 	if version == upgradeVersion {
 		o.ManifestsDir = manifestsWithCRDLabel(t, upgradeCRDLabel, version)
+		o.ChartDir = chartWithCRDLabel(t, upgradeCRDLabel, version)
 	}
 	r, err := release.Release(ctx, o)
 	if err != nil {
@@ -114,6 +115,36 @@ func manifestsWithCRDLabel(t *testing.T, key, value string) string {
 		t.Fatal(err)
 	}
 	return filepath.Join(dst, "default")
+}
+
+// chartWithCRDLabel copies the chart and labels every Capwright CRD in its
+// crds/, so that a release built from the copy carries a CRD change only
+// Flux's CreateReplace brings (Helm itself never upgrades crds/). It
+// returns the copy.
+func chartWithCRDLabel(t *testing.T, key, value string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "capwright")
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join(env.RepoRoot(), "charts", "capwright"))); err != nil {
+		t.Fatal(err)
+	}
+	crds, err := filepath.Glob(filepath.Join(dst, "crds", "*.capwright.io_*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no Capwright CRDs in the chart's crds/ (%v)", err)
+	}
+	for _, f := range crds {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		labelled := strings.Replace(string(data), "\nmetadata:\n", "\nmetadata:\n  labels:\n    "+key+": "+value+"\n", 1)
+		if labelled == string(data) {
+			t.Fatalf("%s has no metadata: to label", f)
+		}
+		if err := os.WriteFile(f, []byte(labelled), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
 }
 
 // publishCAPIProviders publishes the real Cluster API core, kubeadm
