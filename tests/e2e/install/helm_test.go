@@ -76,7 +76,8 @@ func TestInstallWithFluxHelmRelease(t *testing.T) {
 	t.Logf("FIGURE HelmRelease applied → Capwright %s running → three Cluster API providers Ready: %s", firstVersion, time.Since(start).Round(time.Millisecond))
 
 	// Upgrade Capwright through Flux: the chart's new version, whose CRDs
-	// only Flux's CreateReplace brings (Helm never upgrades crds/).
+	// helm-controller applies (Helm itself never upgrades crds/; the
+	// example asks for CreateReplace, as Flux documents).
 	upgradeStart := time.Now()
 	repo := &sourcev1.OCIRepository{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: hr.Namespace, Name: hr.Spec.ChartRef.Name}, repo); err != nil {

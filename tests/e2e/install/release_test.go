@@ -118,9 +118,9 @@ func manifestsWithCRDLabel(t *testing.T, key, value string) string {
 }
 
 // chartWithCRDLabel copies the chart and labels every Capwright CRD in its
-// crds/, so that a release built from the copy carries a CRD change only
-// Flux's CreateReplace brings (Helm itself never upgrades crds/). It
-// returns the copy.
+// crds/, so that a release built from the copy carries a CRD change that
+// Helm itself would never apply (it does not upgrade crds/) and
+// helm-controller must. It returns the copy.
 func chartWithCRDLabel(t *testing.T, key, value string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "capwright")
