@@ -129,6 +129,7 @@ func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args 
 		return err
 	}
 	progress := newMirrorProgress(cmd.ErrOrStderr())
+	progress.layout = o.fromLayout != ""
 	opts.Progress = progress
 	var summary *mirror.Summary
 	var runErr error
@@ -309,8 +310,11 @@ type mirrorProgress struct {
 	mu       sync.Mutex
 	w        io.Writer
 	terminal bool
-	last     time.Time
-	drawn    bool
+	// layout: the images of a layout bundle are entries of their own, not
+	// counted per artifact.
+	layout bool
+	last   time.Time
+	drawn  bool
 
 	refs, refsDone, images, imagesDone int
 	copied, present                    int64
@@ -333,8 +337,9 @@ func (p *mirrorProgress) Event(e mirror.Event) {
 	case mirror.RefPlanned:
 		p.images += e.Images
 		line = fmt.Sprintf("%s: %s, %d image(s)", e.Ref, e.ArtifactKind, e.Images)
-		if e.ArtifactKind == mirror.KindImage || e.ArtifactKind == mirror.KindOther {
-			// An entry of an OCI layout: an image is one itself.
+		if p.layout {
+			// An entry of an OCI layout: the images it names are entries
+			// of their own.
 			line = fmt.Sprintf("%s: %s", e.Ref, e.ArtifactKind)
 		}
 		if e.ArtifactKind == mirror.KindImage {

@@ -218,6 +218,10 @@ func TestMirrorCommandCapwrightRelease(t *testing.T) {
 	for _, path := range []string{"capwright/capwright-manager", "capwright/capwright-manifests", "capwright/charts/capwright"} {
 		mirrortest.Resolve(t, dst.Access(), artifact.Reference{Host: dst.Host, Repository: "bundle/" + path, Tag: "v0.1.0"})
 	}
+	// The image is an entry of its own: no entry claims "0 image(s)".
+	if strings.Contains(stderr, "image(s)") {
+		t.Errorf("a layout run counts images per entry:\n%s", stderr)
+	}
 }
 
 func TestMirrorCommandReleaseExitCodes(t *testing.T) {
