@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -27,6 +28,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	providersv1alpha1 "github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
@@ -116,16 +119,7 @@ func reasonConstants(t *testing.T, file string) map[string]string {
 // docs/examples into its Go type, refusing unknown fields, so a renamed or
 // misspelt field in an example fails here.
 func TestExamplesDecodeStrictly(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme,
-		providersv1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme,
-	} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	decoder := strictDecoder(t)
 	var files []string
 	err := filepath.WalkDir(filepath.Join(repoRoot, "docs", "examples"), func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
@@ -144,26 +138,15 @@ func TestExamplesDecodeStrictly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := utilyaml.NewYAMLReader(bufioReader(data))
-		docs := 0
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-				continue
-			}
-			docs++
-			if _, _, err := decoder.Decode(doc, nil, nil); err != nil {
-				t.Errorf("%s, document %d: %v", file, docs, err)
-			}
-		}
-		if docs == 0 {
+		docs := yamlDocuments(t, data)
+		if len(docs) == 0 {
 			t.Errorf("%s holds no object", file)
+		}
+		for i, doc := range docs {
+			// Every example is of a kind the decoder knows.
+			if _, _, err := decoder.Decode(doc, nil, nil); err != nil {
+				t.Errorf("%s, document %d: %v", file, i+1, err)
+			}
 		}
 	}
 }
@@ -196,3 +179,125 @@ func stripComments(doc []byte) []byte {
 }
 
 func bufioReader(data []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(data)) }
+
+// TestGuideYAMLBlocks decodes every ```yaml block of the guides strictly,
+// like the examples: a block users copy cannot name a field that does not
+// exist. Blocks of kinds this test does not know are only parsed as YAML.
+func TestGuideYAMLBlocks(t *testing.T) {
+	decoder := strictDecoder(t)
+	guides, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	guides = append(guides, filepath.Join(repoRoot, "README.md"), filepath.Join(repoRoot, "charts", "capwright", "README.md"))
+	block := regexp.MustCompile("(?s)```yaml\n(.*?)```")
+	blocks := 0
+	for _, guide := range guides {
+		data, err := os.ReadFile(guide)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range block.FindAllSubmatch(data, -1) {
+			blocks++
+			for j, doc := range yamlDocuments(t, m[1]) {
+				if err := decodeStrictly(decoder, doc); err != nil {
+					t.Errorf("%s, YAML block %d, document %d: %v", guide, i+1, j+1, err)
+				}
+			}
+		}
+	}
+	if blocks < 5 {
+		t.Fatalf("found %d YAML blocks in the guides", blocks)
+	}
+}
+
+// TestChartReadmeInstallMatchesTheExample: the chart's README (shipped in
+// the chart, where docs/ links do not reach) shows the same objects as
+// docs/examples/capwright-helm.yaml, which the install e2e applies.
+func TestChartReadmeInstallMatchesTheExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "charts", "capwright", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("charts/capwright/README.md shows no install YAML")
+	}
+	example, err := os.ReadFile(filepath.Join(repoRoot, "docs", "examples", "capwright-helm.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := objects(t, m[1]), objects(t, example)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("charts/capwright/README.md installs\n%v\nbut docs/examples/capwright-helm.yaml (tested on the plane)\n%v", got, want)
+	}
+}
+
+func strictDecoder(t *testing.T) runtime.Decoder {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme,
+		providersv1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+}
+
+// decodeStrictly decodes doc into its Go type, refusing unknown fields; a
+// kustomize kustomization.yaml is checked against kustomize's own type, and
+// a kind neither knows only has to be YAML.
+func decodeStrictly(decoder runtime.Decoder, doc []byte) error {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := sigsyaml.Unmarshal(doc, &head); err != nil {
+		return err
+	}
+	if head.APIVersion == kustypes.KustomizationVersion && head.Kind == kustypes.KustomizationKind {
+		return sigsyaml.UnmarshalStrict(doc, &kustypes.Kustomization{})
+	}
+	_, _, err := decoder.Decode(doc, nil, nil)
+	if runtime.IsNotRegisteredError(err) || runtime.IsMissingKind(err) || runtime.IsMissingVersion(err) {
+		return nil
+	}
+	return err
+}
+
+// yamlDocuments splits a multi-document YAML stream, dropping documents
+// that hold only comments.
+func yamlDocuments(t *testing.T, data []byte) [][]byte {
+	t.Helper()
+	r := utilyaml.NewYAMLReader(bufioReader(data))
+	var out [][]byte
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
+			out = append(out, doc)
+		}
+	}
+}
+
+// objects decodes a YAML stream into generic objects, for comparing.
+func objects(t *testing.T, data []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, doc := range yamlDocuments(t, data) {
+		var o map[string]any
+		if err := sigsyaml.Unmarshal(doc, &o); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o)
+	}
+	return out
+}
