@@ -7,7 +7,6 @@ import (
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,25 +68,13 @@ func TestInstallWithFluxHelmRelease(t *testing.T) {
 	manager := runDeployedManager(ctx, t, deploy, rel.Image.Repository+"@"+rel.Image.Digest)
 	defer func() { manager.stop() }()
 
-	providerObjs := example(t, "repository/infrastructure/providers/cluster-api.yaml", "")
-	providers := providersOf(t, c, providerObjs)
-	apply(ctx, t, providerObjs...)
-	waitProvidersReady(ctx, t, c, providers, 3*time.Minute)
-	t.Logf("FIGURE HelmRelease applied → Capwright %s running → three Cluster API providers Ready: %s", firstVersion, time.Since(start).Round(time.Millisecond))
+	providers := installExampleProviders(ctx, t, c, start, "HelmRelease applied")
 
 	// Upgrade Capwright through Flux: the chart's new version, whose CRDs
 	// helm-controller applies (Helm itself never upgrades crds/; the
 	// example asks for CreateReplace, as Flux documents).
 	upgradeStart := time.Now()
-	repo := &sourcev1.OCIRepository{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: hr.Namespace, Name: hr.Spec.ChartRef.Name}, repo); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(repo.DeepCopy())
-	repo.Spec.Reference.Tag = upgradeVersion
-	if err := c.Patch(ctx, repo, patch); err != nil {
-		t.Fatal(err)
-	}
+	retag(ctx, t, c, hr.Namespace, hr.Spec.ChartRef.Name, upgradeVersion)
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := framework.WaitReady(ctx, c, hr, 3*time.Minute); err != nil {
 			return false, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -198,4 +199,31 @@ func checkUpgraded(ctx context.Context, t *testing.T, c client.Client, deploy *a
 	}
 	t.Logf("FIGURE upgrade %s → %s: %d API writes by the manager, none to Flux objects", firstVersion, upgradeVersion, len(all))
 	return manager
+}
+
+// installExampleProviders applies the guide's provider CRs and waits until
+// all three are Ready; it logs the time since start as a figure.
+func installExampleProviders(ctx context.Context, t *testing.T, c client.Client, start time.Time, what string) []v1alpha1.Provider {
+	t.Helper()
+	objs := example(t, "repository/infrastructure/providers/cluster-api.yaml", "")
+	providers := providersOf(t, c, objs)
+	apply(ctx, t, objs...)
+	waitProvidersReady(ctx, t, c, providers, 3*time.Minute)
+	t.Logf("FIGURE %s → Capwright %s running → three Cluster API providers Ready: %s", what, firstVersion, time.Since(start).Round(time.Millisecond))
+	return providers
+}
+
+// retag makes the OCIRepository namespace/name follow tag: the one-line
+// change a user commits to upgrade Capwright.
+func retag(ctx context.Context, t *testing.T, c client.Client, namespace, name, tag string) {
+	t.Helper()
+	repo := &sourcev1.OCIRepository{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, repo); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(repo.DeepCopy())
+	repo.Spec.Reference.Tag = tag
+	if err := c.Patch(ctx, repo, patch); err != nil {
+		t.Fatal(err)
+	}
 }

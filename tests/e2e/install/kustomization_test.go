@@ -7,7 +7,6 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -96,23 +95,11 @@ func TestInstallWithFluxKustomization(t *testing.T) {
 	manager := runDeployedManager(ctx, t, deploy, siteImage(first))
 	defer func() { manager.stop() }()
 
-	providerObjs := example(t, "repository/infrastructure/providers/cluster-api.yaml", "")
-	providers := providersOf(t, c, providerObjs)
-	apply(ctx, t, providerObjs...)
-	waitProvidersReady(ctx, t, c, providers, 3*time.Minute)
-	t.Logf("FIGURE install YAML applied → Capwright %s running → three Cluster API providers Ready: %s", firstVersion, time.Since(start).Round(time.Millisecond))
+	providers := installExampleProviders(ctx, t, c, start, "install YAML applied")
 
 	// Upgrade Capwright through Flux: the one-line change of the tag.
 	upgradeStart := time.Now()
-	repo := &sourcev1.OCIRepository{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ks.GetNamespace(), Name: "capwright"}, repo); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(repo.DeepCopy())
-	repo.Spec.Reference.Tag = upgradeVersion
-	if err := c.Patch(ctx, repo, patch); err != nil {
-		t.Fatal(err)
-	}
+	retag(ctx, t, c, ks.GetNamespace(), "capwright", upgradeVersion)
 	if err := framework.WaitApplied(ctx, c, kustomization, upgradeVersion+"@"+upgrade.Manifests.Digest, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
