@@ -164,7 +164,7 @@ func publishedRelease(t *testing.T, src *registrytest.Registry, imageHost string
 	manifests = src.Ref("capwright/capwright-manifests", "v0.1.0")
 	mirrortest.PushFluxArtifact(t, src.Access(), manifests, map[string][]byte{"capwright.yaml": mirrortest.CapwrightManifests(written)})
 	chart = src.Ref("capwright/charts/capwright", "v0.1.0")
-	mirrortest.PushChart(t, src.Access(), chart, map[string]string{mirrortest.ChartImagesAnnotation: mirrortest.ArtifactHubImages("manager", written)})
+	mirrortest.PushChart(t, src.Access(), chart, map[string]string{artifact.ChartImagesAnnotation: mirrortest.ArtifactHubImages("manager", written)})
 	return manifests, chart, image
 }
 

@@ -13,7 +13,6 @@ import (
 const (
 	mediaTypeDockerManifest     = "application/vnd.docker.distribution.manifest.v2+json"
 	mediaTypeDockerManifestList = "application/vnd.docker.distribution.manifest.list.v2+json"
-	mediaTypeHelmConfig         = "application/vnd.cncf.helm.config.v1+json"
 )
 
 // repackHint is what to do with the one-file-per-layer layout.
@@ -41,7 +40,7 @@ func checkManifest(ref Reference, desc ocispec.Descriptor, data []byte) (*ocispe
 	if manifest.MediaType != "" && manifest.MediaType != ocispec.MediaTypeImageManifest {
 		return nil, layoutErr(fmt.Sprintf("its manifest declares media type %q, expected %s", manifest.MediaType, ocispec.MediaTypeImageManifest), "")
 	}
-	if manifest.Config.MediaType == mediaTypeHelmConfig {
+	if manifest.Config.MediaType == HelmConfigMediaType {
 		return nil, layoutErr("it is a Helm chart", "install it with spec.source.chart instead of spec.source.oci")
 	}
 	if len(manifest.Layers) == 1 && manifest.Layers[0].MediaType == MediaTypeLayer {

@@ -110,7 +110,7 @@ func perFileManifest(ref Reference, desc ocispec.Descriptor, data []byte) (*ocis
 	if err := json.Unmarshal(data, &manifest); err != nil {
 		return nil, layoutErr("its manifest is not valid JSON: %v", err)
 	}
-	if manifest.Config.MediaType == mediaTypeHelmConfig {
+	if manifest.Config.MediaType == HelmConfigMediaType {
 		return nil, &LayoutError{Ref: ref.String(), Problem: "it is a Helm chart", Hint: "install it with spec.source.chart instead of spec.source.oci"}
 	}
 	if len(manifest.Layers) == 0 {

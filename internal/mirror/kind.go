@@ -35,17 +35,8 @@ const (
 	KindOther Kind = "OCI content"
 )
 
-// Media types and annotations of the Flux and Helm formats (fluxcd/pkg/oci,
-// helm.sh/helm/v3/pkg/registry, Artifact Hub).
-const (
-	mediaTypeFluxConfig  = "application/vnd.cncf.flux.config.v1+json"
-	mediaTypeFluxContent = "application/vnd.cncf.flux.content.v1.tar+gzip"
-	mediaTypeHelmConfig  = "application/vnd.cncf.helm.config.v1+json"
-	mediaTypeDockerImage = "application/vnd.docker.container.image.v1+json"
-	// annotationChartImages is the Chart.yaml annotation listing the images
-	// a chart runs, as YAML: a list of {name, image}.
-	annotationChartImages = "artifacthub.io/images"
-)
+// mediaTypeDockerImage is a Docker image config: an image, not an artifact.
+const mediaTypeDockerImage = "application/vnd.docker.container.image.v1+json"
 
 // kindOf says what a manifest (nil: not an image manifest) is, by its
 // config media type.
@@ -57,9 +48,9 @@ func kindOf(desc ocispec.Descriptor, manifest *ocispec.Manifest) Kind {
 		return KindOther
 	}
 	switch manifest.Config.MediaType {
-	case mediaTypeFluxConfig:
+	case artifact.FluxConfigMediaType:
 		return KindFlux
-	case mediaTypeHelmConfig:
+	case artifact.HelmConfigMediaType:
 		return KindChart
 	case ocispec.MediaTypeImageConfig, mediaTypeDockerImage:
 		return KindImage
@@ -105,12 +96,12 @@ func releaseImages(ctx context.Context, store content.Fetcher, ref artifact.Refe
 // of the pod templates of its YAML files.
 func fluxImages(ctx context.Context, store content.Fetcher, ref artifact.Reference, m *ocispec.Manifest, limit int64) ([]string, error) {
 	name := ref.String()
-	if len(m.Layers) != 1 || m.Layers[0].MediaType != mediaTypeFluxContent {
+	if len(m.Layers) != 1 || m.Layers[0].MediaType != artifact.FluxContentMediaType {
 		var types []string
 		for _, l := range m.Layers {
 			types = append(types, l.MediaType)
 		}
-		return nil, fmt.Errorf("%s: a Flux artifact has one %s layer, this one has %d (%s)", name, mediaTypeFluxContent, len(m.Layers), strings.Join(types, ", "))
+		return nil, fmt.Errorf("%s: a Flux artifact has one %s layer, this one has %d (%s)", name, artifact.FluxContentMediaType, len(m.Layers), strings.Join(types, ", "))
 	}
 	layer, err := readBlob(ctx, store, ref, "layer", m.Layers[0], limit)
 	if err != nil {
@@ -154,21 +145,21 @@ func chartImages(ctx context.Context, store content.Fetcher, ref artifact.Refere
 	if err := json.Unmarshal(config, &chart); err != nil {
 		return nil, "", fmt.Errorf("%s: its Helm chart config (Chart.yaml as JSON) cannot be read: %w", name, err)
 	}
-	listed := chart.Annotations[annotationChartImages]
+	listed := chart.Annotations[artifact.ChartImagesAnnotation]
 	if strings.TrimSpace(listed) == "" {
-		return nil, "the chart lists no images (no " + annotationChartImages + " annotation in its Chart.yaml): only the chart was copied; copy the images it runs separately", nil
+		return nil, "the chart lists no images (no " + artifact.ChartImagesAnnotation + " annotation in its Chart.yaml): only the chart was copied; copy the images it runs separately", nil
 	}
 	var entries []struct {
 		Name  string `json:"name"`
 		Image string `json:"image"`
 	}
 	if err := utilyaml.Unmarshal([]byte(listed), &entries); err != nil {
-		return nil, "", fmt.Errorf("%s: its Chart.yaml annotation %s is not a YAML list of {name, image}: %w", name, annotationChartImages, err)
+		return nil, "", fmt.Errorf("%s: its Chart.yaml annotation %s is not a YAML list of {name, image}: %w", name, artifact.ChartImagesAnnotation, err)
 	}
 	var images []string
 	for _, e := range entries {
 		if e.Image == "" {
-			return nil, "", fmt.Errorf("%s: its Chart.yaml annotation %s has an entry without an image (name %q)", name, annotationChartImages, e.Name)
+			return nil, "", fmt.Errorf("%s: its Chart.yaml annotation %s has an entry without an image (name %q)", name, artifact.ChartImagesAnnotation, e.Name)
 		}
 		images = append(images, e.Image)
 	}

@@ -45,7 +45,7 @@ func pushRelease(t *testing.T, reg *registrytest.Registry, imageHost string) rel
 	rel.written = imageHost + "/capwright/capwright-manager@" + rel.image.Index.Digest.String()
 	rel.manifestsDesc = mirrortest.PushFluxArtifact(t, reg.Access(), rel.manifests, map[string][]byte{"capwright.yaml": mirrortest.CapwrightManifests(rel.written)})
 	rel.sbom = mirrortest.PushReferrer(t, reg.Access(), rel.manifests, rel.manifestsDesc, "", []byte(`{"name":"manifests sbom"}`))
-	rel.chartDesc = mirrortest.PushChart(t, reg.Access(), rel.chart, map[string]string{mirrortest.ChartImagesAnnotation: mirrortest.ArtifactHubImages("manager", rel.written)})
+	rel.chartDesc = mirrortest.PushChart(t, reg.Access(), rel.chart, map[string]string{artifact.ChartImagesAnnotation: mirrortest.ArtifactHubImages("manager", rel.written)})
 	return rel
 }
 

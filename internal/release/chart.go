@@ -20,16 +20,6 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 )
 
-// The layout helm push writes (helm.sh/helm pkg/registry).
-const (
-	helmConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
-	helmLayerMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-)
-
-// artifactHubImages lists the chart's images (Artifact Hub's annotation);
-// the CLI's mirror reads it to find the manager image.
-const artifactHubImages = "artifacthub.io/images"
-
 // maxChartSize bounds what is read of the chart directory.
 const maxChartSize = 16 << 20
 
@@ -117,7 +107,7 @@ func stampChart(files map[string][]byte, version, imageRepo, imageDigest string)
 	if err != nil {
 		return fmt.Errorf("setting the annotations of Chart.yaml: %w", err)
 	}
-	if err := annotations.PipeE(kyaml.SetField(artifactHubImages, images)); err != nil {
+	if err := annotations.PipeE(kyaml.SetField(artifact.ChartImagesAnnotation, images)); err != nil {
 		return fmt.Errorf("setting the annotations of Chart.yaml: %w", err)
 	}
 	for _, field := range []string{"version", "appVersion"} {
@@ -187,8 +177,8 @@ func packChart(files map[string][]byte, created time.Time) (*packedChart, error)
 	}
 	manifest, err := json.Marshal(ocispec.Manifest{
 		Versioned: specs.Versioned{SchemaVersion: 2},
-		Config:    descriptorOf(helmConfigMediaType, config),
-		Layers:    []ocispec.Descriptor{descriptorOf(helmLayerMediaType, layer)},
+		Config:    descriptorOf(artifact.HelmConfigMediaType, config),
+		Layers:    []ocispec.Descriptor{descriptorOf(artifact.HelmChartMediaType, layer)},
 		// helm push writes no mediaType field, only the descriptor's.
 		Annotations: helmAnnotations(meta, created),
 	})

@@ -9,6 +9,8 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/capwright/capwright/internal/artifact"
 )
 
 const testImageRepo = "registry.test/capwright/capwright-manager"
@@ -40,11 +42,11 @@ func TestStampChartSetsTheReleaseAndKeepsComments(t *testing.T) {
 		t.Errorf("version %q appVersion %q, want v1.2.3", chart.Version, chart.AppVersion)
 	}
 	var images []struct{ Name, Image string }
-	if err := yaml.Unmarshal([]byte(chart.Annotations[artifactHubImages]), &images); err != nil {
-		t.Fatalf("%s: %v", artifactHubImages, err)
+	if err := yaml.Unmarshal([]byte(chart.Annotations[artifact.ChartImagesAnnotation]), &images); err != nil {
+		t.Fatalf("%s: %v", artifact.ChartImagesAnnotation, err)
 	}
 	if len(images) != 1 || images[0].Name != "manager" || images[0].Image != testImageRepo+"@"+testDigest {
-		t.Errorf("%s = %+v", artifactHubImages, images)
+		t.Errorf("%s = %+v", artifact.ChartImagesAnnotation, images)
 	}
 
 	var values struct {
@@ -103,14 +105,14 @@ func TestPackChartIsWhatHelmPushWrites(t *testing.T) {
 	if err := json.Unmarshal(chart.manifest, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Config.MediaType != helmConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != helmLayerMediaType {
+	if m.Config.MediaType != artifact.HelmConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != artifact.HelmChartMediaType {
 		t.Errorf("config %s layers %v", m.Config.MediaType, m.Layers)
 	}
 	for k, v := range map[string]string{
-		ocispec.AnnotationTitle:   "capwright",
-		ocispec.AnnotationVersion: "v1.2.3",
-		ocispec.AnnotationCreated: "2026-01-02T03:04:05Z",
-		artifactHubImages:         "- name: manager\n  image: " + testImageRepo + "@" + testDigest + "\n",
+		ocispec.AnnotationTitle:        "capwright",
+		ocispec.AnnotationVersion:      "v1.2.3",
+		ocispec.AnnotationCreated:      "2026-01-02T03:04:05Z",
+		artifact.ChartImagesAnnotation: "- name: manager\n  image: " + testImageRepo + "@" + testDigest + "\n",
 	} {
 		if m.Annotations[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, m.Annotations[k], v)

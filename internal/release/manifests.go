@@ -24,13 +24,6 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 )
 
-// The format `flux push artifact` writes, which a Flux OCIRepository and
-// Kustomization consume unchanged (fluxcd/pkg oci).
-const (
-	fluxConfigMediaType  types.MediaType = "application/vnd.cncf.flux.config.v1+json"
-	fluxContentMediaType types.MediaType = "application/vnd.cncf.flux.content.v1.tar+gzip"
-)
-
 // manifestsFile is the one file of the manifests artifact.
 const manifestsFile = "capwright.yaml"
 
@@ -124,12 +117,12 @@ func manifestsArtifact(manifests []byte, annotations map[string]string) (v1.Imag
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerData)), nil
-	}, tarball.WithMediaType(fluxContentMediaType))
+	}, tarball.WithMediaType(types.MediaType(artifact.FluxContentMediaType)))
 	if err != nil {
 		return nil, err
 	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, fluxConfigMediaType)
+	img = mutate.ConfigMediaType(img, types.MediaType(artifact.FluxConfigMediaType))
 	img = mutate.Annotations(img, annotations).(v1.Image)
 	return mutate.Append(img, mutate.Addendum{Layer: layer})
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/capwright/capwright/internal/artifact"
 )
 
 const testDigest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
@@ -112,10 +114,10 @@ func TestManifestsArtifactIsWhatFluxPushArtifactWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.MediaType != types.OCIManifestSchema1 || m.Config.MediaType != fluxConfigMediaType {
+	if m.MediaType != types.OCIManifestSchema1 || m.Config.MediaType != artifact.FluxConfigMediaType {
 		t.Errorf("manifest %s, config %s", m.MediaType, m.Config.MediaType)
 	}
-	if len(m.Layers) != 1 || m.Layers[0].MediaType != fluxContentMediaType {
+	if len(m.Layers) != 1 || m.Layers[0].MediaType != artifact.FluxContentMediaType {
 		t.Fatalf("layers %v", m.Layers)
 	}
 	want := map[string]string{

@@ -16,6 +16,8 @@ import (
 	"os"
 
 	"oras.land/oras-go/v2/content/memory"
+
+	"github.com/capwright/capwright/internal/artifact"
 )
 
 // Release builds the image, the manifests artifact, the chart and the CLI
@@ -182,10 +184,10 @@ func (r *run) stageChart(ctx context.Context, image Artifact) (*staged, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", r.opts.ChartDir, err)
 	}
-	if _, err := pushBytes(ctx, r.store, helmConfigMediaType, chart.config); err != nil {
+	if _, err := pushBytes(ctx, r.store, artifact.HelmConfigMediaType, chart.config); err != nil {
 		return nil, err
 	}
-	if _, err := pushBytes(ctx, r.store, helmLayerMediaType, chart.layer); err != nil {
+	if _, err := pushBytes(ctx, r.store, artifact.HelmChartMediaType, chart.layer); err != nil {
 		return nil, err
 	}
 	desc, err := pushBytes(ctx, r.store, "application/vnd.oci.image.manifest.v1+json", chart.manifest)

@@ -9,12 +9,9 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// helmChartLayer is the media type of a Helm chart's content in OCI; the
-// OCIRepository copies that layer as is, which is what helm-controller
-// loads through chartRef.
-const helmChartLayer = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+	"github.com/capwright/capwright/internal/artifact"
+)
 
 // helmReleaseNameMax is Helm's limit on release names.
 const helmReleaseNameMax = 53
@@ -43,7 +40,7 @@ func renderChart(in Input, om objectMeta) (*RenderedObjects, error) {
 	}
 	src := spec.Source.Chart
 	repo := ociRepository(in, om, &src.OCIRegistryAccess)
-	repo.Spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: helmChartLayer, Operation: sourcev1.OCILayerCopy}
+	repo.Spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: artifact.HelmChartMediaType, Operation: sourcev1.OCILayerCopy}
 
 	hr := &helmv2.HelmRelease{
 		TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/artifact"
 )
 
 // Helm remediation of a tenant's release. The stack is installed as soon
@@ -59,7 +60,7 @@ func tenantSource(t *tenancyv1alpha1.Tenant, namespace string) *sourcev1.OCIRepo
 		// Helm pushes chart version 1.2.3+build under tag 1.2.3_build:
 		// OCI tags cannot hold a +.
 		repo.Spec.Reference = &sourcev1.OCIRepositoryRef{Tag: strings.ReplaceAll(stack.Chart.Version, "+", "_"), SemVer: stack.Chart.SemVer}
-		repo.Spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: helmChartLayer, Operation: sourcev1.OCILayerCopy}
+		repo.Spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: artifact.HelmChartMediaType, Operation: sourcev1.OCILayerCopy}
 	default:
 		access = stack.Kustomize.OCIRepositoryAccess
 		repo.Spec.Reference = &sourcev1.OCIRepositoryRef{Tag: stack.Kustomize.Tag, SemVer: stack.Kustomize.SemVer}

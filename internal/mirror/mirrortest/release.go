@@ -15,17 +15,6 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 )
 
-// The formats of a Capwright release's artifacts besides its image: what
-// `flux push artifact` and `helm push` write.
-const (
-	FluxConfigMediaType  = "application/vnd.cncf.flux.config.v1+json"
-	FluxContentMediaType = "application/vnd.cncf.flux.content.v1.tar+gzip"
-	HelmConfigMediaType  = "application/vnd.cncf.helm.config.v1+json"
-	HelmContentMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-	// ChartImagesAnnotation lists a chart's images (Artifact Hub).
-	ChartImagesAnnotation = "artifacthub.io/images"
-)
-
 // CapwrightManifests is a Capwright install as the release's Flux artifact
 // holds it: a Namespace, a ConfigMap, and the manager Deployment running
 // image, with an init container running it too.
@@ -80,7 +69,7 @@ func PushFluxArtifact(t testing.TB, access artifact.Access, ref artifact.Referen
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pushManifest(t, access, ref, FluxConfigMediaType, []byte("{}"), FluxContentMediaType, layer,
+	return pushManifest(t, access, ref, artifact.FluxConfigMediaType, []byte("{}"), artifact.FluxContentMediaType, layer,
 		map[string]string{ocispec.AnnotationSource: "https://github.com/capwright/capwright", ocispec.AnnotationRevision: ref.Tag + "@sha1:0123abcd"})
 }
 
@@ -99,7 +88,7 @@ func PushChart(t testing.TB, access artifact.Access, ref artifact.Reference, ann
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pushManifest(t, access, ref, HelmConfigMediaType, config, HelmContentMediaType, archive, nil)
+	return pushManifest(t, access, ref, artifact.HelmConfigMediaType, config, artifact.HelmChartMediaType, archive, nil)
 }
 
 // pushManifest pushes an image manifest with one config and one layer and

@@ -11,12 +11,8 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
 	"oras.land/oras-go/v2/registry/remote"
-)
 
-// Media types of a Helm chart in an OCI registry, as `helm push` writes it.
-const (
-	helmConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
-	helmChartMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+	"github.com/capwright/capwright/internal/artifact"
 )
 
 // PushChart packages a Helm chart (the given files, relative to the chart
@@ -40,8 +36,8 @@ func PushChart(ctx context.Context, host, repository, name, version string, file
 		return "", err
 	}
 	store := memory.New()
-	layerDesc := content.NewDescriptorFromBytes(helmChartMediaType, layer)
-	configDesc := content.NewDescriptorFromBytes(helmConfigMediaType, config)
+	layerDesc := content.NewDescriptorFromBytes(artifact.HelmChartMediaType, layer)
+	configDesc := content.NewDescriptorFromBytes(artifact.HelmConfigMediaType, config)
 	for _, b := range []struct {
 		desc ocispec.Descriptor
 		data []byte
