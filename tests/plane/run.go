@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -53,15 +52,6 @@ func (p *Plane) StartProcess(ctx context.Context, o ProcessOptions) (*Process, e
 
 // Stop ends the process: SIGTERM, then SIGKILL after 10 s.
 func (p *Process) Stop() { p.proc.stop(10 * time.Second) }
-
-// Kill ends the process at once with SIGKILL, as a node failure would.
-func (p *Process) Kill() {
-	_ = syscall.Kill(-p.proc.pid(), syscall.SIGKILL)
-	<-p.proc.done
-}
-
-// Exited reports whether the process has ended.
-func (p *Process) Exited() bool { return p.proc.exited() }
 
 // LogPath is the process's log file.
 func (p *Process) LogPath() string { return p.proc.logPath }
