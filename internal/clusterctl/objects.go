@@ -56,3 +56,20 @@ func decodeObjects(components []byte) ([]object, error) {
 		objs = append(objs, o)
 	}
 }
+
+// ObjectsInGroups names the objects of a components file whose API group
+// is one of groups, e.g. a ClusterClass a provider ships, which can only be
+// applied once the core provider's CRDs are served.
+func ObjectsInGroups(components []byte, groups map[string]bool) ([]string, error) {
+	objs, err := decodeObjects(components)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, o := range objs {
+		if groups[o.GroupVersionKind().Group] {
+			names = append(names, o.String())
+		}
+	}
+	return names, nil
+}

@@ -59,10 +59,11 @@ type Input struct {
 	NamespacePatches []kustomize.Patch
 
 	// CoreDependency is the core provider's Kustomization, which a
-	// non-core provider's Kustomization depends on; nil for the core
-	// provider. Flux can only depend on a Kustomization from a
-	// Kustomization, so it is not used for chart sources (the controller
-	// waits for the core provider before writing anything).
+	// non-core provider's Kustomization depends on when its components
+	// hold objects of the core's kinds; nil otherwise, and for the core
+	// provider. Providers that need only the core's contract install side
+	// by side with it. Flux can only depend on a Kustomization from a
+	// Kustomization, so it is not used for chart sources.
 	CoreDependency *meta.NamespacedObjectReference
 
 	// MirrorImages rewrite images for registry mirror rules. They come

@@ -29,14 +29,16 @@ type PreflightResult struct {
 	Digest   string
 	Revision string // tag@digest
 	Contract string
-	Artifact *artifact.ProviderArtifact
+	Artifact *CheckedArtifact
 	// NamespacePatches move the components into the provider's namespace.
 	NamespacePatches []kustomize.Patch
 	// ManagerDeployment and ManagerArgs are the components' controller
 	// Deployment and its manager container's args.
 	ManagerDeployment string
 	ManagerArgs       []string
-	CoreDependency    *ctrl.ObjectKey
+	// CoreDependency is the core provider's Kustomization when the
+	// components hold objects of the core's kinds (see checkCore).
+	CoreDependency *ctrl.ObjectKey
 	// AdditionalManifests is the packed artifact of spec.additionalManifests
 	// (tar+gzip); nil without them.
 	AdditionalManifests []byte
@@ -91,13 +93,13 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 			fmt.Sprintf("%s %s can be installed (a chart declares no clusterctl contract)", obj.GetName(), obj.GetSpec().Version))
 		return res, nil
 	}
-	patches, err := clusterctl.NamespacePatches(res.Artifact.Components, obj.GetNamespace())
+	patches, err := res.Artifact.NamespacePatches(obj.GetNamespace())
 	if err != nil {
 		return nil, r.refuse(obj, &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ArtifactInvalidReason,
 			Message: fmt.Sprintf("cannot install %s into namespace %s: %v", res.Artifact.ComponentsFile, obj.GetNamespace(), err)})
 	}
 	res.NamespacePatches = patches
-	res.ManagerDeployment, res.ManagerArgs = managerDeployment(res.Artifact.Components)
+	res.ManagerDeployment, res.ManagerArgs = res.Artifact.ManagerDeployment()
 	setTrue(obj, v1alpha1.CompatibleCondition, v1alpha1.CompatibleReason,
 		fmt.Sprintf("%s %s (contract %s) can be installed", obj.GetName(), obj.GetSpec().Version, res.Contract))
 	return res, nil
@@ -225,19 +227,38 @@ func (r *Reconciler) checkUnique(ctx context.Context, obj v1alpha1.Provider, _ *
 	return nil
 }
 
-// checkCore makes non-core providers wait for a Ready core provider whose
-// contract theirs works with.
+// coreGroups are the API groups of the core provider's CRDs.
+var coreGroups = map[string]bool{
+	"cluster.x-k8s.io": true, "addons.cluster.x-k8s.io": true, "ipam.cluster.x-k8s.io": true, "runtime.cluster.x-k8s.io": true,
+}
+
+// checkCore makes a non-core provider wait until the core provider's
+// contract is known and checks that the provider's contract works with it.
+//
+// The contract is known once the core's own preflight has read it from
+// its artifact — not only once the core is installed — so a non-core
+// provider's Flux objects are written while Flux is still installing the
+// core, and Flux installs them side by side, as clusterctl applies them one
+// after the other without waiting for health. The core's CRDs are an order
+// constraint only for components that hold objects of the core's kinds
+// (a ClusterClass, say): only those depend on the core's Kustomization. A
+// provider's controller that watches the core's kinds waits for their CRDs
+// when it starts. The wait is driven by the core provider's status
+// changes, which the controller watches; nothing polls.
 func (r *Reconciler) checkCore(ctx context.Context, obj v1alpha1.Provider, res *PreflightResult) *preflightError {
 	if obj.ProviderType() == v1alpha1.CoreProviderType {
 		return nil
 	}
+	waiting := func(format string, args ...any) *preflightError {
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason,
+			Retry: r.resyncInterval(obj), Message: fmt.Sprintf(format, args...)}
+	}
 	var cores v1alpha1.CoreProviderList
 	if err := r.Client.List(ctx, &cores); err != nil {
-		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason, Message: fmt.Sprintf("listing CoreProviders: %v", err)}
+		return waiting("listing CoreProviders: %v", err)
 	}
 	if len(cores.Items) == 0 {
-		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason, Retry: 30 * time.Second,
-			Message: "waiting for the core provider: create a CoreProvider named cluster-api"}
+		return waiting("waiting for the core provider: create a CoreProvider named cluster-api")
 	}
 	// The oldest core provider is the one uniqueness keeps.
 	core := &cores.Items[0]
@@ -246,21 +267,41 @@ func (r *Reconciler) checkCore(ctx context.Context, obj v1alpha1.Provider, res *
 			core = &cores.Items[i]
 		}
 	}
-	if core.Status.Contract == "" || !apimeta.IsStatusConditionTrue(core.Status.Conditions, v1alpha1.InstalledCondition) {
-		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason, Retry: 15 * time.Second,
-			Message: fmt.Sprintf("waiting for CoreProvider %s/%s to be installed", core.Namespace, core.Name)}
+	if !coreContractKnown(core) {
+		return waiting("waiting for CoreProvider %s/%s to pass its preflight, which reads its contract", core.Namespace, core.Name)
 	}
-	if res.Contract == "" {
-		res.CoreDependency = &ctrl.ObjectKey{Namespace: core.Namespace, Name: objectName(core)}
-		return nil
+	if res.Contract != "" {
+		if err := clusterctl.CheckContractCompatible(core.Status.Contract, res.Contract); err != nil {
+			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.IncompatibleContractReason, Retry: 10 * time.Minute,
+				Message: fmt.Sprintf("%s %s has contract %s, CoreProvider %s/%s %s has %s: %v",
+					obj.GetName(), obj.GetSpec().Version, res.Contract, core.Namespace, core.Name, core.Spec.Version, core.Status.Contract, err)}
+		}
 	}
-	if err := clusterctl.CheckContractCompatible(core.Status.Contract, res.Contract); err != nil {
-		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.IncompatibleContractReason, Retry: 10 * time.Minute,
-			Message: fmt.Sprintf("%s %s has contract %s, CoreProvider %s/%s runs %s (%s): %v",
-				obj.GetName(), obj.GetSpec().Version, res.Contract, core.Namespace, core.Name, core.Status.InstalledVersion, core.Status.Contract, err)}
+	if res.Artifact != nil {
+		uses, err := res.Artifact.CoreObjects()
+		if err != nil {
+			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ArtifactInvalidReason,
+				Message: fmt.Sprintf("%s: %v", res.Artifact.ComponentsFile, err)}
+		}
+		if len(uses) > 0 {
+			res.CoreDependency = &ctrl.ObjectKey{Namespace: core.Namespace, Name: objectName(core)}
+		}
 	}
-	res.CoreDependency = &ctrl.ObjectKey{Namespace: core.Namespace, Name: objectName(core)}
 	return nil
+}
+
+// coreContractKnown tells whether the core provider's status.contract is
+// that of the version it is installing or runs: its preflight passed for
+// its current spec, or it is installed.
+func coreContractKnown(core *v1alpha1.CoreProvider) bool {
+	if core.Status.Contract == "" {
+		return false
+	}
+	compatible := apimeta.FindStatusCondition(core.Status.Conditions, v1alpha1.CompatibleCondition)
+	if compatible != nil && compatible.Status == metav1.ConditionTrue && compatible.ObservedGeneration == core.Generation {
+		return true
+	}
+	return apimeta.IsStatusConditionTrue(core.Status.Conditions, v1alpha1.InstalledCondition)
 }
 
 // checkVariables refuses a provider whose components use variables that
@@ -288,7 +329,7 @@ func (r *Reconciler) checkVariables(ctx context.Context, obj v1alpha1.Provider, 
 	for k := range spec.Variables {
 		provided[k] = true
 	}
-	vars, err := clusterctl.ParseVariables(res.Artifact.Components)
+	vars, err := res.Artifact.Variables()
 	if err != nil {
 		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ArtifactInvalidReason, Message: fmt.Sprintf("%s: %v", res.Artifact.ComponentsFile, err)}
 	}
