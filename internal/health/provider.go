@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/fluxcd/pkg/apis/meta"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -31,6 +33,9 @@ type ProviderInput struct {
 	// controller stored for them.
 	AdditionalSource, AdditionalApply Observation
 	AdditionalRevision                string
+	// PreviousFluxObjects is status.fluxObjects before this fold: an
+	// object Flux is only re-checking keeps its entry.
+	PreviousFluxObjects []v1alpha1.FluxObjectStatus
 	// Now stamps transitions.
 	Now metav1.Time
 }
@@ -64,14 +69,33 @@ func FoldProvider(in ProviderInput) ProviderResult {
 	}
 	res.Available = availableCondition(in)
 	for _, o := range []Observation{in.Source, in.Apply, in.AdditionalSource, in.AdditionalApply} {
-		if o.Kind == "" {
-			continue
+		if o.Kind != "" {
+			res.FluxObjects = append(res.FluxObjects, fluxObjectStatus(o, in.PreviousFluxObjects))
 		}
-		r := o.readiness()
-		res.FluxObjects = append(res.FluxObjects, v1alpha1.FluxObjectStatus{
-			Kind: o.Kind, Name: o.Name, Namespace: o.Namespace, Ready: r.status, Reason: r.reason})
 	}
 	return res
+}
+
+// fluxObjectStatus is an object's entry in status.fluxObjects: its Ready
+// condition for its current generation. Flux re-reconciles every object
+// on its interval, marking it Reconciling (a Kustomization also Ready
+// Unknown) while it re-fetches or re-applies what it already holds; the
+// entry would flip and flip back with no news, a status write each time
+// for every provider. While an object only re-checks — its settled
+// readiness is True — its previous Ready entry stays as it was.
+func fluxObjectStatus(o Observation, previous []v1alpha1.FluxObjectStatus) v1alpha1.FluxObjectStatus {
+	r := o.readiness()
+	entry := v1alpha1.FluxObjectStatus{Kind: o.Kind, Name: o.Name, Namespace: o.Namespace, Ready: r.status, Reason: r.reason}
+	if r.status == metav1.ConditionTrue || !o.settled() {
+		return entry
+	}
+	for _, p := range previous {
+		if p.Kind == o.Kind && p.Name == o.Name && p.Namespace == o.Namespace && p.Ready == metav1.ConditionTrue {
+			return p
+		}
+	}
+	entry.Ready = metav1.ConditionTrue
+	return entry
 }
 
 // installedCondition is Installed, and whether the desired version is
@@ -174,7 +198,10 @@ func availableCondition(in ProviderInput) metav1.Condition {
 		}
 	}
 	if r.status == metav1.ConditionTrue {
-		return newCondition(in, v1alpha1.AvailableCondition, metav1.ConditionTrue, v1alpha1.AvailableReason, r.message)
+		// Worded from the revision, not from Flux's message, so a
+		// routine re-check of that revision says the same.
+		return newCondition(in, v1alpha1.AvailableCondition, metav1.ConditionTrue, v1alpha1.AvailableReason,
+			fmt.Sprintf("%s has applied %s and its health checks passed", in.Apply.ref(), orNothing(in.Apply.Revision)))
 	}
 	return newCondition(in, v1alpha1.AvailableCondition, r.status, v1alpha1.NotAvailableReason, r.message)
 }
@@ -199,4 +226,31 @@ func newCondition(in ProviderInput, t string, status metav1.ConditionStatus, rea
 	}
 	return metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
 		ObservedGeneration: in.Generation, LastTransitionTime: in.Now}
+}
+
+// Progress is how far Flux has got with the expected revision: the
+// source holds it, the applier applied it (and runs its health checks),
+// the applier found it healthy.
+type Progress struct {
+	SourceReady, Applied, Healthy bool
+}
+
+// InstallProgress reads from the observations how far Flux has got with
+// in.ExpectedRevision, for the install timeline.
+func InstallProgress(in ProviderInput) Progress {
+	var p Progress
+	if in.ExpectedRevision == "" {
+		return p
+	}
+	src := in.Source.readiness()
+	p.SourceReady = src.status == metav1.ConditionTrue && sameRevision(in.Source.Revision, in.ExpectedRevision)
+	apply := in.Apply.settledReadiness()
+	p.Healthy = apply.status == metav1.ConditionTrue && sameRevision(in.Apply.Revision, in.ExpectedRevision)
+	// kustomize-controller marks Healthy Unknown ("Running health checks
+	// for revision …") once it has applied the revision; helm-controller
+	// reports nothing between the two.
+	healthy := in.Apply.condition(meta.HealthyCondition)
+	checking := healthy != nil && healthy.Status == metav1.ConditionUnknown && sameRevision(in.Apply.LastAttemptedRevision, in.ExpectedRevision)
+	p.Applied = p.Healthy || checking
+	return p
 }

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestFoldProviderKustomization(t *testing.T) {
 		name:   "installed: applied the expected revision and healthy",
 		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksInstalled)),
 		installed: want{"True", v1alpha1.InstalledReason, []string{"v1.14.2", newRevision, ks}},
-		available: want{"True", v1alpha1.AvailableReason, []string{ks, "Applied revision: " + newDigest}},
+		available: want{"True", v1alpha1.AvailableReason, []string{ks + " has applied " + newDigest + " and its health checks passed"}},
 		version:   "v1.14.2",
 	}, {
 		name:   "installed, matched on the bare digest too",
@@ -63,7 +64,7 @@ func TestFoldProviderKustomization(t *testing.T) {
 		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksRecheck)),
 		previous:  "v1.14.2",
 		installed: want{"True", v1alpha1.InstalledReason, nil},
-		available: want{"True", v1alpha1.AvailableReason, []string{"re-checking revision " + newDigest}},
+		available: want{"True", v1alpha1.AvailableReason, []string{ks + " has applied " + newDigest + " and its health checks passed"}},
 		version:   "v1.14.2",
 	}, {
 		name:   "upgrading: Flux applies the new revision",
@@ -104,7 +105,7 @@ func TestFoldProviderKustomization(t *testing.T) {
 		source: ObserveOCIRepository(ociRepository(t, repoVerifyFailed)), apply: ObserveKustomization(kustomization(t, ksAtOld)),
 		previous:  "v1.13.6",
 		installed: want{"False", v1alpha1.InstallFailedReason, []string{"Flux cannot fetch v1.14.2: " + repo + ": failed to verify the signature"}},
-		available: want{"True", v1alpha1.AvailableReason, []string{"Applied revision: " + oldDigest}},
+		available: want{"True", v1alpha1.AvailableReason, []string{"has applied " + oldDigest}},
 		version:   "v1.13.6",
 	}, {
 		name:   "the source is stalled",
@@ -175,7 +176,7 @@ func TestFoldProviderHelmRelease(t *testing.T) {
 		available want
 		version   string
 	}{
-		{"released", hrReleased, want{"True", v1alpha1.InstalledReason, []string{hr}}, want{"True", v1alpha1.AvailableReason, []string{"Helm upgrade succeeded"}}, "v0.4.1"},
+		{"released", hrReleased, want{"True", v1alpha1.InstalledReason, []string{hr}}, want{"True", v1alpha1.AvailableReason, []string{hr + " has applied " + newDigest}}, "v0.4.1"},
 		{"checking prerequisites", hrPrerequisites, want{"True", v1alpha1.InstalledReason, nil}, want{"True", v1alpha1.AvailableReason, nil}, "v0.4.1"},
 		{"remediated by rollback", hrRemediated,
 			want{"False", v1alpha1.InstallFailedReason, []string{hr + ": Helm rollback to previous release"}},
@@ -209,16 +210,65 @@ func TestFluxObjects(t *testing.T) {
 		t.Errorf("fluxObjects = %+v, want %+v", res.FluxObjects, want)
 	}
 
-	// Mirrored as Flux reports it: a re-check is Unknown here, although
-	// Installed and Available hold.
+	// A re-check with no entry to keep counts as Ready; a missing object
+	// is Unknown.
 	res = FoldProvider(ProviderInput{Generation: 7, DesiredVersion: "v1.14.2", ExpectedRevision: newRevision, Now: testNow,
 		Source: Observation{Kind: "OCIRepository", Namespace: "capi-system", Name: "core-cluster-api", Missing: true},
 		Apply:  ObserveKustomization(kustomization(t, ksRecheck))})
 	if got := res.FluxObjects[0]; got.Ready != "Unknown" || got.Reason != "NotFound" {
 		t.Errorf("missing source = %+v", got)
 	}
-	if got := res.FluxObjects[1]; got.Ready != "Unknown" || got.Reason != "Progressing" {
+	if got := res.FluxObjects[1]; got.Ready != "True" || got.Reason != "Progressing" {
 		t.Errorf("re-checking Kustomization = %+v", got)
+	}
+}
+
+// Flux re-reconciles every object on its interval: the source re-fetches
+// (Reconciling, Ready Unknown), the Kustomization re-applies and re-checks
+// the same revision. None of it is news, so the fold must give exactly the
+// status it gave before, and the controller writes nothing.
+func TestRoutineReconcileOfFluxChangesNothing(t *testing.T) {
+	repoRefetching := ObserveOCIRepository(ociRepository(t, repoReady))
+	for i, c := range repoRefetching.Conditions {
+		if c.Type == "Ready" {
+			repoRefetching.Conditions[i].Status, repoRefetching.Conditions[i].Reason = "Unknown", "Progressing"
+			repoRefetching.Conditions[i].Message = "reconciliation in progress"
+		}
+	}
+	repoRefetching.Conditions = append(repoRefetching.Conditions, metav1.Condition{Type: "Reconciling", Status: "True", Reason: "Progressing",
+		Message: "building artifact", ObservedGeneration: repoRefetching.Generation})
+	in := ProviderInput{Generation: 7, DesiredVersion: "v1.14.2", PreviousInstalledVersion: "v1.14.2", ExpectedRevision: newRevision, Now: testNow,
+		Source: ObserveOCIRepository(ociRepository(t, repoReady)), Apply: ObserveKustomization(kustomization(t, ksInstalled))}
+	ready := FoldProvider(in)
+	for _, step := range []struct {
+		name          string
+		source, apply Observation
+	}{
+		{"source re-fetching", repoRefetching, in.Apply},
+		{"Kustomization re-applying", in.Source, ObserveKustomization(kustomization(t, ksRecheck))},
+		{"both", repoRefetching, ObserveKustomization(kustomization(t, ksRecheck))},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			next := in
+			next.Source, next.Apply, next.PreviousFluxObjects = step.source, step.apply, ready.FluxObjects
+			next.Now = metav1.NewTime(testNow.Add(10 * time.Minute))
+			got := FoldProvider(next)
+			if !reflect.DeepEqual(got.FluxObjects, ready.FluxObjects) {
+				t.Errorf("fluxObjects = %+v, want them kept as %+v", got.FluxObjects, ready.FluxObjects)
+			}
+			for _, pair := range [][2]metav1.Condition{{got.Installed, ready.Installed}, {got.Available, ready.Available}} {
+				if pair[0].Status != pair[1].Status || pair[0].Reason != pair[1].Reason || pair[0].Message != pair[1].Message {
+					t.Errorf("%s = %s %s %q, want %s %s %q", pair[0].Type, pair[0].Status, pair[0].Reason, pair[0].Message, pair[1].Status, pair[1].Reason, pair[1].Message)
+				}
+			}
+		})
+	}
+
+	// A re-check that finds the applied revision unhealthy is news.
+	next := in
+	next.Apply, next.PreviousFluxObjects = ObserveKustomization(kustomization(t, ksHealthCheckFailed)), ready.FluxObjects
+	if got := FoldProvider(next); reflect.DeepEqual(got.FluxObjects, ready.FluxObjects) || got.Available.Status == metav1.ConditionTrue {
+		t.Errorf("a failed re-check kept fluxObjects %+v and Available %s", got.FluxObjects, got.Available.Status)
 	}
 }
 

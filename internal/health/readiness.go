@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -82,6 +83,20 @@ func (o Observation) settledReadiness() readiness {
 			message: fmt.Sprintf("%s is re-checking revision %s, which it applied and found healthy", o.ref(), o.Revision)}
 	}
 	return r
+}
+
+// settled tells whether the object is Ready for its current spec or only
+// re-checks what it holds: an applier re-checking the revision it applied
+// and found healthy (settledReadiness), a source re-fetching after it
+// produced the artifact of its current generation.
+func (o Observation) settled() bool {
+	if o.settledReadiness().status == metav1.ConditionTrue {
+		return true
+	}
+	r := o.readiness()
+	isSource := o.Kind == sourcev1.OCIRepositoryKind || o.Kind == sourcev1.ExternalArtifactKind
+	return isSource && r.status == metav1.ConditionUnknown && r.current && !o.Missing &&
+		o.ObservedGeneration == o.Generation && o.Revision != ""
 }
 
 func (o Observation) recheckingApplied() bool {
