@@ -160,6 +160,7 @@ func run(o runOptions) error {
 	}
 	fetcher := &artifact.Fetcher{MaxArtifactSize: size.Value()}
 	cache := &provider.ArtifactCache{}
+	timelines := provider.NewTimelines()
 	kinds := provider.Kinds()
 	for _, k := range kinds {
 		r := &provider.Reconciler{
@@ -175,6 +176,7 @@ func run(o runOptions) error {
 			ResyncInterval:     o.resync,
 			Artifacts:          storage,
 			RESTMapper:         mgr.GetRESTMapper(),
+			Timelines:          timelines,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)

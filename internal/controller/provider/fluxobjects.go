@@ -111,7 +111,7 @@ func (r *Reconciler) mirrorImages(pre *PreflightResult) []kustomize.Image {
 	if len(r.Mirrors) == 0 || pre.Artifact == nil {
 		return nil
 	}
-	images, err := clusterctl.Images(pre.Artifact.Components)
+	images, err := pre.Artifact.Images()
 	if err != nil {
 		return nil
 	}

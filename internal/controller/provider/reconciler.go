@@ -67,6 +67,9 @@ type Reconciler struct {
 	// RESTMapper tells namespaced kinds from cluster-scoped ones, to put
 	// additional manifests without a namespace into the provider's.
 	RESTMapper apimeta.RESTMapper
+	// Timelines records when each step of an install or upgrade happened;
+	// nil records nothing.
+	Timelines *Timelines
 }
 
 // Reconcile is the shell: fetch, finalize or reconcile, write the status
@@ -87,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	}()
 
 	if !obj.GetDeletionTimestamp().IsZero() {
+		r.Timelines.forget(obj)
 		return r.finalize(ctx, obj)
 	}
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
@@ -109,6 +113,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider) (reco
 	requeue := reconcile.Result{RequeueAfter: r.resyncInterval(obj)}
 
 	r.reconcilePaused(obj)
+	r.Timelines.seen(obj, time.Now())
 	if spec.Suspend {
 		if err := r.suspendFluxObjects(ctx, obj); err != nil {
 			return reconcile.Result{}, err
@@ -124,6 +129,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider) (reco
 		r.foldHealth(ctx, obj, status.Artifact)
 		return reconcile.Result{RequeueAfter: err.retryAfter()}, nil
 	}
+	r.Timelines.mark(obj, stepPreflight, time.Now())
 	status.Contract = pre.Contract
 	status.Artifact = &v1alpha1.ResolvedArtifact{URL: pre.URL, Revision: pre.Revision, Digest: pre.Digest}
 
@@ -131,6 +137,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider) (reco
 		setFalse(obj, v1alpha1.InstalledCondition, v1alpha1.InstallFailedReason, err.Error())
 		return reconcile.Result{}, err
 	}
+	r.Timelines.mark(obj, stepWritten, time.Now())
 	for _, name := range []string{objectName(obj), render.AdditionalObjectName(obj.ProviderType(), obj.GetName())} {
 		if err := r.nudgeWaiting(ctx, obj, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}); err != nil {
 			logger.Error(err, "nudging a Kustomization whose dependencies are Ready")
@@ -175,6 +182,7 @@ func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art 
 		DesiredVersion:           obj.GetSpec().Version,
 		PreviousInstalledVersion: status.InstalledVersion,
 		Suspended:                obj.GetSpec().Suspend,
+		PreviousFluxObjects:      status.FluxObjects,
 		Now:                      metav1.Now(),
 	}
 	if art != nil {
@@ -194,6 +202,11 @@ func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art 
 		in.Apply = observe(ctx, r.Client, obj.GetNamespace(), name, &ks, func() health.Observation { return health.ObserveKustomization(&ks) }, kustomizev1.KustomizationKind)
 	}
 	res := health.FoldProvider(in)
+	now := time.Now()
+	r.Timelines.observe(obj, in, now)
+	if res.Installed.Status == metav1.ConditionTrue {
+		r.Timelines.finish(obj, r.Kind.Name, log.FromContext(ctx), now)
+	}
 	conds := obj.GetConditions()
 	health.SetCondition(&conds, res.Installed)
 	health.SetCondition(&conds, res.Available)
