@@ -355,7 +355,9 @@ type FluxObjectStatus struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
 	// Ready mirrors the object's Ready condition for its current
-	// generation (Unknown until it has one).
+	// generation (Unknown until it has one). While Flux only re-checks what
+	// the object already holds or applied (its routine run every
+	// interval), the entry stays as it was.
 	Ready metav1.ConditionStatus `json:"ready"`
 	// Reason of the object's Ready condition.
 	// +optional
