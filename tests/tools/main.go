@@ -53,6 +53,9 @@ type component struct {
 	Outputs []string
 	// Render runs after the build and the assets, for generated files.
 	Render func(b *builder) error
+	// OptIn components are built only when named on the command line, never
+	// by a plain run (`make tools`, `make test`): they serve benchmarks only.
+	OptIn bool
 }
 
 const k8sVersion = "v1.36.3"
@@ -132,6 +135,19 @@ func components() []component {
 			},
 			Render: renderCAPIComponents,
 		},
+		{
+			// cluster-api-operator, which the install benchmark runs beside
+			// Capwright (`make bench`). Its CRDs have a single version, so the
+			// bases are installed as they are, without the conversion-webhook
+			// and CA-injection patches of config/crd.
+			Name: "capi-operator", Dir: "capioperator",
+			Packages: []string{"sigs.k8s.io/cluster-api-operator/cmd"},
+			Outputs:  []string{"cluster-api-operator"},
+			Assets: []asset{
+				{Module: "sigs.k8s.io/cluster-api-operator", Glob: "config/crd/bases/*.yaml", Dest: "cluster-api-operator-crds"},
+			},
+			OptIn: true,
+		},
 	}
 }
 
@@ -162,7 +178,7 @@ func main() {
 	b := &builder{toolsDir: toolsDir, binDir: abs, log: os.Stderr}
 	want := flag.Args()
 	for _, c := range components() {
-		if len(want) > 0 && !slices.Contains(want, c.Name) {
+		if len(want) > 0 && !slices.Contains(want, c.Name) || len(want) == 0 && c.OptIn {
 			continue
 		}
 		if err := b.ensure(c); err != nil {
@@ -258,9 +274,9 @@ func (b *builder) goCmd(dir string, args ...string) *exec.Cmd {
 
 func (b *builder) build(c component) error {
 	out := b.binDir + string(os.PathSeparator)
-	if c.Name == "etcd" || c.Name == "capi" {
-		// Module-root and "core" main packages would be named after their
-		// directory; give them their real names.
+	if c.Name == "etcd" || c.Name == "capi" || c.Name == "capi-operator" {
+		// Module-root, "core" and "cmd" main packages would be named after
+		// their directory; give them their real names.
 		out = filepath.Join(b.binDir, c.Outputs[0])
 	}
 	args := []string{"build", "-trimpath", "-o", out}
