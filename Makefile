@@ -92,6 +92,7 @@ test: tools ## Run unit, integration and e2e tests (builds the tools first).
 
 .PHONY: bench
 bench: tools ## Benchmarks: pure packages, the CLI, and installing the real CAPI providers on the local plane.
+	$(GO) -C tests/tools run . -bin $(BIN) capi-operator
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./cmd/capwright/
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/providers/ ./tests/e2e/tenants/
