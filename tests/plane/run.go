@@ -56,6 +56,9 @@ func (p *Process) Stop() { p.proc.stop(10 * time.Second) }
 // LogPath is the process's log file.
 func (p *Process) LogPath() string { return p.proc.logPath }
 
+// PID is the process id, which is also its process group id.
+func (p *Process) PID() int { return p.proc.pid() }
+
 // ServiceAccountKubeconfig writes a kubeconfig that authenticates as the
 // ServiceAccount namespace/name with a token from the TokenRequest API, as
 // a pod of that ServiceAccount would, and returns its path.
