@@ -96,6 +96,17 @@ status:
   - {type: Reconciling, status: "True", reason: Progressing, message: "Fetching manifests for revision NEW with a timeout of 5m0s", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:10:12Z"}
   - {type: Healthy, status: "True", reason: Succeeded, message: "Health check passed in 10.52s", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:00:12Z"}
 `
+	// The same run, later: the health checks of NEW run again.
+	ksRecheckHealth = `
+status:
+  observedGeneration: 2
+  lastAppliedRevision: NEW
+  lastAttemptedRevision: NEW
+  conditions:
+  - {type: Ready, status: Unknown, reason: Progressing, message: Reconciliation in progress, observedGeneration: 2, lastTransitionTime: "2026-11-22T10:10:12Z"}
+  - {type: Reconciling, status: "True", reason: Progressing, message: "Running health checks for revision NEW with a timeout of 5m0s", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:10:12Z"}
+  - {type: Healthy, status: Unknown, reason: Progressing, message: "Running health checks for revision NEW with a timeout of 5m0s", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:10:14Z"}
+`
 	// The source moved to NEW; the Kustomization (same generation) applies it.
 	ksUpgrading = `
 status:

@@ -70,7 +70,7 @@ func FoldProvider(in ProviderInput) ProviderResult {
 	res.Available = availableCondition(in)
 	for _, o := range []Observation{in.Source, in.Apply, in.AdditionalSource, in.AdditionalApply} {
 		if o.Kind != "" {
-			res.FluxObjects = append(res.FluxObjects, fluxObjectStatus(o, in.PreviousFluxObjects))
+			res.FluxObjects = append(res.FluxObjects, in.fluxObjectStatus(o))
 		}
 	}
 	return res
@@ -83,19 +83,44 @@ func FoldProvider(in ProviderInput) ProviderResult {
 // entry would flip and flip back with no news, a status write each time
 // for every provider. While an object only re-checks — its settled
 // readiness is True — its previous Ready entry stays as it was.
-func fluxObjectStatus(o Observation, previous []v1alpha1.FluxObjectStatus) v1alpha1.FluxObjectStatus {
+func (in ProviderInput) fluxObjectStatus(o Observation) v1alpha1.FluxObjectStatus {
 	r := o.readiness()
 	entry := v1alpha1.FluxObjectStatus{Kind: o.Kind, Name: o.Name, Namespace: o.Namespace, Ready: r.status, Reason: r.reason}
-	if r.status == metav1.ConditionTrue || !o.settled() {
+	if r.status == metav1.ConditionTrue || !(o.settled() || in.held(o).status == metav1.ConditionTrue) {
 		return entry
 	}
-	for _, p := range previous {
-		if p.Kind == o.Kind && p.Name == o.Name && p.Namespace == o.Namespace && p.Ready == metav1.ConditionTrue {
-			return p
-		}
+	if p := in.previous(o); p != nil {
+		return *p
 	}
 	entry.Ready = metav1.ConditionTrue
 	return entry
+}
+
+// previous is the object's Ready entry of the previous fold, nil if it
+// was not Ready.
+func (in ProviderInput) previous(o Observation) *v1alpha1.FluxObjectStatus {
+	for i, p := range in.PreviousFluxObjects {
+		if p.Kind == o.Kind && p.Name == o.Name && p.Namespace == o.Namespace && p.Ready == metav1.ConditionTrue {
+			return &in.PreviousFluxObjects[i]
+		}
+	}
+	return nil
+}
+
+// held is an applier's settled readiness, also held as Ready while
+// kustomize-controller runs the health checks of the revision it applied
+// again, as it does on every run with wait: Ready and Healthy are Unknown
+// until they pass. The previous fold's Ready entry is then the only record
+// that the last check passed: without one (a first install, a provider
+// whose last check failed) nothing is held. A failure the re-check finds
+// shows at once.
+func (in ProviderInput) held(o Observation) readiness {
+	r := o.settledReadiness()
+	if r.status != metav1.ConditionUnknown || !o.rerunningHealthChecks() || in.previous(o) == nil {
+		return r
+	}
+	return readiness{status: metav1.ConditionTrue, reason: r.reason, current: true,
+		message: fmt.Sprintf("%s is re-checking revision %s, which it applied and found healthy", o.ref(), o.Revision)}
 }
 
 // installedCondition is Installed, and whether the desired version is
@@ -119,7 +144,7 @@ func installedCondition(in ProviderInput) (metav1.Condition, bool) {
 			fmt.Sprintf("no artifact of %s is checked yet; Flux applies nothing before preflight passes", in.DesiredVersion))
 	}
 
-	apply, source := in.Apply.settledReadiness(), in.Source.readiness()
+	apply, source := in.held(in.Apply), in.Source.readiness()
 	atExpected := sameRevision(in.Apply.Revision, in.ExpectedRevision)
 	switch {
 	case in.Apply.Missing:
@@ -133,6 +158,8 @@ func installedCondition(in ProviderInput) (metav1.Condition, bool) {
 		return cond(metav1.ConditionFalse, v1alpha1.InstallFailedReason,
 			fmt.Sprintf("Flux cannot fetch %s: %s", in.DesiredVersion, source.message))
 	case in.Source.Missing:
+		return cond(metav1.ConditionUnknown, progress, doing+": "+source.message)
+	case in.waitingForSource(apply):
 		return cond(metav1.ConditionUnknown, progress, doing+": "+source.message)
 	case apply.status == metav1.ConditionFalse:
 		return cond(metav1.ConditionFalse, v1alpha1.InstallFailedReason,
@@ -151,6 +178,17 @@ func installedCondition(in ProviderInput) (metav1.Condition, bool) {
 	return cond(metav1.ConditionFalse, progress, doing+": "+apply.message)
 }
 
+// waitingForSource tells whether the applier only waits for its source's
+// first artifact: Capwright writes the OCIRepository and the Kustomization
+// together, and kustomize-controller, which may look first, reports
+// "Source artifact not found" (Ready False, ArtifactFailed) until
+// source-controller has fetched it. That is progress, not a failure,
+// unless the source itself failed.
+func (in ProviderInput) waitingForSource(apply readiness) bool {
+	return apply.status == metav1.ConditionFalse && apply.reason == meta.ArtifactFailedReason &&
+		in.Source.Kind != "" && in.Source.readiness().status != metav1.ConditionFalse
+}
+
 // additionalInstalledCondition is Installed once the components are: the
 // additional manifests must be applied at the stored revision and healthy
 // too.
@@ -162,7 +200,7 @@ func additionalInstalledCondition(in ProviderInput, components metav1.Condition)
 	cond := func(status metav1.ConditionStatus, reason, message string) (metav1.Condition, bool) {
 		return newCondition(in, v1alpha1.InstalledCondition, status, reason, message), status == metav1.ConditionTrue
 	}
-	apply := in.AdditionalApply.settledReadiness()
+	apply := in.held(in.AdditionalApply)
 	doing := fmt.Sprintf("%s is installed; Flux is applying its additional manifests", in.DesiredVersion)
 	switch {
 	case in.AdditionalRevision == "":
@@ -191,11 +229,14 @@ func featureGateHint(message string) string {
 // availableCondition is Available: what Flux applied, components and
 // additional manifests, is healthy.
 func availableCondition(in ProviderInput) metav1.Condition {
-	r := in.Apply.settledReadiness()
+	r := in.held(in.Apply)
 	if r.status == metav1.ConditionTrue && in.AdditionalApply.Kind != "" {
-		if extra := in.AdditionalApply.settledReadiness(); extra.status != metav1.ConditionTrue {
+		if extra := in.held(in.AdditionalApply); extra.status != metav1.ConditionTrue {
 			return newCondition(in, v1alpha1.AvailableCondition, extra.status, v1alpha1.NotAvailableReason, extra.message)
 		}
+	}
+	if in.waitingForSource(r) {
+		return newCondition(in, v1alpha1.AvailableCondition, metav1.ConditionUnknown, v1alpha1.NotAvailableReason, r.message)
 	}
 	if r.status == metav1.ConditionTrue {
 		// Worded from the revision, not from Flux's message, so a

@@ -125,10 +125,18 @@ func TestFoldProviderKustomization(t *testing.T) {
 		installed: want{"Unknown", v1alpha1.InstallingReason, []string{ks + " does not exist"}},
 		available: want{"Unknown", v1alpha1.NotAvailableReason, []string{ks + " does not exist"}},
 	}, {
+		name: "first install: the Kustomization looked before source-controller fetched the artifact",
+		source: Observation{Kind: "OCIRepository", Namespace: "capi-system", Name: "core-cluster-api", Generation: 1,
+			Conditions: []metav1.Condition{{Type: "Reconciling", Status: "True", Reason: "Progressing", Message: "building artifact: new revision", ObservedGeneration: 1},
+				{Type: "Ready", Status: "Unknown", Reason: "Progressing", Message: "reconciliation in progress", ObservedGeneration: 1}}},
+		apply:     ObserveKustomization(kustomization(t, ksArtifactFailed)),
+		installed: want{"Unknown", v1alpha1.InstallingReason, []string{repo + ": building artifact"}},
+		available: want{"Unknown", v1alpha1.NotAvailableReason, []string{"Source artifact not found"}},
+	}, {
 		name:   "OCIRepository missing",
 		source: Observation{Kind: "OCIRepository", Namespace: "capi-system", Name: "core-cluster-api", Missing: true}, apply: ObserveKustomization(kustomization(t, ksArtifactFailed)),
 		installed: want{"Unknown", v1alpha1.InstallingReason, []string{repo + " does not exist"}},
-		available: want{"False", v1alpha1.NotAvailableReason, []string{"Source artifact not found"}},
+		available: want{"Unknown", v1alpha1.NotAvailableReason, []string{"Source artifact not found"}},
 	}, {
 		name:   "nothing checked yet",
 		source: ObserveOCIRepository(ociRepository(t, repoReady)), apply: ObserveKustomization(kustomization(t, ksInstalled)),
@@ -247,6 +255,7 @@ func TestRoutineReconcileOfFluxChangesNothing(t *testing.T) {
 		{"source re-fetching", repoRefetching, in.Apply},
 		{"Kustomization re-applying", in.Source, ObserveKustomization(kustomization(t, ksRecheck))},
 		{"both", repoRefetching, ObserveKustomization(kustomization(t, ksRecheck))},
+		{"Kustomization re-running its health checks", in.Source, ObserveKustomization(kustomization(t, ksRecheckHealth))},
 	} {
 		t.Run(step.name, func(t *testing.T) {
 			next := in
@@ -262,6 +271,15 @@ func TestRoutineReconcileOfFluxChangesNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+
+	// A re-check after a failed one is not held: nothing records that the
+	// revision was healthy.
+	failed := in
+	failed.Apply, failed.PreviousFluxObjects = ObserveKustomization(kustomization(t, ksRecheckHealth)),
+		[]v1alpha1.FluxObjectStatus{ready.FluxObjects[0], {Kind: "Kustomization", Namespace: "capi-system", Name: "core-cluster-api", Ready: "False", Reason: "HealthCheckFailed"}}
+	if got := FoldProvider(failed); got.Available.Status == metav1.ConditionTrue || got.FluxObjects[1].Ready == metav1.ConditionTrue {
+		t.Errorf("a re-check after a failed check is held as Ready: Available %s, fluxObjects %+v", got.Available.Status, got.FluxObjects)
 	}
 
 	// A re-check that finds the applied revision unhealthy is news.

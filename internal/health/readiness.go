@@ -99,6 +99,22 @@ func (o Observation) settled() bool {
 		o.ObservedGeneration == o.Generation && o.Revision != ""
 }
 
+// rerunningHealthChecks tells whether kustomize-controller runs the health
+// checks of the revision it applied again, for the object's current
+// generation, and has found no failure yet.
+func (o Observation) rerunningHealthChecks() bool {
+	if o.Missing || o.ObservedGeneration != o.Generation || !sameRevision(o.Revision, o.LastAttemptedRevision) {
+		return false
+	}
+	ready, rec, healthy := o.condition(meta.ReadyCondition), o.condition(meta.ReconcilingCondition), o.condition(meta.HealthyCondition)
+	if ready == nil || ready.Status != metav1.ConditionUnknown || rec == nil || rec.Status != metav1.ConditionTrue ||
+		healthy == nil || healthy.Status != metav1.ConditionUnknown {
+		return false
+	}
+	stalled := o.condition(meta.StalledCondition)
+	return stalled == nil || stalled.Status != metav1.ConditionTrue
+}
+
 func (o Observation) recheckingApplied() bool {
 	ready := o.condition(meta.ReadyCondition)
 	rec := o.condition(meta.ReconcilingCondition)
