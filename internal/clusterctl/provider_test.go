@@ -31,3 +31,36 @@ func TestComponentsFileAndLabel(t *testing.T) {
 		})
 	}
 }
+
+func TestObjectsInGroups(t *testing.T) {
+	components := []byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: dockerclusters.infrastructure.cluster.x-k8s.io
+---
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: ClusterClass
+metadata:
+  name: quick-start
+  namespace: capd-system
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: capd-controller-manager
+`)
+	core := map[string]bool{"cluster.x-k8s.io": true}
+	got, err := clusterctl.ObjectsInGroups(components, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "ClusterClass capd-system/quick-start (document 2)" {
+		t.Errorf("ObjectsInGroups = %q, want the ClusterClass only", got)
+	}
+	if got, _ := clusterctl.ObjectsInGroups(components, map[string]bool{"ipam.cluster.x-k8s.io": true}); len(got) != 0 {
+		t.Errorf("ObjectsInGroups = %q, want none", got)
+	}
+	if _, err := clusterctl.ObjectsInGroups([]byte("kind: [\n"), core); err == nil {
+		t.Error("no error for a components file that is not YAML")
+	}
+}

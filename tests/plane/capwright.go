@@ -145,3 +145,6 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	p.logf("capwright manager running (log %s)", p.LogPath("capwright-manager"))
 	return &Capwright{proc: proc}, nil
 }
+
+// PID is the manager's process id.
+func (c *Capwright) PID() int { return c.proc.pid() }

@@ -125,6 +125,14 @@ func TestProviderLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("nothing is written while Flux re-reconciles on its interval", func(t *testing.T) {
+		var objs []v1alpha1.Provider
+		for _, p := range providers {
+			objs = append(objs, p.obj)
+		}
+		nothingWrittenWhileIdle(t, ctx, c, objs)
+	})
+
 	refusals(t, ctx, c)
 	t.Run("additional manifests", func(t *testing.T) { additionalManifests(t, ctx, c) })
 	charts(t, ctx, c)
