@@ -43,7 +43,8 @@ type TenantInput struct {
 	// Cluster (render.ClusterSelection.MissingNames).
 	MissingNames []string
 	// Previous is status.clusters before this fold: a cluster whose phase
-	// does not change keeps its lastTransitionTime.
+	// does not change keeps its lastTransitionTime, and a Ready cluster
+	// stays Ready while Flux re-checks its health (recheckingInstalled).
 	Previous []tenancyv1alpha1.TenantClusterStatus
 	// Now stamps transitions.
 	Now metav1.Time
@@ -64,7 +65,9 @@ type TenantResult struct {
 // A cluster is Ready only when its HelmRelease or Kustomization is Ready
 // for its current generation (health checks passed) at the revision the
 // tenant's source in that namespace holds for its current generation — a
-// new chart version or tag is Installing until it reaches the cluster. A
+// new chart version or tag is Installing until it reaches the cluster —
+// and stays Ready while Flux's routine reconcile re-applies and re-checks
+// that revision, so a tenant nothing happens to is never written. A
 // failure is Failed on that cluster's line only; a source that cannot
 // fetch the stack fails the clusters of its namespace. A selected cluster
 // that cannot take the stack yet is Pending, never Failed.
@@ -76,10 +79,11 @@ func FoldTenant(in TenantInput) TenantResult {
 	}
 	res := TenantResult{Clusters: make([]tenancyv1alpha1.TenantClusterStatus, 0, len(in.Clusters))}
 	for _, c := range in.Clusters {
-		line := foldCluster(c, in.Suspended)
+		p := previous[c.Cluster]
+		line := foldCluster(c, in.Suspended, p)
 		line.Message = truncate(line.Message, tenancyv1alpha1.MaxClusterMessageLength)
 		line.LastTransitionTime = in.Now
-		if p := previous[c.Cluster]; p != nil && p.Phase == line.Phase {
+		if p != nil && p.Phase == line.Phase {
 			line.LastTransitionTime = p.LastTransitionTime
 		}
 		res.Clusters = append(res.Clusters, line)
@@ -103,7 +107,8 @@ func FoldTenant(in TenantInput) TenantResult {
 }
 
 // foldCluster is one cluster's status line, without its transition time.
-func foldCluster(c TenantClusterInput, suspended bool) tenancyv1alpha1.TenantClusterStatus {
+// previous is the cluster's line before this fold, or nil.
+func foldCluster(c TenantClusterInput, suspended bool, previous *tenancyv1alpha1.TenantClusterStatus) tenancyv1alpha1.TenantClusterStatus {
 	line := tenancyv1alpha1.TenantClusterStatus{Namespace: c.Cluster.Namespace, Name: c.Cluster.Name, AppliedRevision: c.Apply.Revision}
 	if c.Apply.Kind != "" {
 		line.FluxObject = &tenancyv1alpha1.FluxObjectReference{Kind: c.Apply.Kind, Name: c.Apply.Name}
@@ -130,6 +135,9 @@ func foldCluster(c TenantClusterInput, suspended bool) tenancyv1alpha1.TenantClu
 	}
 
 	apply := c.Apply.settledReadiness()
+	if apply.status == metav1.ConditionUnknown && recheckingInstalled(c.Apply, previous) {
+		apply.status = metav1.ConditionTrue
+	}
 	source := sourceReadiness(c.Source)
 	atSource := sameRevision(c.Apply.Revision, c.Source.Revision)
 	if atSource {
