@@ -36,10 +36,16 @@ func Images(components []byte) ([]string, error) {
 // back to d when the value is empty); unset variables take their defaults.
 // value may be nil.
 func ResolvedImages(components []byte, value func(name string) (string, bool)) ([]string, error) {
-	objs, err := decodeObjects(components)
+	c, err := Decode(components)
 	if err != nil {
 		return nil, err
 	}
+	return c.ResolvedImages(value)
+}
+
+// ResolvedImages is ResolvedImages of decoded components.
+func (c *Components) ResolvedImages(value func(name string) (string, bool)) ([]string, error) {
+	objs := c.objs
 	mapping := func(name string) (string, bool) {
 		if value == nil {
 			return "", false

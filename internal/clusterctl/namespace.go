@@ -58,10 +58,19 @@ func NamespacePatches(components []byte, targetNamespace string) ([]kustomize.Pa
 	if errs := validation.IsDNS1123Label(targetNamespace); len(errs) > 0 {
 		return nil, fmt.Errorf("target namespace %q is not a valid namespace name: %s", targetNamespace, strings.Join(errs, "; "))
 	}
-	objs, err := decodeObjects(components)
+	c, err := Decode(components)
 	if err != nil {
 		return nil, err
 	}
+	return c.NamespacePatches(targetNamespace)
+}
+
+// NamespacePatches is NamespacePatches of decoded components.
+func (c *Components) NamespacePatches(targetNamespace string) ([]kustomize.Patch, error) {
+	if errs := validation.IsDNS1123Label(targetNamespace); len(errs) > 0 {
+		return nil, fmt.Errorf("target namespace %q is not a valid namespace name: %s", targetNamespace, strings.Join(errs, "; "))
+	}
+	objs := c.objs
 	current, err := componentNamespace(objs)
 	if err != nil {
 		return nil, err

@@ -61,15 +61,57 @@ func decodeObjects(components []byte) ([]object, error) {
 // is one of groups, e.g. a ClusterClass a provider ships, which can only be
 // applied once the core provider's CRDs are served.
 func ObjectsInGroups(components []byte, groups map[string]bool) ([]string, error) {
-	objs, err := decodeObjects(components)
+	c, err := Decode(components)
 	if err != nil {
 		return nil, err
 	}
+	return c.ObjectsInGroups(groups), nil
+}
+
+// ObjectsInGroups is ObjectsInGroups of decoded components.
+func (c *Components) ObjectsInGroups(groups map[string]bool) []string {
 	var names []string
-	for _, o := range objs {
+	for _, o := range c.objs {
 		if groups[o.GroupVersionKind().Group] {
 			names = append(names, o.String())
 		}
 	}
-	return names, nil
+	return names
+}
+
+// Components is a components file decoded once, for the questions
+// preflight and render ask of it: decoding over a megabyte of YAML is most
+// of the cost of each.
+type Components struct {
+	objs []object
+}
+
+// Decode decodes a components file.
+func Decode(components []byte) (*Components, error) {
+	objs, err := decodeObjects(components)
+	if err != nil {
+		return nil, err
+	}
+	return &Components{objs: objs}, nil
+}
+
+// ManagerDeployment finds the Deployment that runs the provider's
+// controller manager (the one with a container named "manager") and that
+// container's args; "" when there is none.
+func (c *Components) ManagerDeployment() (name string, args []string) {
+	for _, o := range c.objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, ct := range containers {
+			m, ok := ct.(map[string]any)
+			if !ok || m["name"] != "manager" {
+				continue
+			}
+			list, _, _ := unstructured.NestedStringSlice(m, "args")
+			return o.GetName(), list
+		}
+	}
+	return "", nil
 }

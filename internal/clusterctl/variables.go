@@ -46,12 +46,17 @@ type Variable struct {
 // ${VAR+x} or ${VAR?x}: the substitution of the whole Kustomization would
 // fail, so they are reported here as errors with the form to use instead.
 func ParseVariables(components []byte) ([]Variable, error) {
-	objs, err := decodeObjects(components)
+	c, err := Decode(components)
 	if err != nil {
 		return nil, err
 	}
+	return c.Variables()
+}
+
+// Variables is ParseVariables of decoded components.
+func (c *Components) Variables() ([]Variable, error) {
 	found := map[string]*Variable{}
-	for _, o := range objs {
+	for _, o := range c.objs {
 		if substitutionDisabled(o) {
 			continue
 		}

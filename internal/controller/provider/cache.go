@@ -23,26 +23,28 @@ type ArtifactCache struct {
 }
 
 // CheckedArtifact is a provider artifact that passed the layout checks,
-// with what preflight and render read from its components file. Each is
-// worked out from the file once, on first use, and kept with the
-// artifact: a provider reconciles on every status change of its Flux
-// objects, and decoding a core components file (over a megabyte of YAML)
-// takes tens of milliseconds each time.
+// with what preflight and render read from its components file. The file
+// is decoded once, on first use, and the answers are kept with the
+// artifact (not the decoded objects, which take many times the file's
+// size): a provider reconciles on every status change of its Flux objects,
+// and decoding a core components file — over a megabyte of YAML — takes
+// tens of milliseconds each time.
 type CheckedArtifact struct {
 	*artifact.ProviderArtifact
+	// home is the namespace of the provider that fetched the artifact.
+	home string
 
-	once       sync.Once
+	mu         sync.Mutex
+	analysed   bool
+	decodeErr  error
 	variables  []clusterctl.Variable
 	varsErr    error
 	images     []string
 	imagesErr  error
 	coreObjs   []string
-	coreErr    error
 	deployment string
 	args       []string
-
-	mu      sync.Mutex
-	patches map[string]namespacePatches
+	patches    map[string]namespacePatches
 }
 
 type namespacePatches struct {
@@ -50,60 +52,88 @@ type namespacePatches struct {
 	err     error
 }
 
-func (a *CheckedArtifact) analyse() {
-	a.once.Do(func() {
-		c := a.Components
-		a.variables, a.varsErr = clusterctl.ParseVariables(c)
-		a.images, a.imagesErr = clusterctl.Images(c)
-		a.coreObjs, a.coreErr = clusterctl.ObjectsInGroups(c, coreGroups)
-		a.deployment, a.args = managerDeployment(c)
-	})
+// analyse decodes the components once and answers every question, and
+// the namespace patches for namespace ("": home, the namespace of the
+// provider that fetched the artifact); another namespace decodes again.
+func (a *CheckedArtifact) analyse(namespace string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if namespace == "" {
+		namespace = a.home
+	}
+	if a.analysed {
+		if _, ok := a.patches[namespace]; ok || a.decodeErr != nil {
+			return a.decodeErr
+		}
+	}
+	c, err := clusterctl.Decode(a.Components)
+	if a.patches == nil {
+		a.patches = map[string]namespacePatches{}
+	}
+	if !a.analysed {
+		a.analysed, a.decodeErr = true, err
+		if err == nil {
+			a.variables, a.varsErr = c.Variables()
+			a.images, a.imagesErr = c.ResolvedImages(nil)
+			a.coreObjs = c.ObjectsInGroups(coreGroups)
+			a.deployment, a.args = c.ManagerDeployment()
+		}
+	}
+	if err == nil {
+		patches, perr := c.NamespacePatches(namespace)
+		a.patches[namespace] = namespacePatches{patches, perr}
+	}
+	return a.decodeErr
 }
 
 // Variables are the clusterctl variables of the components.
 func (a *CheckedArtifact) Variables() ([]clusterctl.Variable, error) {
-	a.analyse()
+	if err := a.analyse(""); err != nil {
+		return nil, err
+	}
 	return a.variables, a.varsErr
 }
 
 // Images are the container images the components run.
 func (a *CheckedArtifact) Images() ([]string, error) {
-	a.analyse()
+	if err := a.analyse(""); err != nil {
+		return nil, err
+	}
 	return a.images, a.imagesErr
 }
 
 // CoreObjects names the components' objects of the core provider's kinds.
 func (a *CheckedArtifact) CoreObjects() ([]string, error) {
-	a.analyse()
-	return a.coreObjs, a.coreErr
+	if err := a.analyse(""); err != nil {
+		return nil, err
+	}
+	return a.coreObjs, nil
 }
 
 // ManagerDeployment is the components' controller Deployment and its
-// manager container's args (managerDeployment).
+// manager container's args (clusterctl.Components.ManagerDeployment).
 func (a *CheckedArtifact) ManagerDeployment() (string, []string) {
-	a.analyse()
+	if a.analyse("") != nil {
+		return "", nil
+	}
 	return a.deployment, a.args
 }
 
 // NamespacePatches are clusterctl's patches that move the components into
-// namespace, kept per namespace.
+// namespace.
 func (a *CheckedArtifact) NamespacePatches(namespace string) ([]kustomize.Patch, error) {
+	if err := a.analyse(namespace); err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if p, ok := a.patches[namespace]; ok {
-		return p.patches, p.err
-	}
-	patches, err := clusterctl.NamespacePatches(a.Components, namespace)
-	if a.patches == nil {
-		a.patches = map[string]namespacePatches{}
-	}
-	a.patches[namespace] = namespacePatches{patches, err}
-	return patches, err
+	p := a.patches[namespace]
+	return p.patches, p.err
 }
 
 // Fetch resolves ref and returns its checked artifact, downloading it only
 // when its digest is not cached.
-func (c *ArtifactCache) Fetch(ctx context.Context, f *artifact.Fetcher, ref artifact.Reference, access artifact.Access, providerType, name, version string) (*CheckedArtifact, error) {
+func (c *ArtifactCache) Fetch(ctx context.Context, f *artifact.Fetcher, ref artifact.Reference, access artifact.Access, providerType, name, version, namespace string) (*CheckedArtifact, error) {
 	digest, err := f.Resolve(ctx, ref, access)
 	if err != nil {
 		return nil, err
@@ -123,7 +153,11 @@ func (c *ArtifactCache) Fetch(ctx context.Context, f *artifact.Fetcher, ref arti
 	if err != nil {
 		return nil, err
 	}
-	return c.put(key, &CheckedArtifact{ProviderArtifact: pa}), nil
+	ca := c.put(key, &CheckedArtifact{ProviderArtifact: pa, home: namespace})
+	// Decode the components while the reconcile goes on with the cheap
+	// checks (or waits for the core provider).
+	go func() { _ = ca.analyse("") }()
+	return ca, nil
 }
 
 func (c *ArtifactCache) get(key string) *CheckedArtifact {

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -12,12 +11,10 @@ import (
 	"github.com/fluxcd/pkg/apis/kustomize"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -304,26 +301,4 @@ func namespaceOr(namespace, fallback string) string {
 func (r *Reconciler) observeHelmRelease(ctx context.Context, namespace, name string) health.Observation {
 	var hr helmv2.HelmRelease
 	return observe(ctx, r.Client, namespace, name, &hr, func() health.Observation { return health.ObserveHelmRelease(&hr) }, helmv2.HelmReleaseKind)
-}
-
-// managerDeployment finds the components' Deployment that runs the
-// provider's controller manager (the one with a container named "manager")
-// and that container's args, which manager settings are merged into. It
-// returns "" when the components have no such Deployment.
-func managerDeployment(components []byte) (name string, args []string) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(components), 4096)
-	for {
-		var dep appsv1.Deployment
-		if err := dec.Decode(&dep); err != nil {
-			return "", nil
-		}
-		if dep.Kind != "Deployment" {
-			continue
-		}
-		for _, c := range dep.Spec.Template.Spec.Containers {
-			if c.Name == "manager" {
-				return dep.Name, c.Args
-			}
-		}
-	}
 }

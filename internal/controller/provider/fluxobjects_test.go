@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
 )
 
@@ -20,7 +21,11 @@ func TestImageName(t *testing.T) {
 }
 
 func TestManagerArgsOfRealComponents(t *testing.T) {
-	name, managerArgs := managerDeployment(clusterctltest.Read(t, clusterctltest.Current, "core-components.yaml"))
+	c, err := clusterctl.Decode(clusterctltest.Read(t, clusterctltest.Current, "core-components.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, managerArgs := c.ManagerDeployment()
 	if name != "capi-controller-manager" {
 		t.Errorf("manager Deployment = %q, want capi-controller-manager", name)
 	}
