@@ -86,7 +86,7 @@ func FoldProvider(in ProviderInput) ProviderResult {
 func (in ProviderInput) fluxObjectStatus(o Observation) v1alpha1.FluxObjectStatus {
 	r := o.readiness()
 	entry := v1alpha1.FluxObjectStatus{Kind: o.Kind, Name: o.Name, Namespace: o.Namespace, Ready: r.status, Reason: r.reason}
-	if r.status == metav1.ConditionTrue || !(o.settled() || in.held(o).status == metav1.ConditionTrue) {
+	if r.status == metav1.ConditionTrue || (!o.settled() && in.held(o).status != metav1.ConditionTrue) {
 		return entry
 	}
 	if p := in.previous(o); p != nil {

@@ -1,9 +1,6 @@
 package health
 
 import (
-	"github.com/fluxcd/pkg/apis/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 )
 
@@ -20,24 +17,14 @@ import (
 // carry no news. Held only while:
 //   - the line was Ready at the revision the object applied, under the
 //     same Flux object;
-//   - the object is reconciling its current generation (observedGeneration)
-//     and attempting exactly that revision — a new one is Installing;
-//   - Ready is not False, Healthy not False and it is not Stalled — a
-//     failure the re-check finds shows at once.
+//   - kustomize-controller runs the health checks of that revision again
+//     for the object's current generation (rerunningHealthChecks) — a new
+//     revision or generation is Installing, and a failure the re-check
+//     finds shows at once.
 func recheckingInstalled(o Observation, previous *tenancyv1alpha1.TenantClusterStatus) bool {
 	if previous == nil || previous.Phase != tenancyv1alpha1.ClusterPhaseReady || previous.FluxObject == nil ||
 		previous.FluxObject.Kind != o.Kind || previous.FluxObject.Name != o.Name {
 		return false
 	}
-	if o.Missing || o.ObservedGeneration != o.Generation ||
-		!sameRevision(o.Revision, o.LastAttemptedRevision) || !sameRevision(o.Revision, previous.AppliedRevision) {
-		return false
-	}
-	ready, reconciling, healthy := o.condition(meta.ReadyCondition), o.condition(meta.ReconcilingCondition), o.condition(meta.HealthyCondition)
-	if ready == nil || ready.Status == metav1.ConditionFalse || reconciling == nil || reconciling.Status != metav1.ConditionTrue ||
-		healthy == nil || healthy.Status == metav1.ConditionFalse {
-		return false
-	}
-	stalled := o.condition(meta.StalledCondition)
-	return stalled == nil || stalled.Status != metav1.ConditionTrue
+	return sameRevision(o.Revision, previous.AppliedRevision) && o.rerunningHealthChecks()
 }

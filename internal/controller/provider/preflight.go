@@ -51,6 +51,9 @@ type preflightError struct {
 	Reason    string
 	Message   string
 	Retry     time.Duration
+	// Waiting is set when nothing is wrong yet: the check waits for
+	// another object, and the condition is Unknown, not False.
+	Waiting bool
 }
 
 func (e *preflightError) Error() string { return e.Message }
@@ -108,6 +111,10 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 // refuse sets the condition of a refusal; for an artifact problem the
 // compatibility is unknown.
 func (r *Reconciler) refuse(obj v1alpha1.Provider, e *preflightError) *preflightError {
+	if e.Waiting {
+		setCondition(obj, e.Condition, metav1.ConditionUnknown, e.Reason, e.Message)
+		return e
+	}
 	setFalse(obj, e.Condition, e.Reason, e.Message)
 	if e.Condition == v1alpha1.ArtifactResolvedCondition {
 		setCondition(obj, v1alpha1.CompatibleCondition, metav1.ConditionUnknown, v1alpha1.ReconcilingReason, "waiting for the artifact to resolve")
@@ -146,7 +153,7 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 		}
 		res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: digest, Revision: spec.Version + "@" + digest}
 	} else {
-		pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version)
+		pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace())
 		if err != nil {
 			return nil, fail(fetchFailureReason(err), "artifact %s: %v", ref.String(), err)
 		}
@@ -250,7 +257,7 @@ func (r *Reconciler) checkCore(ctx context.Context, obj v1alpha1.Provider, res *
 		return nil
 	}
 	waiting := func(format string, args ...any) *preflightError {
-		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason,
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForCoreReason, Waiting: true,
 			Retry: r.resyncInterval(obj), Message: fmt.Sprintf(format, args...)}
 	}
 	var cores v1alpha1.CoreProviderList
@@ -343,7 +350,8 @@ func (r *Reconciler) checkVariables(ctx context.Context, obj v1alpha1.Provider, 
 	return nil
 }
 
-// checkDependencies waits for the Flux objects in spec.dependsOn.
+// checkDependencies waits for the Flux objects in spec.dependsOn; their
+// status changes wake the provider up (dependents in setup.go).
 func (r *Reconciler) checkDependencies(ctx context.Context, obj v1alpha1.Provider, _ *PreflightResult) *preflightError {
 	for _, dep := range obj.GetSpec().DependsOn {
 		ns := namespaceOr(dep.Namespace, obj.GetNamespace())
@@ -353,7 +361,7 @@ func (r *Reconciler) checkDependencies(ctx context.Context, obj v1alpha1.Provide
 		}
 		ready, msg := r.dependencyReady(ctx, kind, ctrl.ObjectKey{Namespace: ns, Name: dep.Name})
 		if !ready {
-			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForDependencyReason, Retry: 15 * time.Second,
+			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.WaitingForDependencyReason, Waiting: true, Retry: r.resyncInterval(obj),
 				Message: fmt.Sprintf("waiting for %s %s/%s (spec.dependsOn): %s", kind, ns, dep.Name, msg)}
 		}
 	}

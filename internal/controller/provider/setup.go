@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -73,7 +74,33 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 	if r.Kind.Name != "CoreProvider" {
 		b = b.Watches(&v1alpha1.CoreProvider{}, handler.EnqueueRequestsFromMapFunc(r.allOfKind))
 	}
+	// The Flux objects of spec.dependsOn (cert-manager's HelmRelease, say)
+	// wake up the providers that wait for them.
+	b = b.Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents(kustomizev1.KustomizationKind))).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.dependents(helmv2.HelmReleaseKind)))
 	return b.Complete(r)
+}
+
+// dependents enqueues the providers of r.Kind whose spec.dependsOn names
+// the object.
+func (r *Reconciler) dependents(kind string) handler.MapFunc {
+	return func(ctx context.Context, obj ctrl.Object) []reconcile.Request {
+		list := r.Kind.NewList()
+		if err := r.Client.List(ctx, list); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, p := range list.GetItems() {
+			for _, d := range p.GetSpec().DependsOn {
+				if cmp.Or(d.Kind, kustomizev1.KustomizationKind) == kind && d.Name == obj.GetName() &&
+					namespaceOr(d.Namespace, p.GetNamespace()) == obj.GetNamespace() {
+					reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Namespace: p.GetNamespace(), Name: p.GetName()}})
+					break
+				}
+			}
+		}
+		return reqs
+	}
 }
 
 // allOfKind enqueues every provider of r.Kind.

@@ -135,6 +135,7 @@ func TestProviderLifecycle(t *testing.T) {
 
 	refusals(t, ctx, c)
 	t.Run("additional manifests", func(t *testing.T) { additionalManifests(t, ctx, c) })
+	t.Run("spec.dependsOn holds the install until the dependency is Ready", func(t *testing.T) { waitsForDependsOn(t, ctx, c) })
 	charts(t, ctx, c)
 
 	t.Run("deleting the core provider waits for other providers and clusters", func(t *testing.T) {
