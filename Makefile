@@ -17,8 +17,10 @@ GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 WORKLOAD_CLUSTERS ?= 0
 # go test flags; e2e packages share the 2 cores, so run them one at a time.
 TEST_TIMEOUT   ?= 60m
-# Iterations of the plane benchmarks (each installs and deletes providers).
+# Iterations of the tenant benchmark on the plane.
 BENCH_TIME     ?= 3x
+# Runs per system of the side-by-side install benchmark (each on a fresh plane).
+BENCH_RUNS     ?= 3
 
 export CAPWRIGHT_BIN_DIR := $(BIN)
 
@@ -91,11 +93,12 @@ test: tools ## Run unit, integration and e2e tests (builds the tools first).
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -v ./tests/e2e/... 2>&1 | grep -E --line-buffered -v '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: bench
-bench: tools ## Benchmarks: pure packages, the CLI, and installing the real CAPI providers on the local plane.
+bench: tools ## Benchmarks: pure packages, the CLI, a Tenant change on 20 clusters, and the three CAPI providers installed by Capwright, bare Flux and cluster-api-operator side by side.
 	$(GO) -C tests/tools run . -bin $(BIN) capi-operator
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./cmd/capwright/
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/providers/ ./tests/e2e/tenants/
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/tenants/
+	$(GO) run ./tests/cmd/install-bench -runs $(BENCH_RUNS)
 
 .PHONY: demo
 demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Install real CAPI providers through Capwright and Flux on the local plane, print their status, stop.

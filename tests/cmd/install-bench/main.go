@@ -1,0 +1,423 @@
+// Command install-bench installs the real Cluster API core, kubeadm
+// bootstrap and kubeadm control plane providers side by side through three
+// systems on the local plane — Capwright, bare Flux (a hand-written
+// OCIRepository and Kustomization per provider) and cluster-api-operator
+// v0.29.0 — and prints the medians and ratios. `make bench` runs it.
+//
+// Every run of every system gets a fresh plane and the same procedure:
+// publish v1.13.6 and v1.14.2 of the three providers to the plane's
+// registry, apply the three objects at once and stop the clock when all
+// three are Ready (first install), count the API writes of the install
+// from the audit log, ask for a reconcile of everything and count the
+// writes of that, read the manager's RSS, then move all three to v1.14.2
+// and stop the clock when all three are Ready at it (upgrade). Runs
+// alternate between the systems, so drift of the machine hits all three.
+//
+// Ready means, for Capwright, the provider's Ready condition (Flux applied
+// the checked revision and its health checks passed); for bare Flux, the
+// Kustomization's Ready at the revision (wait: true); for
+// cluster-api-operator, its Ready condition at the version (it mirrors the
+// provider Deployment's Available).
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/tests/plane"
+)
+
+const (
+	fromVersion = "v1.13.6"
+	toVersion   = "v1.14.2"
+	// benchUser applies the objects, so its writes are not counted as a
+	// system's.
+	benchUser = "install-bench"
+)
+
+type providerSpec struct {
+	Type, Name, Namespace string
+}
+
+var providers = []providerSpec{
+	{v1alpha1.CoreProviderType, "cluster-api", "capi-system"},
+	{v1alpha1.BootstrapProviderType, "kubeadm", "capi-kubeadm-bootstrap-system"},
+	{v1alpha1.ControlPlaneProviderType, "kubeadm", "capi-kubeadm-control-plane-system"},
+}
+
+// result is one run of one system.
+type result struct {
+	Install, Upgrade   time.Duration
+	PerProvider        map[string]time.Duration // install, by provider type
+	InstallWrites      map[string]int           // by user
+	ReconcileWrites    map[string]int           // by user
+	RSS                int64                    // bytes, of the system's own manager
+	Timeline, UpTimeln map[string]map[string]float64
+}
+
+// system is one way of installing the providers.
+type system interface {
+	Name() string
+	// User is the user its own controller writes as ("" for none).
+	User() string
+	Start(ctx context.Context, p *plane.Plane) (pid int, err error)
+	Publish(ctx context.Context, p *plane.Plane, version string) error
+	Apply(ctx context.Context, c client.Client, version string) error
+	Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string)
+	RequestReconcile(ctx context.Context, c client.Client) error
+}
+
+func main() {
+	runs := flag.Int("runs", 3, "runs per system, alternating")
+	only := flag.String("systems", "capwright,flux,cluster-api-operator", "systems to run, comma-separated")
+	flag.Parse()
+	if err := run(*runs, strings.Split(*only, ",")); err != nil {
+		fmt.Fprintln(os.Stderr, "install-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(runs int, names []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	defer cancel()
+	all := map[string]system{"capwright": &capwright{}, "flux": &bareFlux{}, "cluster-api-operator": &operator{}}
+	var systems []system
+	for _, n := range names {
+		s, ok := all[strings.TrimSpace(n)]
+		if !ok {
+			return fmt.Errorf("unknown system %q; choose among capwright, flux, cluster-api-operator", n)
+		}
+		systems = append(systems, s)
+	}
+	bin, err := plane.DefaultBinDir()
+	if err != nil {
+		return err
+	}
+	manager := filepath.Join(bin, "capwright-manager")
+	if err := buildManager(ctx, manager); err != nil {
+		return err
+	}
+	results := map[string][]result{}
+	for i := range runs {
+		for j := range systems {
+			s := systems[(i+j)%len(systems)] // alternate which system goes first
+			fmt.Printf("run %d/%d: %s …\n", i+1, runs, s.Name())
+			r, err := runOnce(ctx, s)
+			if err != nil {
+				return fmt.Errorf("%s, run %d: %w", s.Name(), i+1, err)
+			}
+			fmt.Printf("  install %.2fs, upgrade %.2fs\n", r.Install.Seconds(), r.Upgrade.Seconds())
+			results[s.Name()] = append(results[s.Name()], r)
+		}
+	}
+	report(systems, results)
+	return nil
+}
+
+func runOnce(ctx context.Context, s system) (result, error) {
+	res := result{PerProvider: map[string]time.Duration{}}
+	p, err := plane.Start(ctx, plane.Options{AuditLog: true})
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = p.Stop() }()
+	cfg, err := p.UserConfig(benchUser, "system:masters")
+	if err != nil {
+		return res, err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return res, err
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return res, err
+	}
+	for _, v := range []string{fromVersion, toVersion} {
+		if err := s.Publish(ctx, p, v); err != nil {
+			return res, fmt.Errorf("publishing %s: %w", v, err)
+		}
+	}
+	for _, pt := range providers {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pt.Namespace}}); err != nil {
+			return res, err
+		}
+	}
+	pid, err := s.Start(ctx, p)
+	if err != nil {
+		return res, err
+	}
+
+	start := time.Now()
+	if err := s.Apply(ctx, c, fromVersion); err != nil {
+		return res, err
+	}
+	if res.PerProvider, err = waitReady(ctx, c, s, fromVersion, start); err != nil {
+		return res, err
+	}
+	for _, d := range res.PerProvider {
+		res.Install = max(res.Install, d)
+	}
+	// Writes that follow a provider's Ready belong to its install too.
+	time.Sleep(3 * time.Second)
+	if res.InstallWrites, err = writesByUser(p, s, start); err != nil {
+		return res, err
+	}
+	if pid > 0 {
+		res.RSS = rss(pid)
+	}
+
+	since := time.Now()
+	if err := s.RequestReconcile(ctx, c); err != nil {
+		return res, err
+	}
+	time.Sleep(10 * time.Second)
+	if res.ReconcileWrites, err = writesByUser(p, s, since); err != nil {
+		return res, err
+	}
+
+	start = time.Now()
+	if err := s.Apply(ctx, c, toVersion); err != nil {
+		return res, err
+	}
+	up, err := waitReady(ctx, c, s, toVersion, start)
+	if err != nil {
+		return res, err
+	}
+	for _, d := range up {
+		res.Upgrade = max(res.Upgrade, d)
+	}
+	if _, ok := s.(*capwright); ok {
+		res.Timeline, res.UpTimeln = timelines(p.LogPath("capwright-manager"))
+	}
+	return res, nil
+}
+
+// waitReady polls until every provider is Ready at version and returns
+// each one's time since start.
+func waitReady(ctx context.Context, c client.Client, s system, version string, start time.Time) (map[string]time.Duration, error) {
+	ready := map[string]time.Duration{}
+	deadline := time.Now().Add(5 * time.Minute)
+	last := map[string]string{}
+	for len(ready) < len(providers) {
+		for _, pt := range providers {
+			if _, done := ready[pt.Type]; done {
+				continue
+			}
+			ok, msg := s.Ready(ctx, c, pt, version)
+			if ok {
+				ready[pt.Type] = time.Since(start)
+			}
+			last[pt.Type] = msg
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("not all providers Ready at %s after 5m: %v", version, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return ready, nil
+}
+
+// writesByUser counts, from the audit log, the writes since since of the
+// system's own controller and of the admin user (the Flux controllers and
+// certsim), leaving out the benchmark's own.
+func writesByUser(p *plane.Plane, s system, since time.Time) (map[string]int, error) {
+	out := map[string]int{}
+	users := []string{plane.AdminUser}
+	if s.User() != "" {
+		users = append(users, s.User())
+	}
+	for _, u := range users {
+		w, err := p.Writes(u, since)
+		if err != nil {
+			return nil, err
+		}
+		out[u] = len(w)
+	}
+	return out, nil
+}
+
+// rss is a process's resident set size in bytes, 0 if unknown.
+func rss(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// timelines reads the manager's "install timeline" log lines: seconds per
+// step, by controller, for generation 1 (install) and 2 (upgrade).
+func timelines(logPath string) (install, upgrade map[string]map[string]float64) {
+	install, upgrade = map[string]map[string]float64{}, map[string]map[string]float64{}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return install, upgrade
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, "install timeline") {
+			continue
+		}
+		var e map[string]any
+		if json.Unmarshal([]byte(line), &e) != nil {
+			continue
+		}
+		kind, _ := e["controller"].(string)
+		gen, _ := e["generation"].(float64)
+		steps := map[string]float64{}
+		for _, st := range stepNames {
+			if v, ok := e[st].(float64); ok {
+				steps[st] = v
+			}
+		}
+		switch gen {
+		case 1:
+			install[kind] = steps
+		case 2:
+			upgrade[kind] = steps
+		}
+	}
+	return install, upgrade
+}
+
+var stepNames = []string{"preflight", "written", "source", "applied", "healthy", "ready"}
+
+func median(ds []float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func collect(rs []result, f func(result) float64) []float64 {
+	out := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, f(r))
+	}
+	return out
+}
+
+func report(systems []system, results map[string][]result) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "\nthree CAPI providers, CR applied → all Ready; medians over runs (each on a fresh plane)")
+	fmt.Fprintln(w, "system\truns\tinstall s\tupgrade s\tcore s\tbootstrap s\tcontrol plane s\twrites/install (own, admin=Flux+certsim)\twrites/forced reconcile (own, admin)\tmanager RSS MiB")
+	base := map[string]float64{}
+	for _, s := range systems {
+		rs := results[s.Name()]
+		inst := median(collect(rs, func(r result) float64 { return r.Install.Seconds() }))
+		up := median(collect(rs, func(r result) float64 { return r.Upgrade.Seconds() }))
+		per := func(t string) float64 {
+			return median(collect(rs, func(r result) float64 { return r.PerProvider[t].Seconds() }))
+		}
+		writes := func(m func(result) map[string]int, u string) float64 {
+			return median(collect(rs, func(r result) float64 { return float64(m(r)[u]) }))
+		}
+		own := "-"
+		ownR := "-"
+		if s.User() != "" {
+			own = fmt.Sprintf("%.0f", writes(func(r result) map[string]int { return r.InstallWrites }, s.User()))
+			ownR = fmt.Sprintf("%.0f", writes(func(r result) map[string]int { return r.ReconcileWrites }, s.User()))
+		}
+		mem := "-"
+		if m := median(collect(rs, func(r result) float64 { return float64(r.RSS) })); m > 0 {
+			mem = fmt.Sprintf("%.0f", m/(1<<20))
+		}
+		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s, %.0f\t%s, %.0f\t%s\n", s.Name(), len(rs), inst, up,
+			per(v1alpha1.CoreProviderType), per(v1alpha1.BootstrapProviderType), per(v1alpha1.ControlPlaneProviderType),
+			own, writes(func(r result) map[string]int { return r.InstallWrites }, plane.AdminUser),
+			ownR, writes(func(r result) map[string]int { return r.ReconcileWrites }, plane.AdminUser), mem)
+		base[s.Name()+"/install"], base[s.Name()+"/upgrade"] = inst, up
+	}
+	_ = w.Flush()
+	if f := base["flux/install"]; f > 0 {
+		fmt.Println("\nratios to bare Flux (install, upgrade):")
+		for _, s := range systems {
+			fmt.Printf("  %-22s %.2f×  %.2f×\n", s.Name(), base[s.Name()+"/install"]/f, base[s.Name()+"/upgrade"]/cmp.Or(base["flux/upgrade"], 1))
+		}
+	}
+	if o := base["cluster-api-operator/install"]; o > 0 {
+		fmt.Println("ratios to cluster-api-operator (install, upgrade):")
+		for _, s := range systems {
+			fmt.Printf("  %-22s %.2f×  %.2f×\n", s.Name(), base[s.Name()+"/install"]/o, base[s.Name()+"/upgrade"]/cmp.Or(base["cluster-api-operator/upgrade"], 1))
+		}
+	}
+	if rs := results["capwright"]; len(rs) > 0 {
+		fmt.Println("\nCapwright's own timeline, medians (seconds since the manager first saw the generation; Flux works from written to healthy):")
+		for _, phase := range []struct {
+			name string
+			get  func(result) map[string]map[string]float64
+		}{{"install", func(r result) map[string]map[string]float64 { return r.Timeline }}, {"upgrade", func(r result) map[string]map[string]float64 { return r.UpTimeln }}} {
+			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "%s\t%s\n", phase.name, strings.Join(stepNames, "\t"))
+			for _, ctrl := range []string{"CoreProvider", "BootstrapProvider", "ControlPlaneProvider"} {
+				var cells []string
+				for _, st := range stepNames {
+					cells = append(cells, fmt.Sprintf("%.2f", median(collect(rs, func(r result) float64 { return phase.get(r)[ctrl][st] }))))
+				}
+				fmt.Fprintf(tw, "  %s\t%s\n", ctrl, strings.Join(cells, "\t"))
+			}
+			_ = tw.Flush()
+		}
+	}
+}
+
+// requestAnnotation asks Flux (and Capwright) for a reconcile, as `flux
+// reconcile` does.
+func requestAnnotation(ctx context.Context, c client.Client, obj client.Object) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		a := obj.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[meta.ReconcileRequestAnnotation] = time.Now().Format(time.RFC3339Nano)
+		obj.SetAnnotations(a)
+		return c.Update(ctx, obj)
+	})
+}
+
+// conditionTrue tells whether a condition is True for the generation.
+func conditionTrue(conds []metav1.Condition, t string, generation int64) (bool, string) {
+	c := apimeta.FindStatusCondition(conds, t)
+	if c == nil {
+		return false, "no " + t + " condition"
+	}
+	return c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation, fmt.Sprintf("%s=%s %s: %s", t, c.Status, c.Reason, c.Message)
+}

@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane"
+)
+
+// buildManager builds the manager of the working tree; the benchmark runs
+// from the repository root, as make bench runs it.
+func buildManager(ctx context.Context, out string) error {
+	if _, err := os.Stat("cmd/manager"); err != nil {
+		return fmt.Errorf("run the benchmark from the repository root (make bench): %w", err)
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/manager")
+	if log, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the Capwright manager: %w\n%s", err, log)
+	}
+	return nil
+}
+
+func releaseDir(p *plane.Plane, version string) string {
+	return filepath.Dir(p.CAPIComponentsPath(version, "metadata.yaml"))
+}
+
+// capwright installs the providers from the catalog through a registry
+// mirror, as at an air-gapped site, with the manager the working tree
+// builds.
+type capwright struct{}
+
+func (capwright) Name() string { return "capwright" }
+func (capwright) User() string { return plane.CapwrightUser }
+
+func (capwright) Publish(ctx context.Context, p *plane.Plane, version string) error {
+	for _, pt := range providers {
+		if _, err := framework.PublishCAPIProvider(ctx, p.Registry.Host, releaseDir(p, version), pt.Type, pt.Name, version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (capwright) Start(ctx context.Context, p *plane.Plane) (int, error) {
+	m, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
+		"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
+		"--insecure-registry=" + p.Registry.Host,
+	}})
+	if err != nil {
+		return 0, err
+	}
+	return m.PID(), nil
+}
+
+func capwrightObject(pt providerSpec) v1alpha1.Provider {
+	om := metav1.ObjectMeta{Namespace: pt.Namespace, Name: pt.Name}
+	switch pt.Type {
+	case v1alpha1.CoreProviderType:
+		return &v1alpha1.CoreProvider{ObjectMeta: om}
+	case v1alpha1.BootstrapProviderType:
+		return &v1alpha1.BootstrapProvider{ObjectMeta: om}
+	default:
+		return &v1alpha1.ControlPlaneProvider{ObjectMeta: om}
+	}
+}
+
+func (capwright) Apply(ctx context.Context, c client.Client, version string) error {
+	for _, pt := range providers {
+		obj := capwrightObject(pt)
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj.(client.Object)), obj.(client.Object))
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err != nil {
+			obj.GetSpec().Version = version
+			if err := c.Create(ctx, obj.(client.Object)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj.(client.Object)), obj.(client.Object)); err != nil {
+				return err
+			}
+			obj.GetSpec().Version = version
+			return c.Update(ctx, obj.(client.Object))
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (capwright) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
+	obj := capwrightObject(pt)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj.(client.Object)), obj.(client.Object)); err != nil {
+		return false, err.Error()
+	}
+	ok, msg := conditionTrue(obj.GetConditions(), v1alpha1.ReadyCondition, obj.GetGeneration())
+	return ok && obj.GetStatus().InstalledVersion == version, msg
+}
+
+func (capwright) RequestReconcile(ctx context.Context, c client.Client) error {
+	for _, pt := range providers {
+		if err := requestAnnotation(ctx, c, capwrightObject(pt).(client.Object)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bareFlux is what a platform team writes by hand: per provider an
+// OCIRepository of the same artifact by tag and a Kustomization that
+// applies its components file, waits for health, prunes, and substitutes
+// the components' variable defaults; no dependsOn.
+type bareFlux struct{}
+
+func (bareFlux) Name() string                                     { return "flux" }
+func (bareFlux) User() string                                     { return "" }
+func (bareFlux) Start(context.Context, *plane.Plane) (int, error) { return 0, nil }
+func (b bareFlux) Publish(ctx context.Context, p *plane.Plane, version string) error {
+	fluxRegistry = p.Registry.Host
+	return capwright{}.Publish(ctx, p, version)
+}
+
+// fluxRegistry is the plane's registry host of the current run.
+var fluxRegistry string
+
+func fluxName(pt providerSpec) string { return strings.ToLower(pt.Type) + "-" + pt.Name }
+
+func (bareFlux) Apply(ctx context.Context, c client.Client, version string) error {
+	for _, pt := range providers {
+		key := client.ObjectKey{Namespace: pt.Namespace, Name: fluxName(pt)}
+		repo := &sourcev1.OCIRepository{}
+		err := c.Get(ctx, key, repo)
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err == nil {
+			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.Get(ctx, key, repo); err != nil {
+					return err
+				}
+				repo.Spec.Reference.Tag = version
+				return c.Update(ctx, repo)
+			}); err != nil {
+				return err
+			}
+			continue
+		}
+		ignore := "/*\n!/" + clusterctl.ComponentsFile(pt.Type) + "\n"
+		repo = &sourcev1.OCIRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Spec: sourcev1.OCIRepositorySpec{
+				URL:       "oci://" + fluxRegistry + "/" + framework.CAPIRepository + "/" + pt.Type + "-" + pt.Name,
+				Reference: &sourcev1.OCIRepositoryRef{Tag: version},
+				Interval:  metav1.Duration{Duration: 10 * time.Minute},
+				Insecure:  true,
+				Ignore:    &ignore,
+			},
+		}
+		ks := &kustomizev1.Kustomization{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Spec: kustomizev1.KustomizationSpec{
+				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.OCIRepositoryKind, Name: key.Name},
+				Path:      "./",
+				Prune:     true,
+				Wait:      true,
+				Interval:  metav1.Duration{Duration: 10 * time.Minute},
+				Timeout:   &metav1.Duration{Duration: 5 * time.Minute},
+				PostBuild: &kustomizev1.PostBuild{SubstituteStrategy: kustomizev1.SubstituteStrategyAlways},
+			},
+		}
+		for _, o := range []client.Object{repo, ks} {
+			if err := c.Create(ctx, o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (bareFlux) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
+	var ks kustomizev1.Kustomization
+	if err := c.Get(ctx, client.ObjectKey{Namespace: pt.Namespace, Name: fluxName(pt)}, &ks); err != nil {
+		return false, err.Error()
+	}
+	ok, msg := conditionTrue(ks.Status.Conditions, "Ready", ks.Generation)
+	return ok && ks.Status.ObservedGeneration == ks.Generation && strings.HasPrefix(ks.Status.LastAppliedRevision, version+"@"), msg
+}
+
+func (bareFlux) RequestReconcile(ctx context.Context, c client.Client) error {
+	for _, pt := range providers {
+		key := client.ObjectKey{Namespace: pt.Namespace, Name: fluxName(pt)}
+		for _, o := range []client.Object{&sourcev1.OCIRepository{}, &kustomizev1.Kustomization{}} {
+			o.SetNamespace(key.Namespace)
+			o.SetName(key.Name)
+			if err := requestAnnotation(ctx, c, o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// operator is cluster-api-operator v0.29.0, run as its own user with its
+// webhooks off, reading the same release files from the plane's registry
+// in the layout it fetches (one layer per file).
+type operator struct{ oci map[string]string }
+
+func (operator) Name() string { return "cluster-api-operator" }
+func (operator) User() string { return plane.ClusterAPIOperatorUser }
+
+func (o *operator) Publish(ctx context.Context, p *plane.Plane, version string) error {
+	if o.oci == nil {
+		o.oci = map[string]string{}
+	}
+	for _, pt := range providers {
+		ref, err := framework.PublishForClusterAPIOperator(ctx, p.Registry.Host, releaseDir(p, version), pt.Type, pt.Name, version)
+		if err != nil {
+			return err
+		}
+		o.oci[pt.Type+"@"+version] = ref
+	}
+	return nil
+}
+
+func (operator) Start(ctx context.Context, p *plane.Plane) (int, error) {
+	proc, err := p.StartClusterAPIOperator(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return proc.PID(), nil
+}
+
+func (o *operator) Apply(ctx context.Context, c client.Client, version string) error {
+	for _, pt := range providers {
+		want := framework.ClusterAPIOperatorProvider(pt.Type, pt.Namespace, pt.Name, version, o.oci[pt.Type+"@"+version])
+		current := &unstructured.Unstructured{}
+		current.SetGroupVersionKind(want.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(want), current)
+		if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err != nil {
+			if err := c.Create(ctx, want); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(want), current); err != nil {
+				return err
+			}
+			current.Object["spec"] = want.Object["spec"]
+			return c.Update(ctx, current)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *operator) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
+	want := framework.ClusterAPIOperatorProvider(pt.Type, pt.Namespace, pt.Name, version, "")
+	current := &unstructured.Unstructured{}
+	current.SetGroupVersionKind(want.GroupVersionKind())
+	if err := c.Get(ctx, client.ObjectKeyFromObject(want), current); err != nil {
+		return false, err.Error()
+	}
+	return framework.ClusterAPIOperatorProviderReady(current, version)
+}
+
+func (o *operator) RequestReconcile(ctx context.Context, c client.Client) error {
+	for _, pt := range providers {
+		u := framework.ClusterAPIOperatorProvider(pt.Type, pt.Namespace, pt.Name, fromVersion, "")
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(u.GroupVersionKind())
+		obj.SetNamespace(u.GetNamespace())
+		obj.SetName(u.GetName())
+		if err := requestAnnotation(ctx, c, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
