@@ -35,6 +35,7 @@ func kustomization(in Input, om objectMeta) (*kustomizev1.Kustomization, error) 
 			Prune:           true,
 			Wait:            true,
 			Interval:        interval(spec),
+			RetryInterval:   retryInterval(spec),
 			Timeout:         timeout(spec),
 			Suspend:         spec.Suspend,
 			TargetNamespace: p.GetNamespace(),

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -94,4 +95,17 @@ func timeout(spec *v1alpha1.ProviderSpec) *metav1.Duration {
 		return &metav1.Duration{Duration: spec.Timeout.Duration}
 	}
 	return &metav1.Duration{Duration: DefaultTimeout}
+}
+
+// maxRetryInterval bounds how long Flux waits before it tries a failed
+// apply again (a webhook not serving yet, an API briefly unavailable).
+// Flux's own default is the interval, ten minutes unless spec.interval
+// says otherwise: an install that hit a passing error would sit failed for
+// that long.
+const maxRetryInterval = time.Minute
+
+// retryInterval is the Kustomization's retryInterval: the interval, at
+// most maxRetryInterval.
+func retryInterval(spec *v1alpha1.ProviderSpec) *metav1.Duration {
+	return &metav1.Duration{Duration: min(interval(spec).Duration, maxRetryInterval)}
 }

@@ -86,6 +86,7 @@ func TestCoreProvider(t *testing.T) {
 		Prune:           true,
 		Wait:            true,
 		Interval:        metav1.Duration{Duration: 10 * time.Minute},
+		RetryInterval:   &metav1.Duration{Duration: time.Minute},
 		Timeout:         &metav1.Duration{Duration: 5 * time.Minute},
 		TargetNamespace: "capi-system",
 		PostBuild:       &kustomizev1.PostBuild{SubstituteStrategy: kustomizev1.SubstituteStrategyAlways},
@@ -297,6 +298,9 @@ func TestSourceAccessAndSchedule(t *testing.T) {
 	}
 	if repo.Interval.Duration != time.Hour || ks.Interval.Duration != time.Hour || ks.Timeout.Duration != 15*time.Minute {
 		t.Errorf("interval/timeout not taken from the spec: %v %v %v", repo.Interval, ks.Interval, ks.Timeout)
+	}
+	if ks.RetryInterval == nil || ks.RetryInterval.Duration != time.Minute {
+		t.Errorf("retryInterval = %v, want 1m: a failed apply is tried again within a minute, not an hour", ks.RetryInterval)
 	}
 	if !repo.Suspend || !ks.Suspend {
 		t.Errorf("spec.suspend must suspend both objects")

@@ -1,8 +1,10 @@
 // Command install-bench installs the real Cluster API core, kubeadm
-// bootstrap and kubeadm control plane providers side by side through three
-// systems on the local plane — Capwright, bare Flux (a hand-written
-// OCIRepository and Kustomization per provider) and cluster-api-operator
-// v0.29.0 — and prints the medians and ratios. `make bench` runs it.
+// bootstrap and kubeadm control plane providers side by side on the local
+// plane through Capwright, bare Flux (a hand-written OCIRepository and
+// Kustomization per provider), bare Flux whose Kustomizations carry what
+// Capwright's carry for clusterctl's contract ("flux+contract": Flux's own
+// share of Capwright's time) and cluster-api-operator v0.29.0, and prints
+// the medians and ratios. `make bench` runs it.
 //
 // Every run of every system gets a fresh plane and the same procedure:
 // publish v1.13.6 and v1.14.2 of the three providers to the plane's
@@ -78,6 +80,7 @@ type result struct {
 	InstallWrites      map[string]int           // by user
 	ReconcileWrites    map[string]int           // by user
 	RSS                int64                    // bytes, of the system's own manager
+	CPUInstall, CPUUp  float64                  // CPU seconds of the system's own manager
 	Timeline, UpTimeln map[string]map[string]float64
 }
 
@@ -95,7 +98,7 @@ type system interface {
 
 func main() {
 	runs := flag.Int("runs", 3, "runs per system, alternating")
-	only := flag.String("systems", "capwright,flux,cluster-api-operator", "systems to run, comma-separated")
+	only := flag.String("systems", "capwright,flux,flux+contract,cluster-api-operator", "systems to run, comma-separated")
 	flag.Parse()
 	if err := run(*runs, strings.Split(*only, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "install-bench:", err)
@@ -106,12 +109,12 @@ func main() {
 func run(runs int, names []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
-	all := map[string]system{"capwright": &capwright{}, "flux": &bareFlux{}, "cluster-api-operator": &operator{}}
+	all := map[string]system{"capwright": &capwright{}, "flux": &bareFlux{}, "flux+contract": &bareFlux{contract: true}, "cluster-api-operator": &operator{}}
 	var systems []system
 	for _, n := range names {
 		s, ok := all[strings.TrimSpace(n)]
 		if !ok {
-			return fmt.Errorf("unknown system %q; choose among capwright, flux, cluster-api-operator", n)
+			return fmt.Errorf("unknown system %q; choose among capwright, flux, flux+contract, cluster-api-operator", n)
 		}
 		systems = append(systems, s)
 	}
@@ -181,6 +184,7 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	// plane; the system's own get as long to settle.
 	time.Sleep(settle)
 
+	cpu0 := cpuSeconds(pid)
 	start := time.Now()
 	if err := s.Apply(ctx, c, fromVersion); err != nil {
 		return res, err
@@ -198,6 +202,7 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	}
 	if pid > 0 {
 		res.RSS = rss(pid)
+		res.CPUInstall = cpuSeconds(pid) - cpu0
 	}
 
 	since := time.Now()
@@ -209,6 +214,7 @@ func runOnce(ctx context.Context, s system) (result, error) {
 		return res, err
 	}
 
+	cpu0 = cpuSeconds(pid)
 	start = time.Now()
 	if err := s.Apply(ctx, c, toVersion); err != nil {
 		return res, err
@@ -217,6 +223,7 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	if err != nil {
 		return res, err
 	}
+	res.CPUUp = cpuSeconds(pid) - cpu0
 	for _, d := range up {
 		res.Upgrade = max(res.Upgrade, d)
 	}
@@ -285,6 +292,27 @@ func rss(pid int) int64 {
 	return 0
 }
 
+// cpuSeconds is the user and system CPU time a process has used, 0 if
+// unknown.
+func cpuSeconds(pid int) float64 {
+	if pid <= 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after it. utime and stime are fields 14 and 15, in clock ticks.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ is 100 on Linux
+}
+
 // timelines reads the manager's "install timeline" log lines: seconds per
 // step, by controller, for generation 1 (install) and 2 (upgrade).
 func timelines(logPath string) (install, upgrade map[string]map[string]float64) {
@@ -344,7 +372,7 @@ func collect(rs []result, f func(result) float64) []float64 {
 func report(systems []system, results map[string][]result) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\nthree CAPI providers, CR applied → all Ready; medians over runs (each on a fresh plane)")
-	fmt.Fprintln(w, "system\truns\tinstall s\tupgrade s\tcore s\tbootstrap s\tcontrol plane s\twrites/install (own, admin=Flux+certsim)\twrites/forced reconcile (own, admin)\tmanager RSS MiB")
+	fmt.Fprintln(w, "system\truns\tinstall s\tupgrade s\tcore s\tbootstrap s\tcontrol plane s\twrites/install (own, admin=Flux+certsim)\twrites/forced reconcile (own, admin)\tmanager RSS MiB\tmanager CPU s (install, upgrade)")
 	base := map[string]float64{}
 	for _, s := range systems {
 		rs := results[s.Name()]
@@ -366,10 +394,14 @@ func report(systems []system, results map[string][]result) {
 		if m := median(collect(rs, func(r result) float64 { return float64(r.RSS) })); m > 0 {
 			mem = fmt.Sprintf("%.0f", m/(1<<20))
 		}
-		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s, %.0f\t%s, %.0f\t%s\n", s.Name(), len(rs), inst, up,
+		cpu := "-"
+		if s.User() != "" {
+			cpu = fmt.Sprintf("%.2f, %.2f", median(collect(rs, func(r result) float64 { return r.CPUInstall })), median(collect(rs, func(r result) float64 { return r.CPUUp })))
+		}
+		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s, %.0f\t%s, %.0f\t%s\t%s\n", s.Name(), len(rs), inst, up,
 			per(v1alpha1.CoreProviderType), per(v1alpha1.BootstrapProviderType), per(v1alpha1.ControlPlaneProviderType),
 			own, writes(func(r result) map[string]int { return r.InstallWrites }, plane.AdminUser),
-			ownR, writes(func(r result) map[string]int { return r.ReconcileWrites }, plane.AdminUser), mem)
+			ownR, writes(func(r result) map[string]int { return r.ReconcileWrites }, plane.AdminUser), mem, cpu)
 		base[s.Name()+"/install"], base[s.Name()+"/upgrade"] = inst, up
 	}
 	_ = w.Flush()

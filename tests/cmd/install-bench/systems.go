@@ -10,6 +10,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/kustomize"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -127,10 +128,21 @@ func (capwright) RequestReconcile(ctx context.Context, c client.Client) error {
 // bareFlux is what a platform team writes by hand: per provider an
 // OCIRepository of the same artifact by tag and a Kustomization that
 // applies its components file, waits for health, prunes, and substitutes
-// the components' variable defaults; no dependsOn.
-type bareFlux struct{}
+// the components' variable defaults; no dependsOn. With contract, the
+// Kustomization also carries what Capwright's carries for clusterctl's
+// contract: the provider's namespace as targetNamespace, clusterctl's
+// labels on every object, CRDs and Namespaces kept when it is deleted,
+// and the same retry interval — Flux's share of the time Capwright's
+// objects take.
+type bareFlux struct{ contract bool }
 
-func (bareFlux) Name() string                                     { return "flux" }
+func (b bareFlux) Name() string {
+	if b.contract {
+		return "flux+contract"
+	}
+	return "flux"
+}
+
 func (bareFlux) User() string                                     { return "" }
 func (bareFlux) Start(context.Context, *plane.Plane) (int, error) { return 0, nil }
 func (b bareFlux) Publish(ctx context.Context, p *plane.Plane, version string) error {
@@ -143,7 +155,7 @@ var fluxRegistry string
 
 func fluxName(pt providerSpec) string { return strings.ToLower(pt.Type) + "-" + pt.Name }
 
-func (bareFlux) Apply(ctx context.Context, c client.Client, version string) error {
+func (b bareFlux) Apply(ctx context.Context, c client.Client, version string) error {
 	for _, pt := range providers {
 		key := client.ObjectKey{Namespace: pt.Namespace, Name: fluxName(pt)}
 		repo := &sourcev1.OCIRepository{}
@@ -185,6 +197,17 @@ func (bareFlux) Apply(ctx context.Context, c client.Client, version string) erro
 				Timeout:   &metav1.Duration{Duration: 5 * time.Minute},
 				PostBuild: &kustomizev1.PostBuild{SubstituteStrategy: kustomizev1.SubstituteStrategyAlways},
 			},
+		}
+		if b.contract {
+			ks.Spec.TargetNamespace = pt.Namespace
+			ks.Spec.RetryInterval = &metav1.Duration{Duration: time.Minute}
+			ks.Spec.CommonMetadata = &kustomizev1.CommonMetadata{Labels: map[string]string{
+				"cluster.x-k8s.io/provider": clusterctl.ProviderLabelValue(pt.Type, pt.Name), "clusterctl.cluster.x-k8s.io": ""}}
+			for _, target := range []kustomize.Selector{{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, {Version: "v1", Kind: "Namespace"}} {
+				ks.Spec.Patches = append(ks.Spec.Patches, kustomize.Patch{Target: &target, Patch: fmt.Sprintf(
+					"apiVersion: %s\nkind: %s\nmetadata:\n  name: not-used\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n",
+					strings.TrimPrefix(target.Group+"/"+target.Version, "/"), target.Kind)})
+			}
 		}
 		for _, o := range []client.Object{repo, ks} {
 			if err := c.Create(ctx, o); err != nil {
