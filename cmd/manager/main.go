@@ -161,6 +161,7 @@ func run(o runOptions) error {
 	fetcher := &artifact.Fetcher{MaxArtifactSize: size.Value()}
 	cache := &provider.ArtifactCache{}
 	timelines := provider.NewTimelines()
+	resolutions := &provider.Resolutions{}
 	kinds := provider.Kinds()
 	for _, k := range kinds {
 		r := &provider.Reconciler{
@@ -177,6 +178,7 @@ func run(o runOptions) error {
 			Artifacts:          storage,
 			RESTMapper:         mgr.GetRESTMapper(),
 			Timelines:          timelines,
+			Resolutions:        resolutions,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)

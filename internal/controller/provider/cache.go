@@ -138,10 +138,10 @@ func (c *ArtifactCache) Fetch(ctx context.Context, f *artifact.Fetcher, ref arti
 	if err != nil {
 		return nil, err
 	}
-	key := digest + " " + providerType + "/" + name + "@" + version
-	if ca := c.get(key); ca != nil {
+	if ca := c.Cached(digest, providerType, name, version); ca != nil {
 		return ca, nil
 	}
+	key := cacheKey(digest, providerType, name, version)
 	// Fetch exactly what was resolved, even if the tag moves meanwhile.
 	pinned := ref
 	pinned.Digest = digest
@@ -160,10 +160,16 @@ func (c *ArtifactCache) Fetch(ctx context.Context, f *artifact.Fetcher, ref arti
 	return ca, nil
 }
 
-func (c *ArtifactCache) get(key string) *CheckedArtifact {
+// Cached returns the checked artifact of digest for the provider and
+// version, nil if it is not cached.
+func (c *ArtifactCache) Cached(digest, providerType, name, version string) *CheckedArtifact {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.entries[key]
+	return c.entries[cacheKey(digest, providerType, name, version)]
+}
+
+func cacheKey(digest, providerType, name, version string) string {
+	return digest + " " + providerType + "/" + name + "@" + version
 }
 
 // put keeps ca under key and returns the entry kept: one fetched at the

@@ -140,24 +140,27 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 	if spec.Source != nil && spec.Source.OCI != nil {
 		ref.Digest = spec.Source.OCI.Digest
 	}
-	access, err := r.registryAccess(ctx, obj)
-	if err != nil {
-		return nil, fail(v1alpha1.AuthenticationFailedReason, "%v", err)
-	}
-	var res *PreflightResult
-	if isChart(obj) {
-		// A chart is Helm's to read; preflight pins the digest the tag names.
-		digest, err := r.Fetcher.Resolve(ctx, ref, access)
+	res := r.recentlyResolved(obj, ref)
+	if res == nil {
+		access, err := r.registryAccess(ctx, obj)
 		if err != nil {
-			return nil, fail(fetchFailureReason(err), "chart %s: %v", ref.String(), err)
+			return nil, fail(v1alpha1.AuthenticationFailedReason, "%v", err)
 		}
-		res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: digest, Revision: spec.Version + "@" + digest}
-	} else {
-		pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace())
-		if err != nil {
-			return nil, fail(fetchFailureReason(err), "artifact %s: %v", ref.String(), err)
+		if isChart(obj) {
+			// A chart is Helm's to read; preflight pins the digest the tag names.
+			digest, err := r.Fetcher.Resolve(ctx, ref, access)
+			if err != nil {
+				return nil, fail(fetchFailureReason(err), "chart %s: %v", ref.String(), err)
+			}
+			res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: digest, Revision: spec.Version + "@" + digest}
+		} else {
+			pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace())
+			if err != nil {
+				return nil, fail(fetchFailureReason(err), "artifact %s: %v", ref.String(), err)
+			}
+			res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa}
 		}
-		res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa}
+		r.Resolutions.put(obj, ref.String(), res.Digest, time.Now())
 	}
 
 	// The digest checked for this version when it was installed stays
@@ -169,6 +172,25 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 			spec.Version, strings.TrimPrefix(res.URL, "oci://"), res.Digest, prev.Digest, res.Digest)
 	}
 	return res, nil
+}
+
+// recentlyResolved is the result of resolving ref again when the
+// provider resolved it recently (Resolutions) and its artifact is cached;
+// nil otherwise.
+func (r *Reconciler) recentlyResolved(obj v1alpha1.Provider, ref artifact.Reference) *PreflightResult {
+	digest, ok := r.Resolutions.get(obj, ref.String(), r.resyncInterval(obj)/2, time.Now())
+	if !ok {
+		return nil
+	}
+	version := obj.GetSpec().Version
+	if isChart(obj) {
+		return &PreflightResult{URL: ref.URL(), Tag: version, Digest: digest, Revision: version + "@" + digest}
+	}
+	pa := r.Cache.Cached(digest, obj.ProviderType(), obj.GetName(), version)
+	if pa == nil {
+		return nil
+	}
+	return &PreflightResult{URL: ref.URL(), Tag: version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa}
 }
 
 func fetchFailureReason(err error) string {

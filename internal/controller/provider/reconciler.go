@@ -70,6 +70,10 @@ type Reconciler struct {
 	// Timelines records when each step of an install or upgrade happened;
 	// nil records nothing.
 	Timelines *Timelines
+	// Resolutions remembers what each provider's tag resolved to, so
+	// reconciles woken by Flux's progress do not ask the registry again;
+	// nil asks every time.
+	Resolutions *Resolutions
 }
 
 // Reconcile is the shell: fetch, finalize or reconcile, write the status
@@ -91,6 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 
 	if !obj.GetDeletionTimestamp().IsZero() {
 		r.Timelines.forget(obj)
+		r.Resolutions.forget(obj)
 		return r.finalize(ctx, obj)
 	}
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
