@@ -15,6 +15,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -146,9 +147,12 @@ func (r *Reconciler) applyIfChanged(ctx context.Context, desired ctrl.Object) er
 	if err != nil {
 		return err
 	}
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(want.GroupVersionKind())
-	err = r.Client.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
+	// Read through the typed cache the controller watches the object
+	// with: an unstructured read would start a second informer of the
+	// same kind, and every status change Flux writes would reach the
+	// manager twice.
+	current := desired.DeepCopyObject().(ctrl.Object)
+	err = r.Client.Get(ctx, ctrl.ObjectKeyFromObject(want), current)
 	switch {
 	case apierrors.IsNotFound(err):
 	case apimeta.IsNoMatchError(err):
@@ -156,6 +160,12 @@ func (r *Reconciler) applyIfChanged(ctx context.Context, desired ctrl.Object) er
 	case err != nil:
 		return err
 	default:
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
+		if err != nil {
+			return err
+		}
+		existing := &unstructured.Unstructured{Object: u}
+		existing.SetGroupVersionKind(want.GroupVersionKind())
 		if apply.Unchanged(want, existing, specHashAnnotation) {
 			return nil
 		}
