@@ -395,3 +395,25 @@ func TestFoldProviderAdditionalManifests(t *testing.T) {
 		})
 	}
 }
+
+// kustomize-controller's steps before the health checks follow each other
+// within a second or two; the provider's status says the same through all
+// of them, so they are not a status write each.
+func TestApplyStepsAreOneMessage(t *testing.T) {
+	var messages []string
+	for _, step := range []string{"Fetching manifests", "Building manifests", "Detecting drift"} {
+		obs := ObserveKustomization(kustomization(t, ksUpgrading))
+		for i, c := range obs.Conditions {
+			if c.Type == "Reconciling" {
+				obs.Conditions[i].Message = step + " for revision " + newDigest + " with a timeout of 5m0s"
+			}
+		}
+		obs.Conditions = obs.Conditions[:2] // Ready and Reconciling: no health check runs yet
+		res := FoldProvider(ProviderInput{Generation: 7, DesiredVersion: "v1.14.2", PreviousInstalledVersion: "v1.13.6", ExpectedRevision: newRevision, Now: testNow,
+			Source: ObserveOCIRepository(ociRepository(t, repoReady)), Apply: obs})
+		messages = append(messages, res.Installed.Message)
+	}
+	if messages[0] != messages[1] || messages[1] != messages[2] || !strings.Contains(messages[0], "Applying manifests for revision "+newDigest) {
+		t.Errorf("Installed messages differ by step or do not say what is applied:\n%s", strings.Join(messages, "\n"))
+	}
+}

@@ -53,7 +53,7 @@ func (o Observation) readiness() readiness {
 	case ready.Status == metav1.ConditionFalse:
 		return readiness{status: metav1.ConditionFalse, reason: ready.Reason, message: o.ref() + ": " + ready.Message, current: true}
 	case reconciling != nil:
-		return readiness{status: metav1.ConditionUnknown, reason: reconciling.Reason, message: o.ref() + ": " + reconciling.Message, current: true}
+		return readiness{status: metav1.ConditionUnknown, reason: reconciling.Reason, message: o.ref() + ": " + applyingStep(reconciling.Message), current: true}
 	case ready.Status != metav1.ConditionTrue:
 		return readiness{status: metav1.ConditionUnknown, reason: ready.Reason, message: o.ref() + ": " + ready.Message, current: true}
 	case o.ObservedGeneration != o.Generation:
@@ -61,6 +61,24 @@ func (o Observation) readiness() readiness {
 			message: fmt.Sprintf("%s has not finished reconciling generation %d", o.ref(), o.Generation)}
 	}
 	return readiness{status: metav1.ConditionTrue, reason: ready.Reason, message: o.ref() + ": " + ready.Message, current: true}
+}
+
+// applySteps are the steps kustomize-controller reports, one after the
+// other within a second or two, before it runs the health checks.
+var applySteps = []string{"Fetching manifests", "Building manifests", "Detecting drift"}
+
+// applyingStep words kustomize-controller's short steps before the health
+// checks ("Fetching manifests for revision …", "Building manifests …",
+// "Detecting drift …") as one, "Applying manifests for revision …": what
+// they say is no news to a provider or a tenant, and mirroring each would
+// be a status write per step for every object Flux applies.
+func applyingStep(message string) string {
+	for _, step := range applySteps {
+		if rest, ok := strings.CutPrefix(message, step); ok {
+			return "Applying manifests" + rest
+		}
+	}
+	return message
 }
 
 // settledReadiness is readiness, except that a routine re-reconcile of

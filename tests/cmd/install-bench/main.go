@@ -411,6 +411,20 @@ func report(systems []system, results map[string][]result) {
 			fmt.Printf("  %-22s %.2f×  %.2f×\n", s.Name(), base[s.Name()+"/install"]/f, base[s.Name()+"/upgrade"]/cmp.Or(base["flux/upgrade"], 1))
 		}
 	}
+	if flux := results["flux"]; len(flux) > 0 {
+		// The machine drifts between rounds; a system's time over bare
+		// Flux's in the same round cancels most of it.
+		fmt.Println("median of per-round ratios to bare Flux (install, upgrade):")
+		for _, s := range systems {
+			rs := results[s.Name()]
+			var inst, up []float64
+			for i := range min(len(rs), len(flux)) {
+				inst = append(inst, rs[i].Install.Seconds()/flux[i].Install.Seconds())
+				up = append(up, rs[i].Upgrade.Seconds()/flux[i].Upgrade.Seconds())
+			}
+			fmt.Printf("  %-22s %.2f×  %.2f×\n", s.Name(), median(inst), median(up))
+		}
+	}
 	if o := base["cluster-api-operator/install"]; o > 0 {
 		fmt.Println("ratios to cluster-api-operator (install, upgrade):")
 		for _, s := range systems {
