@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane"
 )
 
 // publish pushes a real Cluster API release's provider to the plane's
@@ -102,5 +104,22 @@ func updateProvider(t testing.TB, ctx context.Context, c client.Client, p v1alph
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// noManagerWrites fails the test, listing them, if the manager wrote
+// anything since since; who says who was expected to write nothing.
+func noManagerWrites(t *testing.T, since time.Time, who string) {
+	t.Helper()
+	writes, err := env.Writes(plane.CapwrightUser, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(writes) > 0 {
+		var lines []string
+		for _, w := range writes {
+			lines = append(lines, w.String())
+		}
+		t.Fatalf("%s made %d writes:\n%s", who, len(writes), strings.Join(lines, "\n"))
 	}
 }

@@ -112,17 +112,7 @@ func TestProviderLifecycle(t *testing.T) {
 			requestReconcile(t, ctx, c, p.obj)
 		}
 		time.Sleep(5 * time.Second)
-		writes, err := env.Writes(plane.CapwrightUser, since)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(writes) > 0 {
-			var lines []string
-			for _, w := range writes {
-				lines = append(lines, w.String())
-			}
-			t.Fatalf("a resync with nothing changed made %d writes:\n%s", len(writes), strings.Join(lines, "\n"))
-		}
+		noManagerWrites(t, since, "a resync with nothing changed")
 	})
 
 	t.Run("nothing is written while Flux re-reconciles on its interval", func(t *testing.T) {
