@@ -111,10 +111,17 @@ func (o Observation) settled() bool {
 	if o.settledReadiness().status == metav1.ConditionTrue {
 		return true
 	}
-	r := o.readiness()
 	isSource := o.Kind == sourcev1.OCIRepositoryKind || o.Kind == sourcev1.ExternalArtifactKind
-	return isSource && r.status == metav1.ConditionUnknown && r.current && !o.Missing &&
-		o.ObservedGeneration == o.Generation && o.Revision != ""
+	return isSource && o.refetching()
+}
+
+// refetching tells whether a source that produced the artifact of its
+// current generation is only fetching again: its artifact is still the
+// current spec's. A source working on a new generation (a new version or
+// range) is not: its artifact may be the old spec's.
+func (o Observation) refetching() bool {
+	r := o.readiness()
+	return r.status == metav1.ConditionUnknown && r.current && !o.Missing && o.ObservedGeneration == o.Generation && o.Revision != ""
 }
 
 // rerunningHealthChecks tells whether kustomize-controller runs the health

@@ -161,16 +161,14 @@ func foldCluster(c TenantClusterInput, suspended bool, previous *tenancyv1alpha1
 }
 
 // sourceReadiness is the readiness of the tenant's source, except that a
-// source that finished its current generation and is only re-checking the
-// registry keeps counting as Ready: its artifact is still the current
-// spec's. A source working on a new generation (a new version or range)
-// does not: its artifact may be the old version's.
+// source only re-checking the registry (refetching) keeps counting as
+// Ready.
 func sourceReadiness(o Observation) readiness {
 	if o.Kind == "" {
 		return readiness{status: metav1.ConditionUnknown, reason: notFoundReason, message: "the tenant's OCIRepository in this namespace is not written yet"}
 	}
 	r := o.readiness()
-	if r.status == metav1.ConditionUnknown && r.current && !o.Missing && o.ObservedGeneration == o.Generation && o.Revision != "" {
+	if o.refetching() {
 		r.status = metav1.ConditionTrue
 	}
 	return r
