@@ -57,18 +57,9 @@ func decodeObjects(components []byte) ([]object, error) {
 	}
 }
 
-// ObjectsInGroups names the objects of a components file whose API group
-// is one of groups, e.g. a ClusterClass a provider ships, which can only be
-// applied once the core provider's CRDs are served.
-func ObjectsInGroups(components []byte, groups map[string]bool) ([]string, error) {
-	c, err := Decode(components)
-	if err != nil {
-		return nil, err
-	}
-	return c.ObjectsInGroups(groups), nil
-}
-
-// ObjectsInGroups is ObjectsInGroups of decoded components.
+// ObjectsInGroups names the objects whose API group is one of groups,
+// e.g. a ClusterClass a provider ships, which can only be applied once the
+// core provider's CRDs are served.
 func (c *Components) ObjectsInGroups(groups map[string]bool) []string {
 	var names []string
 	for _, o := range c.objs {

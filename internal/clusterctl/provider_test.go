@@ -50,17 +50,18 @@ metadata:
   name: capd-controller-manager
 `)
 	core := map[string]bool{"cluster.x-k8s.io": true}
-	got, err := clusterctl.ObjectsInGroups(components, core)
+	c, err := clusterctl.Decode(components)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := c.ObjectsInGroups(core)
 	if len(got) != 1 || got[0] != "ClusterClass capd-system/quick-start (document 2)" {
 		t.Errorf("ObjectsInGroups = %q, want the ClusterClass only", got)
 	}
-	if got, _ := clusterctl.ObjectsInGroups(components, map[string]bool{"ipam.cluster.x-k8s.io": true}); len(got) != 0 {
+	if got := c.ObjectsInGroups(map[string]bool{"ipam.cluster.x-k8s.io": true}); len(got) != 0 {
 		t.Errorf("ObjectsInGroups = %q, want none", got)
 	}
-	if _, err := clusterctl.ObjectsInGroups([]byte("kind: [\n"), core); err == nil {
+	if _, err := clusterctl.Decode([]byte("kind: [\n")); err == nil {
 		t.Error("no error for a components file that is not YAML")
 	}
 }
