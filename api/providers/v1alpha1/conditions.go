@@ -27,6 +27,17 @@ const (
 	// DeletingCondition is True while the provider is being deleted; its
 	// message names what blocks the deletion.
 	DeletingCondition = "Deleting"
+
+	// ReconcilingCondition is True, with the step as reason and message,
+	// while Capwright or Flux is working towards the current generation
+	// (kstatus: the object is in progress). It is absent otherwise.
+	ReconcilingCondition = "Reconciling"
+	// StalledCondition is True when the provider cannot make progress
+	// until its spec (or what it references) changes: an incompatible
+	// contract, a missing variable, a refused downgrade, a moved tag
+	// (kstatus: the object failed). It carries the refusal's reason and
+	// message, and is absent otherwise.
+	StalledCondition = "Stalled"
 )
 
 // Condition reasons.

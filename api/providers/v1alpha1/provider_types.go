@@ -312,6 +312,12 @@ type ProviderStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// LastHandledReconcileAt is the value of the
+	// reconcile.fluxcd.io/requestedAt annotation the controller last
+	// handled (`flux reconcile`-style requests); the request is passed on
+	// to the provider's Flux objects.
+	meta.ReconcileRequestStatus `json:",inline"`
+
 	// Conditions in Cluster API v1beta2 style: Ready summarises
 	// ArtifactResolved, Compatible, Installed, Available, Paused and
 	// Deleting.

@@ -21,6 +21,16 @@ const (
 	// DeletingCondition is True while the tenant is being deleted; its
 	// message says what is still being uninstalled.
 	DeletingCondition = "Deleting"
+
+	// ReconcilingCondition is True, with the step as reason and message,
+	// while Capwright or Flux is working towards the current generation
+	// (kstatus: the object is in progress). It is absent otherwise.
+	ReconcilingCondition = "Reconciling"
+	// StalledCondition is True when the tenant cannot make progress until
+	// its spec (or what it references) changes, such as an invalid
+	// selector or stack (kstatus: the object failed). It carries the
+	// refusal's reason and message, and is absent otherwise.
+	StalledCondition = "Stalled"
 )
 
 // Condition reasons.

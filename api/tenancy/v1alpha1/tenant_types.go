@@ -273,6 +273,11 @@ type TenantStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// LastHandledReconcileAt is the value of the
+	// reconcile.fluxcd.io/requestedAt annotation the controller last
+	// handled; the request is passed on to the tenant's Flux objects.
+	meta.ReconcileRequestStatus `json:",inline"`
+
 	// Conditions in Cluster API v1beta2 style: Ready summarises
 	// ManagementReady, ClustersReady, Paused and Deleting.
 	// +optional
