@@ -1,0 +1,140 @@
+// Package metrics holds the metrics every Capwright controller records
+// through the reconcile shell, named after Flux's so Flux dashboards and
+// alerting habits carry over:
+//
+//   - capwright_reconcile_duration_seconds{kind,name,namespace}: how long
+//     each reconcile took (gotk_reconcile_duration_seconds' shape);
+//   - capwright_resource_info{kind,name,namespace,ready,reason,suspended,version,revision}:
+//     1 per object, its Ready status and reason, whether it is suspended,
+//     the installed version and the revision;
+//   - capwright_tenant_clusters{name,namespace,phase}: a tenant's selected
+//     clusters per phase.
+package metrics
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ObjectState is one object's line in capwright_resource_info.
+type ObjectState struct {
+	Kind, Namespace, Name string
+	Ready                 metav1.ConditionStatus
+	Reason                string
+	Suspended             bool
+	// Version is the installed version (providers); Revision the checked
+	// artifact's tag@digest.
+	Version, Revision string
+}
+
+// TenantPhases are the phases capwright_tenant_clusters always reports,
+// 0 when no cluster is in them.
+var TenantPhases = []string{"Pending", "Installing", "Ready", "Failed"}
+
+// Recorder records Capwright's metrics; a nil *Recorder records nothing.
+type Recorder struct {
+	duration *prometheus.HistogramVec
+	info     *prometheus.GaugeVec
+	clusters *prometheus.GaugeVec
+
+	mu   sync.Mutex
+	last map[objectKey]prometheus.Labels // each object's current info series
+}
+
+type objectKey struct{ kind, namespace, name string }
+
+// NewRecorder registers the collectors with reg (the manager passes
+// controller-runtime's metrics.Registry).
+func NewRecorder(reg prometheus.Registerer) *Recorder {
+	r := &Recorder{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "capwright_reconcile_duration_seconds",
+			Help: "The duration in seconds of a Capwright resource reconciliation.",
+			// As Flux's: 10 buckets from 10ms to 30 minutes.
+			Buckets: prometheus.ExponentialBucketsRange(10e-3, 1800, 10),
+		}, []string{"kind", "name", "namespace"}),
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "capwright_resource_info",
+			Help: "The current state of a Capwright resource: its Ready status and reason, whether it is suspended, its installed version and revision.",
+		}, []string{"kind", "name", "namespace", "ready", "reason", "suspended", "version", "revision"}),
+		clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "capwright_tenant_clusters",
+			Help: "The number of a tenant's selected clusters in each phase.",
+		}, []string{"name", "namespace", "phase"}),
+		last: map[objectKey]prometheus.Labels{},
+	}
+	reg.MustRegister(r.duration, r.info, r.clusters)
+	return r
+}
+
+// ReconcileDone observes one reconcile's duration for an object.
+func (r *Recorder) ReconcileDone(kind, namespace, name string, d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.duration.WithLabelValues(kind, name, namespace).Observe(d.Seconds())
+}
+
+// ObjectState sets the object's info series, replacing its previous one,
+// so no stale label set is left behind when its state changes.
+func (r *Recorder) ObjectState(s ObjectState) {
+	if r == nil {
+		return
+	}
+	labels := prometheus.Labels{"kind": s.Kind, "name": s.Name, "namespace": s.Namespace, "ready": string(s.Ready),
+		"reason": s.Reason, "suspended": strconv.FormatBool(s.Suspended), "version": s.Version, "revision": s.Revision}
+	key := objectKey{s.Kind, s.Namespace, s.Name}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prev, ok := r.last[key]; ok && !sameLabels(prev, labels) {
+		r.info.Delete(prev)
+	}
+	r.info.With(labels).Set(1)
+	r.last[key] = labels
+}
+
+// TenantClusters sets a tenant's cluster counts per phase; the phases of
+// TenantPhases missing from byPhase are 0.
+func (r *Recorder) TenantClusters(namespace, name string, byPhase map[string]int) {
+	if r == nil {
+		return
+	}
+	for _, phase := range TenantPhases {
+		r.clusters.WithLabelValues(name, namespace, phase).Set(float64(byPhase[phase]))
+	}
+	for phase, n := range byPhase {
+		r.clusters.WithLabelValues(name, namespace, phase).Set(float64(n))
+	}
+}
+
+// Forget deletes every series of an object (it was deleted).
+func (r *Recorder) Forget(kind, namespace, name string) {
+	if r == nil {
+		return
+	}
+	match := prometheus.Labels{"kind": kind, "name": name, "namespace": namespace}
+	r.duration.DeletePartialMatch(match)
+	r.info.DeletePartialMatch(match)
+	if kind == "Tenant" {
+		r.clusters.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
+	}
+	r.mu.Lock()
+	delete(r.last, objectKey{kind, namespace, name})
+	r.mu.Unlock()
+}
+
+func sameLabels(a, b prometheus.Labels) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
