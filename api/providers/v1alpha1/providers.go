@@ -56,7 +56,10 @@ type CoreProvider struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ProviderSpec   `json:"spec,omitempty"`
+	Spec ProviderSpec `json:"spec,omitempty"`
+	// The default makes a new provider "in progress" to kstatus until
+	// Capwright has seen it (as Flux's own kinds do).
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status ProviderStatus `json:"status,omitempty"`
 }
 
@@ -107,7 +110,10 @@ type BootstrapProvider struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ProviderSpec   `json:"spec,omitempty"`
+	Spec ProviderSpec `json:"spec,omitempty"`
+	// The default makes a new provider "in progress" to kstatus until
+	// Capwright has seen it (as Flux's own kinds do).
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status ProviderStatus `json:"status,omitempty"`
 }
 
@@ -158,7 +164,10 @@ type ControlPlaneProvider struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ProviderSpec   `json:"spec,omitempty"`
+	Spec ProviderSpec `json:"spec,omitempty"`
+	// The default makes a new provider "in progress" to kstatus until
+	// Capwright has seen it (as Flux's own kinds do).
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status ProviderStatus `json:"status,omitempty"`
 }
 
@@ -209,7 +218,10 @@ type InfrastructureProvider struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ProviderSpec   `json:"spec,omitempty"`
+	Spec ProviderSpec `json:"spec,omitempty"`
+	// The default makes a new provider "in progress" to kstatus until
+	// Capwright has seen it (as Flux's own kinds do).
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status ProviderStatus `json:"status,omitempty"`
 }
 
@@ -260,7 +272,10 @@ type IPAMProvider struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ProviderSpec   `json:"spec,omitempty"`
+	Spec ProviderSpec `json:"spec,omitempty"`
+	// The default makes a new provider "in progress" to kstatus until
+	// Capwright has seen it (as Flux's own kinds do).
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status ProviderStatus `json:"status,omitempty"`
 }
 
@@ -311,7 +326,10 @@ type RuntimeExtensionProvider struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ProviderSpec   `json:"spec,omitempty"`
+	Spec ProviderSpec `json:"spec,omitempty"`
+	// The default makes a new provider "in progress" to kstatus until
+	// Capwright has seen it (as Flux's own kinds do).
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status ProviderStatus `json:"status,omitempty"`
 }
 
@@ -362,7 +380,10 @@ type AddonProvider struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ProviderSpec   `json:"spec,omitempty"`
+	Spec ProviderSpec `json:"spec,omitempty"`
+	// The default makes a new provider "in progress" to kstatus until
+	// Capwright has seen it (as Flux's own kinds do).
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status ProviderStatus `json:"status,omitempty"`
 }
 

@@ -26,7 +26,10 @@ type Tenant struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   TenantSpec   `json:"spec,omitempty"`
+	Spec TenantSpec `json:"spec,omitempty"`
+	// The default makes a new tenant "in progress" to kstatus until
+	// Capwright has seen it (as Flux's own kinds do).
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status TenantStatus `json:"status,omitempty"`
 }
 
