@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -259,7 +260,7 @@ func SetTenantClusters(status *tenancyv1alpha1.TenantStatus, res TenantResult) b
 		status.TotalClusters, status.ReadyClusters, status.InstallingClusters = res.Total, res.Ready, res.Installing
 		status.PendingClusters, status.FailedClusters = res.Pending, res.Failed
 	}
-	return SetCondition(&status.Conditions, res.ClustersReady) || changed
+	return apimeta.SetStatusCondition(&status.Conditions, res.ClustersReady) || changed
 }
 
 // sameClusterStatus compares two status lines; times compare as instants

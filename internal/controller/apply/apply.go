@@ -6,11 +6,13 @@
 package apply
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,4 +92,28 @@ func OwnedBy(existing, desired ctrl.Object) bool {
 		}
 	}
 	return false
+}
+
+// RequestReconcile asks the Flux controller of obj to reconcile it now, as
+// `flux reconcile` does: it sets the reconcile.fluxcd.io/requestedAt
+// annotation to token, unless it holds token already (so a request is
+// written once). obj is read and patched through c.
+func RequestReconcile(ctx context.Context, c ctrl.Client, obj ctrl.Object, token, fieldOwner string) error {
+	if err := c.Get(ctx, ctrl.ObjectKeyFromObject(obj), obj); err != nil {
+		return ctrl.IgnoreNotFound(err)
+	}
+	if obj.GetAnnotations()[meta.ReconcileRequestAnnotation] == token {
+		return nil
+	}
+	patch := ctrl.MergeFrom(obj.DeepCopyObject().(ctrl.Object))
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[meta.ReconcileRequestAnnotation] = token
+	obj.SetAnnotations(annotations)
+	if err := c.Patch(ctx, obj, patch, ctrl.FieldOwner(fieldOwner)); err != nil {
+		return fmt.Errorf("asking Flux to reconcile %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
 }

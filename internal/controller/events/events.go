@@ -12,9 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Event is one event to record: type (Normal or Warning), reason, message.
+// Event is one event to record: type (Normal or Warning), reason,
+// message, and metadata (annotations in the Flux event shape) when it
+// carries its own rather than its object's.
 type Event struct {
 	Type, Reason, Message string
+	Metadata              map[string]string
 }
 
 // Transitions are the events for every condition of after whose status or

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,14 +24,14 @@ func TestTransitions(t *testing.T) {
 	}
 	got := Transitions(before, after, func(c metav1.Condition) bool { return c.Status == metav1.ConditionFalse })
 	want := []Event{
-		{corev1.EventTypeNormal, "Ready", "Ready=True: all good"},
-		{corev1.EventTypeWarning, "Unavailable", "Available=False: 0/1"},
+		{Type: corev1.EventTypeNormal, Reason: "Ready", Message: "Ready=True: all good"},
+		{Type: corev1.EventTypeWarning, Reason: "Unavailable", Message: "Available=False: 0/1"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("Transitions = %+v, want %+v", got, want)
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("event %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}

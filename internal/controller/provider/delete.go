@@ -13,23 +13,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/shell"
 )
 
 // finalize deletes the provider: it waits while objects of the provider's
 // own kinds exist (and, for the core provider, while other providers
 // exist), then removes the Flux objects — Flux prunes what it applied, CRDs
 // stay — and finally the finalizer.
-func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (reconcile.Result, error) {
-	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
-		return reconcile.Result{}, nil
-	}
+func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (shell.Outcome, error) {
 	installed, err := r.hasFluxObjects(ctx, obj)
 	if err != nil {
-		return reconcile.Result{}, err
+		return shell.Outcome{}, err
 	}
 	// A provider that never got Flux objects (refused by preflight, e.g. a
 	// duplicate) installed nothing that others could depend on.
@@ -37,11 +34,11 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (recon
 		return r.removeFinalizer(ctx, obj)
 	}
 	if blockers, err := r.deletionBlockers(ctx, obj); err != nil {
-		return reconcile.Result{}, err
+		return shell.Outcome{}, err
 	} else if len(blockers) > 0 {
 		setTrue(obj, v1alpha1.DeletingCondition, v1alpha1.DeletionBlockedReason,
 			fmt.Sprintf("waiting until these are deleted: %s", strings.Join(blockers, "; ")))
-		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+		return shell.Outcome{Result: reconcile.Result{RequeueAfter: 10 * time.Second}}, nil
 	}
 
 	name := objectName(obj)
@@ -49,31 +46,27 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (recon
 	// from its inventory; it does not need the source any more.
 	remaining, err := r.deleteOwned(ctx, obj, componentObjects(obj))
 	if err != nil {
-		return reconcile.Result{}, err
+		return shell.Outcome{}, err
 	}
 	extra, err := r.removeAdditional(ctx, obj)
 	if err != nil {
-		return reconcile.Result{}, err
+		return shell.Outcome{}, err
 	}
 	if remaining || extra {
 		setTrue(obj, v1alpha1.DeletingCondition, v1alpha1.DeletingReason,
 			fmt.Sprintf("Flux is pruning what it applied for %s/%s (CustomResourceDefinitions are kept)", obj.GetNamespace(), name))
-		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+		return shell.Outcome{Result: reconcile.Result{RequeueAfter: 2 * time.Second}}, nil
 	}
 	return r.removeFinalizer(ctx, obj)
 }
 
-// removeFinalizer drops the inventory object and then the finalizer.
-func (r *Reconciler) removeFinalizer(ctx context.Context, obj v1alpha1.Provider) (reconcile.Result, error) {
+// removeFinalizer drops the inventory object; then the shell removes the
+// finalizer.
+func (r *Reconciler) removeFinalizer(ctx context.Context, obj v1alpha1.Provider) (shell.Outcome, error) {
 	if err := r.deleteInventory(ctx, obj); err != nil {
-		return reconcile.Result{}, err
+		return shell.Outcome{}, err
 	}
-	patch := ctrl.MergeFrom(obj.DeepCopyObject().(v1alpha1.Provider))
-	controllerutil.RemoveFinalizer(obj, v1alpha1.Finalizer)
-	if err := r.Client.Patch(ctx, obj, patch); err != nil {
-		return reconcile.Result{}, fmt.Errorf("removing finalizer: %w", err)
-	}
-	return reconcile.Result{}, nil
+	return shell.Outcome{Done: true}, nil
 }
 
 // hasFluxObjects tells whether any Flux object of the provider exists.

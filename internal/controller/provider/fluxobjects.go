@@ -64,7 +64,7 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider
 	}
 	rendered, err := render.Provider(in)
 	if err != nil {
-		return fmt.Errorf("rendering the Flux objects of %s %s/%s: %w", r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)
+		return &renderError{fmt.Errorf("rendering the Flux objects of %s %s/%s: %w", r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)}
 	}
 	objects := []ctrl.Object{rendered.OCIRepository}
 	if rendered.Kustomization != nil {
@@ -79,6 +79,36 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider
 		}
 	}
 	return r.writeAdditional(ctx, obj, rendered, pre.AdditionalManifests)
+}
+
+// renderError is a spec the Flux objects cannot be rendered from: it
+// stalls until the spec changes.
+type renderError struct{ err error }
+
+func (e *renderError) Error() string { return e.err.Error() }
+func (e *renderError) Unwrap() error { return e.err }
+
+// requestFluxReconcile passes a reconcile.fluxcd.io/requestedAt request on
+// to the provider's Flux objects, so `flux reconcile`-style requests on the
+// provider reach source-, kustomize- and helm-controller.
+func (r *Reconciler) requestFluxReconcile(ctx context.Context, obj v1alpha1.Provider, request string) error {
+	name, extra := objectName(obj), render.AdditionalObjectName(obj.ProviderType(), obj.GetName())
+	key := func(o ctrl.Object, n string) ctrl.Object { o.SetNamespace(obj.GetNamespace()); o.SetName(n); return o }
+	objects := []ctrl.Object{key(&sourcev1.OCIRepository{}, name)}
+	if isChart(obj) {
+		objects = append(objects, key(&helmv2.HelmRelease{}, name))
+	} else {
+		objects = append(objects, key(&kustomizev1.Kustomization{}, name))
+	}
+	if obj.GetSpec().AdditionalManifests != nil && !isChart(obj) {
+		objects = append(objects, key(&kustomizev1.Kustomization{}, extra))
+	}
+	for _, o := range objects {
+		if err := apply.RequestReconcile(ctx, r.Client, o, request, FieldOwner); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeAdditional writes the ExternalArtifact of the additional manifests,
@@ -286,19 +316,7 @@ func (r *Reconciler) nudgeWaiting(ctx context.Context, obj v1alpha1.Provider, ke
 			latest = since
 		}
 	}
-	request := latest.UTC().Format(time.RFC3339Nano)
-	if ks.Annotations[meta.ReconcileRequestAnnotation] == request {
-		return nil
-	}
-	patch := ctrl.MergeFrom(ks.DeepCopy())
-	if ks.Annotations == nil {
-		ks.Annotations = map[string]string{}
-	}
-	ks.Annotations[meta.ReconcileRequestAnnotation] = request
-	if err := r.Client.Patch(ctx, &ks, patch, ctrl.FieldOwner(FieldOwner)); err != nil {
-		return fmt.Errorf("asking kustomize-controller to retry %s: %w", key, err)
-	}
-	return nil
+	return apply.RequestReconcile(ctx, r.Client, &ks, latest.UTC().Format(time.RFC3339Nano), FieldOwner)
 }
 
 func namespaceOr(namespace, fallback string) string {

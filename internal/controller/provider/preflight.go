@@ -58,6 +58,24 @@ type preflightError struct {
 
 func (e *preflightError) Error() string { return e.Message }
 
+// stalls tells whether the refusal cannot lift itself: only a change of
+// the spec, or of what it references (a Secret, a ConfigMap, the core
+// provider's version), lifts it. Waiting, an unreachable registry and
+// refused credentials are retried as progress.
+func (e *preflightError) stalls() bool {
+	if e.Waiting {
+		return false
+	}
+	switch e.Reason {
+	case v1alpha1.IncompatibleContractReason, v1alpha1.DowngradeReason, v1alpha1.DuplicateProviderReason,
+		v1alpha1.MissingVariablesReason, v1alpha1.ConfigSecretMissingReason, v1alpha1.TagMovedReason,
+		v1alpha1.ContractUnknownReason, v1alpha1.ArtifactInvalidReason, v1alpha1.ArtifactTooLargeReason,
+		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason:
+		return true
+	}
+	return false
+}
+
 func (e *preflightError) retryAfter() time.Duration {
 	if e.Retry > 0 {
 		return e.Retry

@@ -7,26 +7,24 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kuberecorder "k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/metrics"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -74,65 +72,52 @@ type Reconciler struct {
 	// reconciles woken by Flux's progress do not ask the registry again;
 	// nil asks every time.
 	Resolutions *Resolutions
+	// Metrics records reconcile durations and each provider's state; nil
+	// records nothing.
+	Metrics *metrics.Recorder
 }
 
-// Reconcile is the shell: fetch, finalize or reconcile, write the status
-// once if it changed.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
-	obj := r.Kind.NewObject()
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
-	}
-	before := obj.DeepCopyObject().(v1alpha1.Provider)
-	initConditions(obj)
-
-	defer func() {
-		if err := r.patchStatus(ctx, before, obj); err != nil && !apierrors.IsNotFound(err) {
-			retErr = errors.Join(retErr, err)
-		}
-		r.emitTransitions(before, obj)
-	}()
-
-	if !obj.GetDeletionTimestamp().IsZero() {
-		r.Timelines.forget(obj)
-		r.Resolutions.forget(obj)
-		return r.finalize(ctx, obj)
-	}
-	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
-		patch := ctrl.MergeFrom(obj.DeepCopyObject().(v1alpha1.Provider))
-		controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, obj, patch); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
-		before.SetFinalizers(obj.GetFinalizers())
-		before.SetResourceVersion(obj.GetResourceVersion())
-	}
-	return r.reconcile(ctx, obj)
+// Reconcile runs the reconcile shell with the provider's steps.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return (&shell.Reconciler[v1alpha1.Provider]{
+		Client:     r.Client,
+		Kind:       r.Kind.Name,
+		New:        r.Kind.NewObject,
+		Finalizer:  v1alpha1.Finalizer,
+		FieldOwner: FieldOwner,
+		Steps:      providerSteps{r},
+		Events:     r.Recorder,
+		Metrics:    r.Metrics,
+	}).Reconcile(ctx, req)
 }
 
 // reconcile reads as the data flow: preflight → render and write the Flux
-// objects → fold their health → record the inventory.
-func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider) (reconcile.Result, error) {
+// objects (passing on a reconcile request) → fold their health → record
+// the inventory.
+func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, request string) (shell.Outcome, error) {
 	logger := log.FromContext(ctx)
 	spec, status := obj.GetSpec(), obj.GetStatus()
-	requeue := reconcile.Result{RequeueAfter: r.resyncInterval(obj)}
+	requeue := shell.Outcome{Result: reconcile.Result{RequeueAfter: r.resyncInterval(obj)}}
 
 	r.reconcilePaused(obj)
 	r.Timelines.seen(obj, time.Now())
 	if spec.Suspend {
 		if err := r.suspendFluxObjects(ctx, obj); err != nil {
-			return reconcile.Result{}, err
+			return shell.Outcome{}, err
 		}
 		r.foldHealth(ctx, obj, status.Artifact)
-		return reconcile.Result{}, nil
+		return shell.Outcome{}, nil
 	}
 
-	pre, err := r.preflight(ctx, obj)
-	if err != nil {
-		logger.Info("preflight refused the provider", "reason", err.Reason, "message", err.Message)
+	pre, perr := r.preflight(ctx, obj)
+	if perr != nil {
+		logger.Info("preflight refused the provider", "reason", perr.Reason, "message", perr.Message)
 		// Nothing new is written; what Flux installed before stays.
 		r.foldHealth(ctx, obj, status.Artifact)
-		return reconcile.Result{RequeueAfter: err.retryAfter()}, nil
+		if perr.stalls() {
+			return shell.Stalled(perr.Reason, perr.Message, perr.retryAfter()), nil
+		}
+		return shell.Outcome{Result: reconcile.Result{RequeueAfter: perr.retryAfter()}}, nil
 	}
 	r.Timelines.mark(obj, stepPreflight, time.Now())
 	status.Contract = pre.Contract
@@ -140,9 +125,18 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider) (reco
 
 	if err := r.writeFluxObjects(ctx, obj, pre); err != nil {
 		setFalse(obj, v1alpha1.InstalledCondition, v1alpha1.InstallFailedReason, err.Error())
-		return reconcile.Result{}, err
+		var invalid *renderError
+		if errors.As(err, &invalid) {
+			return shell.Stalled(v1alpha1.InstallFailedReason, err.Error(), r.resyncInterval(obj)), nil
+		}
+		return shell.Outcome{}, err
 	}
 	r.Timelines.mark(obj, stepWritten, time.Now())
+	if request != "" {
+		if err := r.requestFluxReconcile(ctx, obj, request); err != nil {
+			return shell.Outcome{}, err
+		}
+	}
 	for _, name := range []string{objectName(obj), render.AdditionalObjectName(obj.ProviderType(), obj.GetName())} {
 		if err := r.nudgeWaiting(ctx, obj, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}); err != nil {
 			logger.Error(err, "nudging a Kustomization whose dependencies are Ready")
@@ -164,17 +158,6 @@ func (r *Reconciler) resyncInterval(obj v1alpha1.Provider) time.Duration {
 		interval = r.ResyncInterval
 	}
 	return interval
-}
-
-// patchStatus writes the status when it differs from what was read.
-func (r *Reconciler) patchStatus(ctx context.Context, before, obj v1alpha1.Provider) error {
-	status := obj.GetStatus()
-	status.ObservedGeneration = obj.GetGeneration()
-	setSummary(obj)
-	if equality.Semantic.DeepEqual(before.GetStatus(), status) {
-		return nil
-	}
-	return r.Client.Status().Patch(ctx, obj, ctrl.MergeFrom(before))
 }
 
 // foldHealth reads the Flux objects and folds their conditions into
@@ -213,8 +196,8 @@ func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art 
 		r.Timelines.finish(obj, r.Kind.Name, log.FromContext(ctx), now)
 	}
 	conds := obj.GetConditions()
-	health.SetCondition(&conds, res.Installed)
-	health.SetCondition(&conds, res.Available)
+	apimeta.SetStatusCondition(&conds, res.Installed)
+	apimeta.SetStatusCondition(&conds, res.Available)
 	obj.SetConditions(conds)
 	status.InstalledVersion = res.InstalledVersion
 	status.FluxObjects = res.FluxObjects

@@ -8,11 +8,10 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -23,13 +22,10 @@ import (
 // owner references; the Namespace stays, since it holds the tenant's
 // Cluster API clusters. Objects the controller did not create for this
 // Tenant (render.CheckTenantObject) are never touched.
-func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (reconcile.Result, error) {
-	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
-		return reconcile.Result{}, nil
-	}
+func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (shell.Outcome, error) {
 	existing, err := r.tenantObjects(ctx, t, true)
 	if err != nil {
-		return reconcile.Result{}, err
+		return shell.Outcome{}, err
 	}
 	var appliers, sources []render.ExistingObject
 	// Any owned object rendered for the tenant carries the label and
@@ -56,7 +52,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (r
 	for _, e := range pending {
 		if e.Object.GetDeletionTimestamp() == nil {
 			if err := r.deleteObject(ctx, e); err != nil {
-				return reconcile.Result{}, err
+				return shell.Outcome{}, err
 			}
 		}
 		names = append(names, e.Kind+" "+objectRef(e.Object))
@@ -64,12 +60,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (r
 	if len(existing) > 0 && len(pending) > 0 {
 		setTrue(t, tenancyv1alpha1.DeletingCondition, tenancyv1alpha1.DeletingReason,
 			fmt.Sprintf("waiting for Flux to uninstall the stack and delete %s; the Namespace %s stays", strings.Join(names, ", "), t.ManagementNamespace()))
-		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil
+		return shell.Outcome{Result: reconcile.Result{RequeueAfter: 5 * time.Second}}, nil
 	}
-	patch := ctrl.MergeFrom(t.DeepCopy())
-	controllerutil.RemoveFinalizer(t, tenancyv1alpha1.Finalizer)
-	if err := r.Client.Patch(ctx, t, patch); err != nil {
-		return reconcile.Result{}, fmt.Errorf("removing finalizer: %w", err)
-	}
-	return reconcile.Result{}, nil
+	return shell.Outcome{Done: true}, nil
 }

@@ -8,20 +8,18 @@ package tenant
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	kuberecorder "k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
-	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/metrics"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -49,47 +47,30 @@ type Reconciler struct {
 	// ResyncInterval is how often an unchanged tenant is looked at again
 	// (Clusters and Flux objects are watched, so this is a safety net).
 	ResyncInterval time.Duration
+	// Metrics records reconcile durations, each tenant's state and its
+	// clusters per phase; nil records nothing.
+	Metrics *metrics.Recorder
 }
 
-// Reconcile is the shell: fetch, finalize or reconcile, write the status
-// once if it changed.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
-	t := &tenancyv1alpha1.Tenant{}
-	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
-		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
-	}
-	before := t.DeepCopy()
-
-	defer func() {
-		if err := r.patchStatus(ctx, before, t); err != nil && !apierrors.IsNotFound(err) {
-			retErr = errors.Join(retErr, err)
-		}
-		r.emitTransitions(before, t)
-	}()
-
-	if !t.DeletionTimestamp.IsZero() {
-		initConditions(t)
-		return r.finalize(ctx, t)
-	}
-	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
-		patch := ctrl.MergeFrom(t.DeepCopy())
-		controllerutil.AddFinalizer(t, tenancyv1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, t, patch); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
-		before.Finalizers = t.Finalizers
-		before.ResourceVersion = t.ResourceVersion
-	}
-	// After the patch, which replaced t with what the server returned.
-	initConditions(t)
-	return r.reconcile(ctx, t)
+// Reconcile runs the reconcile shell with the tenant's steps.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return (&shell.Reconciler[*tenancyv1alpha1.Tenant]{
+		Client:     r.Client,
+		Kind:       tenancyv1alpha1.TenantKind,
+		New:        func() *tenancyv1alpha1.Tenant { return &tenancyv1alpha1.Tenant{} },
+		Finalizer:  tenancyv1alpha1.Finalizer,
+		FieldOwner: FieldOwner,
+		Steps:      steps{r},
+		Events:     r.Recorder,
+		Metrics:    r.Metrics,
+	}).Reconcile(ctx, req)
 }
 
 // reconcile reads as the data flow: management objects → select clusters
 // → render → write the Flux objects → delete what is stale → fold health.
-func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant) (reconcile.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, request string) (shell.Outcome, error) {
 	logger := log.FromContext(ctx)
-	requeue := reconcile.Result{RequeueAfter: r.resyncInterval()}
+	requeue := shell.Outcome{Result: reconcile.Result{RequeueAfter: r.resyncInterval()}}
 	reconcilePaused(t)
 	t.Status.Namespace = t.ManagementNamespace()
 
@@ -97,28 +78,32 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant) (
 	if err != nil {
 		var missing *clusterAPIMissingError
 		if !errors.As(err, &missing) {
-			return reconcile.Result{}, err
+			return shell.Outcome{}, err
 		}
 		setFalse(t, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.ClusterAPIMissingReason, err.Error())
 		_, err := r.writeManagement(ctx, t, render.TenantManagement(t))
-		return reconcile.Result{RequeueAfter: time.Minute}, err
+		return shell.Outcome{Result: reconcile.Result{RequeueAfter: time.Minute}}, err
 	}
 	sel, err := render.SelectClusters(t, found.clusters, found.kubeconfigs)
 	if err != nil {
 		setFalse(t, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidSelectorReason, err.Error())
-		_, err := r.writeManagement(ctx, t, render.TenantManagement(t))
-		return reconcile.Result{}, err
+		if _, err := r.writeManagement(ctx, t, render.TenantManagement(t)); err != nil {
+			return shell.Outcome{}, err
+		}
+		return shell.Stalled(tenancyv1alpha1.InvalidSelectorReason, err.Error(), r.resyncInterval()), nil
 	}
 	rendered, err := render.Tenant(t, sel)
 	if err != nil {
 		setFalse(t, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidStackReason, err.Error())
-		_, err := r.writeManagement(ctx, t, render.TenantManagement(t))
-		return reconcile.Result{}, err
+		if _, err := r.writeManagement(ctx, t, render.TenantManagement(t)); err != nil {
+			return shell.Outcome{}, err
+		}
+		return shell.Stalled(tenancyv1alpha1.InvalidStackReason, err.Error(), r.resyncInterval()), nil
 	}
 
 	ok, err := r.writeManagement(ctx, t, rendered.Management)
 	if err != nil {
-		return reconcile.Result{}, err
+		return shell.Outcome{}, err
 	}
 	conflicts := map[types.NamespacedName]string{}
 	if ok {
@@ -128,19 +113,30 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant) (
 			if isNoMatch(err) {
 				setFalse(t, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.FluxAPIMissingReason,
 					"a Flux API the tenant's stack needs is not served; install Flux (source, kustomize and helm controllers): "+err.Error())
-				return reconcile.Result{RequeueAfter: time.Minute}, nil
+				return shell.Outcome{Result: reconcile.Result{RequeueAfter: time.Minute}}, nil
 			}
-			return reconcile.Result{}, err
+			return shell.Outcome{}, err
+		}
+		if request != "" {
+			if err := r.requestFluxReconcile(ctx, rendered, conflicts, request); err != nil {
+				return shell.Outcome{}, err
+			}
 		}
 		if err := r.deleteStale(ctx, t, rendered, sel); err != nil {
-			return reconcile.Result{}, err
+			return shell.Outcome{}, err
 		}
 	}
 	r.foldHealth(ctx, t, sel, conflicts)
 	if !found.watched {
-		requeue.RequeueAfter = min(requeue.RequeueAfter, time.Minute)
+		requeue.Result.RequeueAfter = min(requeue.Result.RequeueAfter, time.Minute)
 	}
 	logger.V(1).Info("reconciled", "clusters", len(sel.Selected()), "eligible", len(rendered.Clusters))
+	if !ok && conflictingManagement(t) {
+		// Another owner's object is in the way: nothing changes until
+		// it, or the tenant, does.
+		c := apimeta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ManagementReadyCondition)
+		requeue.Stalled = &shell.Stall{Reason: c.Reason, Message: c.Message}
+	}
 	return requeue, nil
 }
 
@@ -149,19 +145,4 @@ func (r *Reconciler) resyncInterval() time.Duration {
 		return r.ResyncInterval
 	}
 	return 10 * time.Minute
-}
-
-// patchStatus writes the status when it differs from what was read.
-func (r *Reconciler) patchStatus(ctx context.Context, before, t *tenancyv1alpha1.Tenant) error {
-	t.Status.ObservedGeneration = t.Generation
-	health.SetCondition(&t.Status.Conditions, health.TenantSummary(t.Generation, t.Status.Conditions, nowTime()))
-	if equality.Semantic.DeepEqual(before.Status, t.Status) {
-		return nil
-	}
-	// The first status is written whole: a merge patch leaves out the
-	// counts that are still 0, and kubectl's columns would show nothing.
-	if before.Status.ObservedGeneration == 0 {
-		return r.Client.Status().Update(ctx, t)
-	}
-	return r.Client.Status().Patch(ctx, t, ctrl.MergeFrom(before))
 }

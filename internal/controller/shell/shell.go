@@ -1,0 +1,296 @@
+// Package shell is the reconcile shell every Capwright controller runs
+// on: fetch the object, add or honour its finalizer, run the kind's own
+// steps, then — in one place — summarise its conditions into Ready, set
+// the kstatus conditions (Reconciling, Stalled), acknowledge a
+// reconcile.fluxcd.io/requestedAt request, write the status once if it
+// changed, record events for transitions and record metrics.
+//
+// A controller brings only its steps (Steps); the rules of how a Capwright
+// object looks to kstatus, `flux get`, Prometheus and notification-controller
+// live here, so the provider and tenant controllers and every later one
+// behave alike.
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kuberecorder "k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/capwright/capwright/internal/controller/events"
+	"github.com/capwright/capwright/internal/metrics"
+)
+
+// Condition types the shell owns on every kind (kstatus's, with Ready).
+const (
+	ReadyCondition       = "Ready"
+	ReconcilingCondition = "Reconciling"
+	StalledCondition     = "Stalled"
+)
+
+// Object is a Capwright custom resource: conditions in its status, and
+// the status fields every kind has.
+type Object interface {
+	client.Object
+	GetConditions() []metav1.Condition
+	SetConditions([]metav1.Condition)
+}
+
+// Steps are what a kind brings to the shell.
+type Steps[T Object] interface {
+	// Init sets the kind's conditions that are missing to Unknown (and
+	// Deleting to False on an object that is not being deleted).
+	Init(obj T)
+	// Reconcile runs the kind's steps on an object that is not being
+	// deleted. request is the reconcile.fluxcd.io/requestedAt value not
+	// handled yet ("" if none): the kind passes it on to its Flux objects.
+	Reconcile(ctx context.Context, obj T, request string) (Outcome, error)
+	// Finalize runs on an object being deleted; Outcome.Done says that
+	// nothing is left to wait for, and the shell removes the finalizer.
+	Finalize(ctx context.Context, obj T) (Outcome, error)
+	// Summarize sets Ready from the kind's conditions and the status
+	// fields derived from them (observedGeneration included).
+	Summarize(obj T)
+	// Status is the object's reconcile-request status, to record the
+	// handled request in.
+	Status(obj T) *meta.ReconcileRequestStatus
+	// Events are the kind's own events besides condition transitions
+	// (a new installed version, a cluster's phase).
+	Events(before, after T) []events.Event
+	// EventMetadata is what every event of the object carries (the
+	// revision, in the Flux event shape).
+	EventMetadata(obj T) map[string]string
+	// Warning tells whether a condition is news that needs attention.
+	Warning(c metav1.Condition) bool
+	// State is the object's line in the metrics.
+	State(obj T) metrics.ObjectState
+}
+
+// Outcome is what the kind's steps tell the shell.
+type Outcome struct {
+	// Result says when to look again.
+	Result reconcile.Result
+	// Stalled is set when the object cannot make progress until its
+	// spec, or what it references, changes.
+	Stalled *Stall
+	// Done, from Finalize: the object may go; the shell removes its
+	// finalizer.
+	Done bool
+}
+
+// Stall is a refusal that does not fix itself: kstatus calls the object
+// Failed, so a Kustomization that waits for it fails at once instead of
+// at its timeout.
+type Stall struct {
+	Reason, Message string
+}
+
+// Stalled is an Outcome that stalls with reason and message and looks
+// again after retry (the spec may not change, but what it references,
+// which is not watched, may).
+func Stalled(reason, message string, retry time.Duration) Outcome {
+	return Outcome{Result: reconcile.Result{RequeueAfter: retry}, Stalled: &Stall{Reason: reason, Message: message}}
+}
+
+// Reconciler is the shell for one kind.
+type Reconciler[T Object] struct {
+	// Client reads the object (from the cache) and writes it.
+	Client client.Client
+	// Kind names the kind in logs, events and metrics.
+	Kind string
+	// New returns an empty object of the kind.
+	New func() T
+	// Finalizer is the kind's finalizer.
+	Finalizer string
+	// FieldOwner is the field manager of the status writes.
+	FieldOwner string
+	Steps      Steps[T]
+	// Events records Kubernetes events (forwarded to notification-controller
+	// when the manager runs with --events-addr); nil records none.
+	Events kuberecorder.EventRecorder
+	// Metrics records reconcile durations and object states; nil records
+	// none.
+	Metrics *metrics.Recorder
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+func (s *Reconciler[T]) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile is the shell: fetch, finalizer, the kind's steps, then the
+// status written once if it changed, events and metrics.
+func (s *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
+	start := s.now()
+	obj := s.New()
+	if err := s.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.Metrics.Forget(s.Kind, req.Namespace, req.Name)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	defer func() { s.Metrics.ReconcileDone(s.Kind, req.Namespace, req.Name, s.now().Sub(start)) }()
+
+	if obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, s.Finalizer) {
+		// The finalizer is added before anything is written, with an
+		// optimistic lock so another controller's finalizer added at the
+		// same moment is not lost (a conflict retries).
+		patch := client.MergeFromWithOptions(obj.DeepCopyObject().(T), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(obj, s.Finalizer)
+		if err := s.Client.Patch(ctx, obj, patch); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding finalizer %s to %s %s/%s: %w", s.Finalizer, s.Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	before := obj.DeepCopyObject().(T)
+	s.Steps.Init(obj)
+
+	var out Outcome
+	var err error
+	request := ""
+	if !obj.GetDeletionTimestamp().IsZero() {
+		if !controllerutil.ContainsFinalizer(obj, s.Finalizer) {
+			return reconcile.Result{}, nil
+		}
+		out, err = s.Steps.Finalize(ctx, obj)
+		if err == nil && out.Done {
+			return out.Result, s.removeFinalizer(ctx, obj)
+		}
+	} else {
+		if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok && token != s.Steps.Status(obj).LastHandledReconcileAt {
+			request = token
+		}
+		out, err = s.Steps.Reconcile(ctx, obj, request)
+	}
+	if err == nil && request != "" {
+		s.Steps.Status(obj).SetLastHandledReconcileRequest(request)
+	}
+	s.Steps.Summarize(obj)
+	setKstatus(obj, out.Stalled)
+
+	if perr := s.writeStatus(ctx, before, obj); perr != nil && !apierrors.IsNotFound(perr) {
+		err = errors.Join(err, perr)
+	}
+	s.record(before, obj)
+	s.Metrics.ObjectState(s.Steps.State(obj))
+	return out.Result, err
+}
+
+// removeFinalizer lets the object go, with an optimistic lock so another
+// controller's finalizer changed at the same moment is not lost.
+func (s *Reconciler[T]) removeFinalizer(ctx context.Context, obj T) error {
+	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(T), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(obj, s.Finalizer)
+	if err := s.Client.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("removing finalizer %s from %s %s/%s: %w", s.Finalizer, s.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	s.Metrics.Forget(s.Kind, obj.GetNamespace(), obj.GetName())
+	return nil
+}
+
+// writeStatus writes the status when it differs from what was read: one
+// write for conditions and the other fields together. The first status is
+// written whole (an update): a merge patch leaves out fields still at
+// their zero value, and kubectl's columns would show nothing for them.
+func (s *Reconciler[T]) writeStatus(ctx context.Context, before, obj T) error {
+	old, err := statusOf(before)
+	if err != nil {
+		return err
+	}
+	now, err := statusOf(obj)
+	if err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(old, now) {
+		return nil
+	}
+	opts := []client.SubResourcePatchOption{}
+	if s.FieldOwner != "" {
+		opts = append(opts, client.FieldOwner(s.FieldOwner))
+	}
+	if len(before.GetConditions()) == 0 {
+		return s.Client.Status().Update(ctx, obj)
+	}
+	return s.Client.Status().Patch(ctx, obj, client.MergeFrom(before), opts...)
+}
+
+// record emits an event for every condition that changed status or
+// reason (Reconciling and Stalled excepted: Ready and the kind's own
+// conditions tell the same news) and the kind's own events.
+func (s *Reconciler[T]) record(before, after T) {
+	if s.Events == nil {
+		return
+	}
+	annotations := s.Steps.EventMetadata(after)
+	news := events.Transitions(withoutKstatus(before.GetConditions()), withoutKstatus(after.GetConditions()), s.Steps.Warning)
+	news = append(news, s.Steps.Events(before, after)...)
+	for _, e := range news {
+		meta := annotations
+		if e.Metadata != nil {
+			meta = e.Metadata
+		}
+		s.Events.AnnotatedEventf(after, meta, e.Type, e.Reason, "%s", e.Message)
+	}
+}
+
+func withoutKstatus(conds []metav1.Condition) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(conds))
+	for _, c := range conds {
+		if c.Type != ReconcilingCondition && c.Type != StalledCondition {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// setKstatus sets Reconciling and Stalled by kstatus's rules from Ready
+// and the kind's outcome: Stalled (and not Reconciling) for a refusal that
+// cannot fix itself; Reconciling, with Ready's reason and message, while
+// the object is not Ready and work goes on; neither once Ready is True or
+// while the object is paused (nothing is being worked on).
+func setKstatus(obj Object, stall *Stall) {
+	conds := obj.GetConditions()
+	ready := apimeta.FindStatusCondition(conds, ReadyCondition)
+	gen := obj.GetGeneration()
+	switch {
+	case stall != nil:
+		apimeta.RemoveStatusCondition(&conds, ReconcilingCondition)
+		apimeta.SetStatusCondition(&conds, metav1.Condition{Type: StalledCondition, Status: metav1.ConditionTrue,
+			Reason: stall.Reason, Message: stall.Message, ObservedGeneration: gen})
+	case ready == nil || ready.Status == metav1.ConditionTrue || ready.Reason == pausedReason:
+		apimeta.RemoveStatusCondition(&conds, ReconcilingCondition)
+		apimeta.RemoveStatusCondition(&conds, StalledCondition)
+	default:
+		apimeta.RemoveStatusCondition(&conds, StalledCondition)
+		apimeta.SetStatusCondition(&conds, metav1.Condition{Type: ReconcilingCondition, Status: metav1.ConditionTrue,
+			Reason: ready.Reason, Message: ready.Message, ObservedGeneration: gen})
+	}
+	obj.SetConditions(conds)
+}
+
+// pausedReason is Ready's reason while an object is suspended (the
+// providers' and tenants' PausedReason).
+const pausedReason = "Paused"
+
+// statusOf is the object's status, for comparison.
+func statusOf(obj client.Object) (any, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return u["status"], nil
+}

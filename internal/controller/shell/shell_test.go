@@ -1,0 +1,254 @@
+package shell
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/events"
+	"github.com/capwright/capwright/internal/metrics"
+)
+
+// fakeSteps are a kind's steps whose outcome the test sets: Ready follows
+// the "Done" condition the steps set.
+type fakeSteps struct {
+	outcome  Outcome
+	ready    metav1.ConditionStatus
+	requests []string
+	finalize Outcome
+}
+
+func (f *fakeSteps) Init(t *tenancyv1alpha1.Tenant) {
+	if apimeta.FindStatusCondition(t.Status.Conditions, "Done") == nil {
+		apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: "Done", Status: metav1.ConditionUnknown, Reason: "Reconciling", ObservedGeneration: t.Generation})
+	}
+}
+
+func (f *fakeSteps) Reconcile(_ context.Context, t *tenancyv1alpha1.Tenant, request string) (Outcome, error) {
+	f.requests = append(f.requests, request)
+	reason := "Installing"
+	switch {
+	case f.outcome.Stalled != nil:
+		reason = f.outcome.Stalled.Reason
+	case f.ready == metav1.ConditionTrue:
+		reason = "Succeeded"
+	}
+	apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: "Done", Status: f.ready, Reason: reason, Message: "the steps say " + reason, ObservedGeneration: t.Generation})
+	return f.outcome, nil
+}
+
+func (f *fakeSteps) Finalize(context.Context, *tenancyv1alpha1.Tenant) (Outcome, error) {
+	return f.finalize, nil
+}
+
+func (f *fakeSteps) Summarize(t *tenancyv1alpha1.Tenant) {
+	t.Status.ObservedGeneration = t.Generation
+	done := apimeta.FindStatusCondition(t.Status.Conditions, "Done")
+	apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: ReadyCondition, Status: done.Status, Reason: done.Reason, Message: done.Message, ObservedGeneration: t.Generation})
+}
+
+func (f *fakeSteps) Status(t *tenancyv1alpha1.Tenant) *meta.ReconcileRequestStatus {
+	return &t.Status.ReconcileRequestStatus
+}
+func (f *fakeSteps) Events(_, _ *tenancyv1alpha1.Tenant) []events.Event      { return nil }
+func (f *fakeSteps) EventMetadata(*tenancyv1alpha1.Tenant) map[string]string { return nil }
+func (f *fakeSteps) Warning(c metav1.Condition) bool                         { return c.Status == metav1.ConditionFalse }
+func (f *fakeSteps) State(t *tenancyv1alpha1.Tenant) metrics.ObjectState {
+	return metrics.ObjectState{Kind: "Tenant", Namespace: t.Namespace, Name: t.Name}
+}
+
+type writes struct{ patches, statusWrites int }
+
+func newShell(t *testing.T, steps *fakeSteps, objs ...client.Object) (*Reconciler[*tenancyv1alpha1.Tenant], client.Client, *writes, *record.FakeRecorder) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := tenancyv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	w := &writes{}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+				w.patches++
+				return c.Patch(ctx, o, p, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				w.statusWrites++
+				return c.Status().Patch(ctx, o, p, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+				w.statusWrites++
+				return c.Status().Update(ctx, o, opts...)
+			},
+		}).Build()
+	rec := record.NewFakeRecorder(32)
+	return &Reconciler[*tenancyv1alpha1.Tenant]{
+		Client: c, Kind: "Tenant", New: func() *tenancyv1alpha1.Tenant { return &tenancyv1alpha1.Tenant{} },
+		Finalizer: tenancyv1alpha1.Finalizer, FieldOwner: "capwright", Steps: steps, Events: rec,
+	}, c, w, rec
+}
+
+func tenant() *tenancyv1alpha1.Tenant {
+	return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Generation: 1}}
+}
+
+var req = reconcile.Request{NamespacedName: client.ObjectKey{Name: "team-a"}}
+
+func get(t *testing.T, c client.Client) *tenancyv1alpha1.Tenant {
+	t.Helper()
+	got := &tenancyv1alpha1.Tenant{}
+	if err := c.Get(context.Background(), req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestProgressIsReconcilingAndANoOpWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	steps := &fakeSteps{ready: metav1.ConditionFalse, outcome: Outcome{Result: reconcile.Result{RequeueAfter: time.Minute}}}
+	s, c, w, rec := newShell(t, steps, tenant())
+
+	res, err := s.Reconcile(ctx, req)
+	if err != nil || res.RequeueAfter != time.Minute {
+		t.Fatalf("Reconcile = %v, %v; want the steps' requeue", res, err)
+	}
+	got := get(t, c)
+	if len(got.Finalizers) != 1 || w.patches != 1 || w.statusWrites != 1 {
+		t.Fatalf("first reconcile: finalizers %v, %d patches, %d status writes; want the finalizer and one status write", got.Finalizers, w.patches, w.statusWrites)
+	}
+	rc := apimeta.FindStatusCondition(got.Status.Conditions, ReconcilingCondition)
+	if rc == nil || rc.Status != metav1.ConditionTrue || rc.Reason != "Installing" || apimeta.FindStatusCondition(got.Status.Conditions, StalledCondition) != nil {
+		t.Errorf("while installing: Reconciling %+v, want True with Ready's reason and no Stalled", rc)
+	}
+	if got.Status.ObservedGeneration != 1 {
+		t.Errorf("observedGeneration %d, want 1", got.Status.ObservedGeneration)
+	}
+	// Progress is not a Warning: the steps' condition is False, but the
+	// fake says False is a Warning, so one Warning per condition — and
+	// none for Reconciling itself.
+	for len(rec.Events) > 0 {
+		if e := <-rec.Events; strings.Contains(e, ReconcilingCondition) {
+			t.Errorf("event for the kstatus condition: %q", e)
+		}
+	}
+
+	*w = writes{}
+	if _, err := s.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if w.patches != 0 || w.statusWrites != 0 {
+		t.Errorf("a reconcile that found nothing new wrote %d patches and %d status writes, want none", w.patches, w.statusWrites)
+	}
+
+	steps.ready = metav1.ConditionTrue
+	if _, err := s.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	got = get(t, c)
+	if apimeta.FindStatusCondition(got.Status.Conditions, ReconcilingCondition) != nil || !apimeta.IsStatusConditionTrue(got.Status.Conditions, ReadyCondition) {
+		t.Errorf("once Ready: conditions %+v, want Ready True and no Reconciling", got.Status.Conditions)
+	}
+}
+
+func TestRefusalStalls(t *testing.T) {
+	steps := &fakeSteps{ready: metav1.ConditionFalse, outcome: Stalled("IncompatibleContract", "contract v1beta1 is not the core provider's v1beta2", time.Hour)}
+	s, c, _, _ := newShell(t, steps, tenant())
+	res, err := s.Reconcile(context.Background(), req)
+	if err != nil || res.RequeueAfter != time.Hour {
+		t.Fatalf("Reconcile = %v, %v", res, err)
+	}
+	got := get(t, c)
+	st := apimeta.FindStatusCondition(got.Status.Conditions, StalledCondition)
+	if st == nil || st.Status != metav1.ConditionTrue || st.Reason != "IncompatibleContract" || st.Message != "contract v1beta1 is not the core provider's v1beta2" {
+		t.Errorf("Stalled = %+v, want True with the refusal's reason and message", st)
+	}
+	if apimeta.FindStatusCondition(got.Status.Conditions, ReconcilingCondition) != nil {
+		t.Error("a stalled object must not be Reconciling (kstatus would call it in progress)")
+	}
+
+	// The spec is fixed: the stall goes.
+	steps.outcome, steps.ready = Outcome{}, metav1.ConditionTrue
+	if _, err := s.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, c); apimeta.FindStatusCondition(got.Status.Conditions, StalledCondition) != nil {
+		t.Errorf("Stalled stays after the refusal is lifted: %+v", got.Status.Conditions)
+	}
+}
+
+func TestReconcileRequestIsPassedOnceAndAcknowledged(t *testing.T) {
+	obj := tenant()
+	obj.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "2026-11-24T10:00:00Z"}
+	steps := &fakeSteps{ready: metav1.ConditionTrue}
+	s, c, w, _ := newShell(t, steps, obj)
+	for range 2 {
+		if _, err := s.Reconcile(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(steps.requests) != 2 || steps.requests[0] != "2026-11-24T10:00:00Z" || steps.requests[1] != "" {
+		t.Errorf("requests passed to the steps: %q, want the token once", steps.requests)
+	}
+	if got := get(t, c); got.Status.LastHandledReconcileAt != "2026-11-24T10:00:00Z" {
+		t.Errorf("lastHandledReconcileAt = %q", got.Status.LastHandledReconcileAt)
+	}
+	if w.statusWrites != 1 {
+		t.Errorf("%d status writes, want 1 (the second reconcile has nothing new)", w.statusWrites)
+	}
+}
+
+func TestFinalizerIsAddedWithAnOptimisticLock(t *testing.T) {
+	steps := &fakeSteps{ready: metav1.ConditionTrue}
+	s, c, _, _ := newShell(t, steps, tenant())
+	// Another controller adds its finalizer between the shell's read and
+	// its patch: the patch conflicts instead of dropping it.
+	inner := s.Client
+	s.Client = interceptor.NewClient(inner.(client.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			other := get(t, inner)
+			other.Finalizers = append(other.Finalizers, "example.com/other")
+			if err := inner.Update(ctx, other); err != nil {
+				t.Fatal(err)
+			}
+			return cl.Patch(ctx, o, p, opts...)
+		},
+	})
+	if _, err := s.Reconcile(context.Background(), req); !apierrors.IsConflict(err) {
+		t.Fatalf("Reconcile = %v, want a conflict", err)
+	}
+	s.Client = inner
+	if _, err := s.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, c); len(got.Finalizers) != 2 {
+		t.Errorf("finalizers %v, want both", got.Finalizers)
+	}
+}
+
+func TestFinalizeDoneRemovesTheFinalizerOnly(t *testing.T) {
+	obj := tenant()
+	obj.Finalizers = []string{tenancyv1alpha1.Finalizer, "example.com/other"}
+	now := metav1.Now()
+	obj.DeletionTimestamp = &now
+	steps := &fakeSteps{finalize: Outcome{Done: true}}
+	s, c, _, _ := newShell(t, steps, obj)
+	if _, err := s.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, c); len(got.Finalizers) != 1 || got.Finalizers[0] != "example.com/other" {
+		t.Errorf("finalizers %v, want only the other controller's", got.Finalizers)
+	}
+}
