@@ -89,19 +89,19 @@ func (e *renderError) Error() string { return e.err.Error() }
 func (e *renderError) Unwrap() error { return e.err }
 
 // requestFluxReconcile passes a reconcile.fluxcd.io/requestedAt request on
-// to the provider's Flux objects, so `flux reconcile`-style requests on the
-// provider reach source-, kustomize- and helm-controller.
+// to the provider's OCIRepository and Kustomization or HelmRelease, so
+// `flux reconcile`-style requests on the provider reach source-,
+// kustomize- and helm-controller. The additional manifests' Kustomization
+// is left to its interval: it depends on the provider's, and asked at the
+// same time it would report DependencyNotReady while that one re-runs.
 func (r *Reconciler) requestFluxReconcile(ctx context.Context, obj v1alpha1.Provider, request string) error {
-	name, extra := objectName(obj), render.AdditionalObjectName(obj.ProviderType(), obj.GetName())
-	key := func(o ctrl.Object, n string) ctrl.Object { o.SetNamespace(obj.GetNamespace()); o.SetName(n); return o }
-	objects := []ctrl.Object{key(&sourcev1.OCIRepository{}, name)}
+	name := objectName(obj)
+	key := func(o ctrl.Object) ctrl.Object { o.SetNamespace(obj.GetNamespace()); o.SetName(name); return o }
+	objects := []ctrl.Object{key(&sourcev1.OCIRepository{})}
 	if isChart(obj) {
-		objects = append(objects, key(&helmv2.HelmRelease{}, name))
+		objects = append(objects, key(&helmv2.HelmRelease{}))
 	} else {
-		objects = append(objects, key(&kustomizev1.Kustomization{}, name))
-	}
-	if obj.GetSpec().AdditionalManifests != nil && !isChart(obj) {
-		objects = append(objects, key(&kustomizev1.Kustomization{}, extra))
+		objects = append(objects, key(&kustomizev1.Kustomization{}))
 	}
 	for _, o := range objects {
 		if err := apply.RequestReconcile(ctx, r.Client, o, request, FieldOwner); err != nil {

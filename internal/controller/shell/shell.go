@@ -187,7 +187,11 @@ func (s *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	s.record(before, obj)
 	s.Metrics.ObjectState(s.Steps.State(obj))
-	return out.Result, err
+	if err != nil {
+		// controller-runtime retries with backoff and ignores a result.
+		return reconcile.Result{}, err
+	}
+	return out.Result, nil
 }
 
 // removeFinalizer lets the object go, with an optimistic lock so another

@@ -153,3 +153,18 @@ func RequestReconcile(ctx context.Context, c client.Client, obj client.Object) e
 	obj.SetAnnotations(a)
 	return c.Patch(ctx, obj, patch)
 }
+
+// Poke makes the controller of a Capwright CR look at it again without
+// asking for anything: it changes an annotation nobody reads, as a resync
+// would. (A reconcile.fluxcd.io/requestedAt request is passed on to Flux;
+// this is not.)
+func Poke(ctx context.Context, c client.Client, obj client.Object) error {
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a["e2e.capwright.io/poked-at"] = time.Now().Format(time.RFC3339Nano)
+	obj.SetAnnotations(a)
+	return c.Patch(ctx, obj, patch)
+}

@@ -155,7 +155,7 @@ func additionalManifests(t *testing.T, ctx context.Context, c client.Client) {
 	t.Run("a resync with nothing changed writes nothing", func(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		since := time.Now()
-		requestReconcile(t, ctx, c, p)
+		poke(t, ctx, c, p)
 		time.Sleep(3 * time.Second)
 		writes, err := env.Writes(plane.CapwrightUser, since)
 		if err != nil {

@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane"
 )
 
 // kstatusWait proves that providers read right to kstatus, the way a
@@ -120,5 +122,53 @@ func deleteKustomization(t *testing.T, ctx context.Context, c client.Client, ks 
 	t.Helper()
 	if err := c.Delete(ctx, ks); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
+	}
+}
+
+// reconcileRequestReachesFlux asks a Ready provider to reconcile, as
+// `flux reconcile` would: the request reaches its OCIRepository and
+// Kustomization, status.lastHandledReconcileAt acknowledges it, and
+// nothing else is written — no status flapping while Flux re-runs, no
+// events.
+func reconcileRequestReachesFlux(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider) {
+	time.Sleep(2 * time.Second)
+	since := time.Now()
+	requestReconcile(t, ctx, c, p)
+	token := p.(client.Object).GetAnnotations()[meta.ReconcileRequestAnnotation]
+	name := render.ObjectName(p.ProviderType(), p.GetName())
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p.(client.Object)), p.(client.Object)); err != nil {
+			return false, nil
+		}
+		ks := &kustomizev1.Kustomization{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: p.GetNamespace(), Name: name}, ks); err != nil {
+			return false, nil
+		}
+		return p.GetStatus().LastHandledReconcileAt == token && ks.Status.LastHandledReconcileAt == token, nil
+	})
+	if err != nil {
+		t.Fatalf("request %s: provider acknowledged %q; want it handled by the provider and its Kustomization %s", token, p.GetStatus().LastHandledReconcileAt, name)
+	}
+	// Let Flux finish what the request started.
+	time.Sleep(8 * time.Second)
+	writes, err := env.Writes(plane.CapwrightUser, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statusWrites := 0
+	for _, w := range writes {
+		switch {
+		case w.Subresource == "status" && w.Name == p.GetName():
+			statusWrites++
+		case w.Subresource == "" && (w.Resource == "ocirepositories" || w.Resource == "kustomizations") && w.Name == name:
+		default:
+			t.Errorf("unexpected write for a reconcile request: %s", w)
+		}
+	}
+	if statusWrites != 1 {
+		t.Errorf("%d status writes for a reconcile request, want 1 (the acknowledgement): %v", statusWrites, writes)
+	}
+	if ready := apimeta.FindStatusCondition(p.GetConditions(), v1alpha1.ReadyCondition); ready == nil || ready.Status != metav1.ConditionTrue {
+		t.Errorf("Ready after the request: %+v", ready)
 	}
 }

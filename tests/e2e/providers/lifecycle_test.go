@@ -105,14 +105,18 @@ func TestProviderLifecycle(t *testing.T) {
 	})
 
 	t.Run("a no-op resync writes nothing", func(t *testing.T) {
-		// Let the dust settle, then ask every provider to reconcile.
+		// Let the dust settle, then make every provider reconcile.
 		time.Sleep(3 * time.Second)
 		since := time.Now()
 		for _, p := range providers {
-			requestReconcile(t, ctx, c, p.obj)
+			poke(t, ctx, c, p.obj)
 		}
 		time.Sleep(5 * time.Second)
 		noManagerWrites(t, since, "a resync with nothing changed")
+	})
+
+	t.Run("a reconcile request reaches Flux and is acknowledged once", func(t *testing.T) {
+		reconcileRequestReachesFlux(t, ctx, c, providers[0].obj)
 	})
 
 	t.Run("nothing is written while Flux re-reconciles on its interval", func(t *testing.T) {

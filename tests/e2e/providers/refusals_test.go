@@ -214,6 +214,14 @@ func requestReconcile(t *testing.T, ctx context.Context, c client.Client, p v1al
 	}
 }
 
+// poke makes the controller look at the provider again, asking nothing.
+func poke(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider) {
+	t.Helper()
+	if err := framework.Poke(ctx, c, p.(client.Object)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func deleteAndWait(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider) {
 	t.Helper()
 	if err := c.Delete(ctx, p.(client.Object)); err != nil {
