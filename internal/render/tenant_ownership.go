@@ -52,16 +52,11 @@ func CheckTenantObject(kind string, existing, desired metav1.Object) error {
 	case has != tenant:
 		return conflict("it is labelled for Tenant " + has)
 	}
-	want := metav1.GetControllerOfNoCopy(desired)
-	if want == nil || want.UID == "" {
+	want := ControllerUID(desired)
+	if want == "" || ControlledBy(existing, want) {
 		return nil
 	}
-	for _, ref := range existing.GetOwnerReferences() {
-		if ref.UID == want.UID {
-			return nil
-		}
-	}
-	return conflict(fmt.Sprintf("it is not owned by this Tenant (uid %s); it may be left over from an earlier Tenant of the same name", want.UID))
+	return conflict(fmt.Sprintf("it is not owned by this Tenant (uid %s); it may be left over from an earlier Tenant of the same name", want))
 }
 
 // ExistingObject is an object found labelled for a tenant, with its kind

@@ -56,7 +56,6 @@ const (
 	ArtifactTooLargeReason     = "ArtifactTooLarge"
 	DigestMismatchReason       = "DigestMismatch"
 	TagMovedReason             = "TagMoved"
-	SourceUnsupportedReason    = "SourceUnsupported"
 	AuthenticationFailedReason = "AuthenticationFailed"
 
 	// Compatible.
@@ -75,13 +74,12 @@ const (
 	AdditionalManifestsInvalidReason = "AdditionalManifestsInvalid"
 
 	// Installed and Available.
-	InstallingReason     = "Installing"
-	UpgradingReason      = "Upgrading"
-	InstalledReason      = "Installed"
-	InstallFailedReason  = "InstallFailed"
-	AvailableReason      = "Available"
-	NotAvailableReason   = "NotAvailable"
-	FluxAPIMissingReason = "FluxAPIMissing"
+	InstallingReason    = "Installing"
+	UpgradingReason     = "Upgrading"
+	InstalledReason     = "Installed"
+	InstallFailedReason = "InstallFailed"
+	AvailableReason     = "Available"
+	NotAvailableReason  = "NotAvailable"
 
 	// Deleting.
 	DeletionBlockedReason = "DeletionBlocked"

@@ -13,6 +13,8 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,19 +83,6 @@ func Subset(want, have any) bool {
 	}
 }
 
-// OwnedBy tells whether existing has an owner reference to one of the
-// owners desired names (by UID).
-func OwnedBy(existing, desired ctrl.Object) bool {
-	for _, want := range desired.GetOwnerReferences() {
-		for _, have := range existing.GetOwnerReferences() {
-			if have.UID == want.UID {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // RequestReconcile asks the Flux controller of obj to reconcile it now, as
 // `flux reconcile` does: it sets the reconcile.fluxcd.io/requestedAt
 // annotation to token, unless it holds token already (so a request is
@@ -116,4 +105,16 @@ func RequestReconcile(ctx context.Context, c ctrl.Client, obj ctrl.Object, token
 		return fmt.Errorf("asking Flux to reconcile %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
+}
+
+// DeleteExactly deletes obj as it was read — by UID, so an object
+// recreated under the same name in the meantime is not touched — with
+// background propagation. An object already gone or replaced is no error.
+func DeleteExactly(ctx context.Context, c ctrl.Client, obj ctrl.Object) error {
+	uid := obj.GetUID()
+	err := c.Delete(ctx, obj, ctrl.Preconditions{UID: &uid}, ctrl.PropagationPolicy(metav1.DeletePropagationBackground))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }

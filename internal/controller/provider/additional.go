@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -160,28 +161,17 @@ func (r *Reconciler) deleteOwned(ctx context.Context, obj v1alpha1.Provider, obj
 		if err != nil {
 			return remaining, err
 		}
-		if !ownedByProvider(o, obj) {
+		if !render.ControlledBy(o, obj.GetUID()) {
 			continue
 		}
 		remaining = true
 		if o.GetDeletionTimestamp().IsZero() {
-			if err := r.Client.Delete(ctx, o, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); ctrl.IgnoreNotFound(err) != nil {
+			if err := apply.DeleteExactly(ctx, r.Client, o); err != nil {
 				return true, fmt.Errorf("deleting %s/%s: %w", o.GetNamespace(), o.GetName(), err)
 			}
 		}
 	}
 	return remaining, nil
-}
-
-// ownedByProvider tells whether the provider controls o (it never deletes
-// an object somebody else made with the same name).
-func ownedByProvider(o ctrl.Object, obj v1alpha1.Provider) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == obj.GetUID() && ref.Controller != nil && *ref.Controller {
-			return true
-		}
-	}
-	return false
 }
 
 // configMapProviders maps a ConfigMap to the providers of this kind in its

@@ -17,6 +17,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/render"
 )
 
 // finalize deletes the provider: it waits while objects of the provider's
@@ -185,7 +186,7 @@ func (r *Reconciler) additionalInventory(ctx context.Context, obj v1alpha1.Provi
 	if err := r.Client.Get(ctx, additionalKey(obj), &ks); err != nil {
 		return nil, ctrl.IgnoreNotFound(err)
 	}
-	if ks.Status.Inventory == nil || !ownedByProvider(&ks, obj) {
+	if ks.Status.Inventory == nil || !render.ControlledBy(&ks, obj.GetUID()) {
 		return nil, nil
 	}
 	ids := make(map[string]bool, len(ks.Status.Inventory.Entries))

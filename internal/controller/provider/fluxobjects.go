@@ -199,7 +199,7 @@ func (r *Reconciler) applyIfChanged(ctx context.Context, desired ctrl.Object) er
 		if apply.Unchanged(want, existing, specHashAnnotation) {
 			return nil
 		}
-		if !apply.OwnedBy(existing, desired) {
+		if !render.ControlledBy(existing, render.ControllerUID(desired)) {
 			return fmt.Errorf("%s %s/%s exists and was not created by Capwright for this provider; rename or delete it", want.GetKind(), want.GetNamespace(), want.GetName())
 		}
 	}
@@ -298,7 +298,7 @@ func (r *Reconciler) nudgeWaiting(ctx context.Context, obj v1alpha1.Provider, ke
 	if err := r.Client.Get(ctx, key, &ks); err != nil {
 		return ctrl.IgnoreNotFound(err)
 	}
-	if !ownedByProvider(&ks, obj) {
+	if !render.ControlledBy(&ks, obj.GetUID()) {
 		return nil
 	}
 	waiting := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)

@@ -79,11 +79,14 @@ func (r *Reconciler) deleteInventory(ctx context.Context, obj v1alpha1.Provider)
 	inv.SetGroupVersionKind(inventoryGVK)
 	inv.SetNamespace(obj.GetNamespace())
 	inv.SetName(inventoryName(obj))
-	err := r.Client.Delete(ctx, inv)
-	if err == nil || apierrors.IsNotFound(err) || isNoMatch(err) {
+	err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(inv), inv)
+	if apierrors.IsNotFound(err) || isNoMatch(err) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return apply.DeleteExactly(ctx, r.Client, inv)
 }
 
 func isNoMatch(err error) bool {

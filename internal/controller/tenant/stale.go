@@ -9,11 +9,11 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -98,11 +98,7 @@ func (r *Reconciler) deleteObject(ctx context.Context, e render.ExistingObject) 
 	if !ok {
 		return fmt.Errorf("cannot delete %s %s", e.Kind, objectRef(e.Object))
 	}
-	uid := obj.GetUID()
-	err := r.Client.Delete(ctx, obj, ctrl.Preconditions{UID: &uid}, ctrl.PropagationPolicy("Background"))
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
+	err := apply.DeleteExactly(ctx, r.Client, obj)
 	if err != nil {
 		return fmt.Errorf("deleting %s %s: %w", e.Kind, objectRef(e.Object), err)
 	}
