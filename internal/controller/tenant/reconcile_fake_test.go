@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -151,5 +152,72 @@ func TestReconcileWithoutClusterAPI(t *testing.T) {
 	}
 	if err := c.Get(ctx, ctrl.ObjectKey{Name: "tenant-acme"}, &corev1.Namespace{}); err != nil {
 		t.Errorf("the tenant's namespace: %v", err)
+	}
+}
+
+// A reconcile request on the tenant reaches its source and its clusters'
+// Kustomizations once, and is acknowledged; a selector that cannot be
+// parsed stalls the tenant (kstatus: failed) instead of looking in
+// progress.
+func TestReconcileRequestAndStall(t *testing.T) {
+	ctx := context.Background()
+	tn := testTenant()
+	tn.Finalizers = []string{tenancyv1alpha1.Finalizer}
+	objs := []ctrl.Object{tn,
+		testCluster("shared", "a", map[string]string{"team": "acme"}, true),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "a-kubeconfig"}},
+	}
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).Build()
+	r := &Reconciler{Client: c, Reader: c, Clusters: c, WatchClusters: true}
+	req := reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tn.Name}}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+
+	got := &tenancyv1alpha1.Tenant{}
+	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	got.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	var kss kustomizev1.KustomizationList
+	var repos sourcev1.OCIRepositoryList
+	if err := c.List(ctx, &kss); err != nil || len(kss.Items) != 1 {
+		t.Fatalf("Kustomizations: %d (%v)", len(kss.Items), err)
+	}
+	if err := c.List(ctx, &repos); err != nil || len(repos.Items) != 1 {
+		t.Fatalf("OCIRepositories: %d (%v)", len(repos.Items), err)
+	}
+	for _, o := range []ctrl.Object{&kss.Items[0], &repos.Items[0]} {
+		if o.GetAnnotations()[meta.ReconcileRequestAnnotation] != "now" {
+			t.Errorf("%s/%s did not get the request: %v", o.GetNamespace(), o.GetName(), o.GetAnnotations())
+		}
+	}
+	if err := c.Get(ctx, req.NamespacedName, got); err != nil || got.Status.LastHandledReconcileAt != "now" {
+		t.Fatalf("lastHandledReconcileAt %q (%v), want the request acknowledged", got.Status.LastHandledReconcileAt, err)
+	}
+
+	got.Spec.Clusters.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}}
+	got.Generation = 2
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	stalled := apimeta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.StalledCondition)
+	if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != tenancyv1alpha1.InvalidSelectorReason {
+		t.Errorf("Stalled = %+v, want True InvalidSelector", stalled)
+	}
+	if apimeta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.ReconcilingCondition) != nil {
+		t.Error("a stalled tenant is also Reconciling")
 	}
 }
