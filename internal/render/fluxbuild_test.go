@@ -36,7 +36,7 @@ import (
 //     patch can select by them).
 //
 // secrets are the Secrets in the Kustomization's namespace.
-func fluxBuild(t *testing.T, out *RenderedObjects, files map[string][]byte, secrets ...*corev1.Secret) []*unstructured.Unstructured {
+func fluxBuild(t testing.TB, out *RenderedObjects, files map[string][]byte, secrets ...*corev1.Secret) []*unstructured.Unstructured {
 	t.Helper()
 	objects, err := tryFluxBuild(t, out, files, secrets...)
 	if err != nil {
@@ -46,7 +46,7 @@ func fluxBuild(t *testing.T, out *RenderedObjects, files map[string][]byte, secr
 }
 
 // tryFluxBuild is fluxBuild returning Flux's error.
-func tryFluxBuild(t *testing.T, out *RenderedObjects, files map[string][]byte, secrets ...*corev1.Secret) ([]*unstructured.Unstructured, error) {
+func tryFluxBuild(t testing.TB, out *RenderedObjects, files map[string][]byte, secrets ...*corev1.Secret) ([]*unstructured.Unstructured, error) {
 	t.Helper()
 	ks := out.Kustomization
 	workDir := t.TempDir()
@@ -109,7 +109,7 @@ func tryFluxBuild(t *testing.T, out *RenderedObjects, files map[string][]byte, s
 
 // storedFiles are the artifact's files source-controller keeps under the
 // OCIRepository's ignore rules, as storage.SourceIgnoreFilter decides.
-func storedFiles(t *testing.T, out *RenderedObjects, files map[string][]byte) []string {
+func storedFiles(t testing.TB, out *RenderedObjects, files map[string][]byte) []string {
 	t.Helper()
 	root := t.TempDir()
 	domain := strings.Split(root, string(filepath.Separator))
@@ -129,7 +129,7 @@ func storedFiles(t *testing.T, out *RenderedObjects, files map[string][]byte) []
 
 // artifactFiles are the files of the real provider artifact: metadata.yaml
 // and the components file.
-func artifactFiles(t *testing.T, components string) map[string][]byte {
+func artifactFiles(t testing.TB, components string) map[string][]byte {
 	return map[string][]byte{
 		"metadata.yaml": fixture(t, "metadata.yaml"),
 		components:      fixture(t, components),
