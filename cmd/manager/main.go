@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	// The image has no base layer and so no CA bundle: without system
@@ -45,6 +46,7 @@ import (
 	"github.com/capwright/capwright/internal/controller/provider"
 	"github.com/capwright/capwright/internal/controller/tenant"
 	"github.com/capwright/capwright/internal/fluxartifact"
+	"github.com/capwright/capwright/internal/metrics"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -162,6 +164,7 @@ func run(o runOptions) error {
 	cache := &provider.ArtifactCache{}
 	timelines := provider.NewTimelines()
 	resolutions := &provider.Resolutions{}
+	recorderMetrics := metrics.NewRecorder(ctrlmetrics.Registry)
 	kinds := provider.Kinds()
 	for _, k := range kinds {
 		r := &provider.Reconciler{
@@ -179,12 +182,13 @@ func run(o runOptions) error {
 			RESTMapper:         mgr.GetRESTMapper(),
 			Timelines:          timelines,
 			Resolutions:        resolutions,
+			Metrics:            recorderMetrics,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)
 		}
 	}
-	if err := setupTenants(mgr, cfg, recorder, o); err != nil {
+	if err := setupTenants(mgr, cfg, recorder, recorderMetrics, o); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -271,7 +275,7 @@ func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
 // manager. Without it the manager still runs its provider controllers
 // (which install Cluster API in the first place), and every Tenant says
 // on its own status that no cluster can be selected yet.
-func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, o runOptions) error {
+func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, o runOptions) error {
 	log := ctrlruntime.Log.WithName("setup")
 	watch, err := served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
 	if err != nil {
@@ -284,6 +288,7 @@ func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecord
 		WatchClusters:  watch,
 		Recorder:       recorder,
 		ResyncInterval: o.resync,
+		Metrics:        m,
 	}
 	if watch {
 		r.Clusters = mgr.GetCache()
