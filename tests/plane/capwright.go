@@ -42,8 +42,13 @@ type CapwrightOptions struct {
 
 // Capwright is the running Capwright manager.
 type Capwright struct {
-	proc *process
+	proc    *process
+	metrics string
 }
+
+// MetricsURL is where the manager serves its Prometheus metrics, e.g.
+// http://127.0.0.1:PORT/metrics.
+func (c *Capwright) MetricsURL() string { return c.metrics }
 
 // Stop stops the manager.
 func (c *Capwright) Stop() { c.proc.stop(10 * time.Second) }
@@ -116,6 +121,10 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	if err != nil {
 		return nil, err
 	}
+	metricsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	artifactPort, err := freePort()
 	if err != nil {
 		return nil, err
@@ -124,7 +133,7 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 		Name:   "capwright-manager",
 		Binary: opts.Binary,
 		Args: append([]string{
-			"--metrics-bind-address=0",
+			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
 			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
 			// Artifacts of additional manifests, fetched by the plane's
 			// kustomize-controller over loopback.
@@ -142,8 +151,9 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	if err := proc.waitReady(ctx, 60*time.Second, func(ctx context.Context) error { return httpGetOK(ctx, http.DefaultClient, url) }); err != nil {
 		return nil, err
 	}
-	p.logf("capwright manager running (log %s)", p.LogPath("capwright-manager"))
-	return &Capwright{proc: proc}, nil
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	p.logf("capwright manager running (log %s, metrics %s)", p.LogPath("capwright-manager"), metrics)
+	return &Capwright{proc: proc, metrics: metrics}, nil
 }
 
 // PID is the manager's process id.

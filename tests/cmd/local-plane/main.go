@@ -118,10 +118,13 @@ func up(args []string) error {
 		}
 		files[w.Name+".kubeconfig"] = w.Kubeconfig
 	}
+	metrics := ""
 	if *capwright {
-		if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: mirrorArgs(p)}); err != nil {
+		m, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: mirrorArgs(p)})
+		if err != nil {
 			return err
 		}
+		metrics = m.MetricsURL()
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(state.dir, name), data, 0o600); err != nil {
@@ -132,15 +135,18 @@ func up(args []string) error {
 	if err := os.WriteFile(filepath.Join(state.dir, "ready"), []byte(time.Now().Format(time.RFC3339)+"\n"), 0o644); err != nil {
 		return err
 	}
-	printUsage(state.dir, p, *workloads)
+	printUsage(state.dir, p, *workloads, metrics)
 	<-ctx.Done()
 	fmt.Println("local-plane: stopping")
 	return p.Stop()
 }
 
-func printUsage(stateDir string, p *plane.Plane, workloads int) {
+func printUsage(stateDir string, p *plane.Plane, workloads int, metrics string) {
 	abs, _ := filepath.Abs(stateDir)
 	defer func() {
+		if metrics != "" {
+			fmt.Printf("  metrics:     %s   (the Capwright manager's Prometheus metrics)\n", metrics)
+		}
 		for i := 1; i <= workloads; i++ {
 			fmt.Printf("  workload cluster workload-%d: %s/workload-%d.kubeconfig (Cluster default/workload-%d on the management plane)\n", i, abs, i, i)
 		}
