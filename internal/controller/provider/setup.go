@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/shell"
 )
 
 // The controller's permissions (controller-gen writes manifests/rbac from
@@ -60,13 +61,14 @@ func Kinds() []Kind {
 // writes), the Flux objects it owns, and — for non-core kinds — the core
 // provider, whose installation unblocks them.
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
+	fluxObjectChanged := builder.WithPredicates(shell.FluxObjectChanged())
 	b := ctrlruntime.NewControllerManagedBy(mgr).
 		Named(r.Kind.Name).
 		For(r.Kind.NewObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&sourcev1.OCIRepository{}).
-		Owns(&kustomizev1.Kustomization{}).
-		Owns(&helmv2.HelmRelease{}).
-		Owns(&sourcev1.ExternalArtifact{}).
+		Owns(&sourcev1.OCIRepository{}, fluxObjectChanged).
+		Owns(&kustomizev1.Kustomization{}, fluxObjectChanged).
+		Owns(&helmv2.HelmRelease{}, fluxObjectChanged).
+		Owns(&sourcev1.ExternalArtifact{}, fluxObjectChanged).
 		// Metadata only: a ConfigMap's content is read, uncached, by the
 		// provider that names it.
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configMapProviders), builder.OnlyMetadata).
@@ -76,8 +78,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 	}
 	// The Flux objects of spec.dependsOn (cert-manager's HelmRelease, say)
 	// wake up the providers that wait for them.
-	b = b.Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents(kustomizev1.KustomizationKind))).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.dependents(helmv2.HelmReleaseKind)))
+	b = b.Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents(kustomizev1.KustomizationKind)), fluxObjectChanged).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.dependents(helmv2.HelmReleaseKind)), fluxObjectChanged)
 	return b.Complete(r)
 }
 

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -51,16 +52,18 @@ import (
 // Clusters and the metadata of kubeconfig Secrets, mapped to the tenants
 // whose namespaces hold them.
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
-	labelled := builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrl.Object) bool {
+	isLabelled := predicate.NewPredicateFuncs(func(o ctrl.Object) bool {
 		_, ok := o.GetLabels()[tenancyv1alpha1.TenantLabel]
 		return ok
-	}))
+	})
+	labelled := builder.WithPredicates(isLabelled)
+	labelledFlux := builder.WithPredicates(isLabelled, shell.FluxObjectChanged())
 	b := ctrlruntime.NewControllerManagedBy(mgr).
 		Named("Tenant").
 		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelled).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelled).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelled).
+		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
 		WithOptions(opts)
 	// The management objects, metadata only (the cache holds no more): a
 	// deleted or changed one is put back at once, and a leftover of an
