@@ -112,8 +112,12 @@ func kstatusWait(t *testing.T, ctx context.Context, c client.Client) {
 		if c := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ReconcilingCondition); c != nil {
 			t.Errorf("a stalled provider is also Reconciling: %+v", c)
 		}
+		waitResourceInfo(t, ctx, "InfrastructureProvider", "default", "kstatusold", func(l map[string]string) bool {
+			return l != nil && l["ready"] == "False" && l["reason"] == v1alpha1.IncompatibleContractReason
+		})
 		deleteKustomization(t, ctx, c, ks)
 		waitGone(t, ctx, c, p, 2*time.Minute)
+		waitResourceInfo(t, ctx, "InfrastructureProvider", "default", "kstatusold", func(l map[string]string) bool { return l == nil })
 	})
 }
 

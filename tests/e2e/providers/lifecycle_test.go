@@ -115,6 +115,8 @@ func TestProviderLifecycle(t *testing.T) {
 		noManagerWrites(t, since, "a resync with nothing changed")
 	})
 
+	t.Run("the metrics say what the status says", func(t *testing.T) { installedMetrics(t, ctx, newVersion) })
+
 	t.Run("a reconcile request reaches Flux and is acknowledged once", func(t *testing.T) {
 		reconcileRequestReachesFlux(t, ctx, c, providers[0].obj)
 	})

@@ -13,7 +13,11 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 )
 
-var env *plane.Plane
+var (
+	env *plane.Plane
+	// manager is the Capwright manager the suite runs.
+	manager *plane.Capwright
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(framework.RunSuite(m, plane.Options{AuditLog: true}, func(ctx context.Context, p *plane.Plane) error {
@@ -22,7 +26,8 @@ func TestMain(m *testing.M) {
 		}
 		// Catalog providers (no spec.source) come from registry.k8s.io; the
 		// plane's registry stands in as its mirror, as at an air-gapped site.
-		_, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
+		var err error
+		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
 			"--resync-interval=30s",
 			"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 			"--insecure-registry=" + p.Registry.Host,
