@@ -17,10 +17,12 @@ import (
 // +kubebuilder:resource:scope=Cluster,shortName=tnt,categories=capwright
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`,priority=1
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.totalClusters`
-// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyClusters`
-// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failedClusters`,priority=1
-// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Clusters Ready",type=integer,JSONPath=`.status.readyClusters`
+// +kubebuilder:printcolumn:name="Clusters Failed",type=integer,JSONPath=`.status.failedClusters`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 56 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name: a Tenant's name must be a DNS label (lower-case letters, digits and -) of at most 56 characters, so that its default namespace tenant-<name> and the names of its Flux objects stay valid"
 type Tenant struct {
 	metav1.TypeMeta   `json:",inline"`
