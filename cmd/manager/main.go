@@ -5,16 +5,18 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
-	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	runtimeclient "github.com/fluxcd/pkg/runtime/client"
 	"github.com/fluxcd/pkg/runtime/events"
+	"github.com/fluxcd/pkg/runtime/logger"
+	"github.com/fluxcd/pkg/runtime/probes"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	flag "github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,8 +30,6 @@ import (
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -55,61 +55,30 @@ const controllerName = "capwright"
 // version is stamped at release time (-ldflags "-X main.version=v0.1.0").
 var version = "dev"
 
-type mirrorFlags []string
-
-func (m *mirrorFlags) String() string     { return fmt.Sprint(*m) }
-func (m *mirrorFlags) Set(s string) error { *m = append(*m, s); return nil }
-
 func main() {
-	var (
-		metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize string
-		storagePath, storageAddr, storageURL                    string
-		leaderElect, printVersion                               bool
-		concurrent                                              int
-		resync                                                  time.Duration
-		mirrors, insecure                                       mirrorFlags
-	)
-	flag.BoolVar(&printVersion, "version", false, "print the version and exit")
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
-	flag.StringVar(&eventsAddr, "events-addr", "", "notification-controller address to forward events to, as Flux controllers do (e.g. http://notification-controller.flux-system.svc.cluster.local./)")
-	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader, for running more than one replica")
-	flag.IntVar(&concurrent, "concurrent", 4, "providers of one kind reconciled at once")
-	flag.DurationVar(&resync, "resync-interval", 10*time.Minute, "how often an unchanged provider's artifact tag is re-resolved at most (spec.interval may be shorter)")
-	flag.StringVar(&maxSize, "max-artifact-size", "64Mi", "largest provider artifact read from a registry, compressed or unpacked")
-	flag.Var(&mirrors, "registry-mirror", "FROM=TO registry mirror rule for artifacts and container images (repeatable), e.g. registry.k8s.io=mirror.example.com/k8s")
-	flag.Var(&insecure, "insecure-registry", "HOST[:PORT] of a registry reached over plain HTTP, e.g. an internal mirror (repeatable); TLS verification is never switched off for HTTPS registries")
-	flag.StringVar(&mirrorFile, "registry-mirror-file", "", "file of FROM=TO rules, one per line (as `capwright mirror` writes it)")
-	flag.StringVar(&storagePath, "artifact-storage-path", "", "directory where the manager keeps the artifacts of providers' additional manifests for Flux to fetch; empty refuses spec.additionalManifests")
-	flag.StringVar(&storageAddr, "artifact-bind-address", ":9090", "address the artifact server listens on")
-	flag.StringVar(&storageURL, "artifact-advertise-url", "", "base URL kustomize-controller fetches artifacts from, e.g. http://capwright-artifacts.capwright-system.svc.cluster.local. (default: http:// and --artifact-bind-address, when that names a host)")
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	if printVersion {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capwright manager:", err)
+		os.Exit(2)
+	}
+	if o.printVersion {
 		fmt.Println(version)
 		return
 	}
-	ctrlruntime.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	logger.SetLogger(logger.NewLogger(o.log))
 	log := ctrlruntime.Log.WithName("setup")
 	log.Info("starting the Capwright manager", "version", version)
 
-	if err := run(runOptions{metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize, storagePath, storageAddr, storageURL, leaderElect, concurrent, resync, mirrors, insecure}); err != nil {
+	if err := run(o); err != nil {
 		log.Error(err, "manager stopped")
 		os.Exit(1)
 	}
 }
 
-type runOptions struct {
-	metricsAddr, probeAddr, eventsAddr, mirrorFile, maxSize string
-	storagePath, storageAddr, storageURL                    string
-	leaderElect                                             bool
-	concurrent                                              int
-	resync                                                  time.Duration
-	mirrors, insecure                                       []string
-}
-
-func run(o runOptions) error {
+func run(o *options) error {
 	rules, err := mirrorRules(o.mirrors, o.mirrorFile)
 	if err != nil {
 		return err
@@ -124,26 +93,27 @@ func run(o runOptions) error {
 			return err
 		}
 	}
-	cfg, err := ctrlruntime.GetConfig()
-	if err != nil {
-		return err
-	}
+	cfg := runtimeclient.GetConfigOrDie(o.client)
 	if err := requireFluxAPIs(cfg); err != nil {
 		return err
 	}
 	mgr, err := ctrlruntime.NewManager(cfg, ctrlruntime.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress: o.probeAddr,
-		LeaderElection:         o.leaderElect,
+		HealthProbeBindAddress: o.healthAddr,
+		LeaderElection:         o.leaderElection.Enable,
+		LeaseDuration:          &o.leaderElection.LeaseDuration,
+		RenewDeadline:          &o.leaderElection.RenewDeadline,
+		RetryPeriod:            &o.leaderElection.RetryPeriod,
 		LeaderElectionID:       "capwright-leader-election",
 		// The Deployment sets RUNTIME_NAMESPACE from the pod's namespace,
 		// as Flux's controllers have it; empty means the in-cluster
 		// service account's namespace.
 		LeaderElectionNamespace: os.Getenv("RUNTIME_NAMESPACE"),
 		// A replaced pod hands the lease over at once instead of making its
-		// successor wait out the lease, as Flux's controllers do.
-		LeaderElectionReleaseOnCancel: true,
+		// successor wait out the lease, as Flux's controllers do
+		// (--leader-election-release-on-cancel, true by default).
+		LeaderElectionReleaseOnCancel: o.leaderElection.ReleaseOnCancel,
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read when needed, not cached cluster-wide.
 			DisableFor: []client.Object{&corev1.Secret{}},
@@ -191,12 +161,7 @@ func run(o runOptions) error {
 	if err := setupTenants(mgr, cfg, recorder, recorderMetrics, o); err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
+	probes.SetupChecks(mgr, ctrlruntime.Log.WithName("setup"))
 	return mgr.Start(ctrlruntime.SetupSignalHandler())
 }
 
@@ -228,7 +193,7 @@ func eventRecorder(mgr ctrlruntime.Manager, eventsAddr string) (kuberecorder.Eve
 // artifactStorage sets up the storage and HTTP server of the artifacts
 // Flux fetches for providers' additional manifests; nil without
 // --artifact-storage-path.
-func artifactStorage(mgr ctrlruntime.Manager, o runOptions) (*fluxartifact.Storage, error) {
+func artifactStorage(mgr ctrlruntime.Manager, o *options) (*fluxartifact.Storage, error) {
 	if o.storagePath == "" {
 		return nil, nil
 	}
@@ -275,7 +240,7 @@ func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
 // manager. Without it the manager still runs its provider controllers
 // (which install Cluster API in the first place), and every Tenant says
 // on its own status that no cluster can be selected yet.
-func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, o runOptions) error {
+func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, o *options) error {
 	log := ctrlruntime.Log.WithName("setup")
 	watch, err := served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
 	if err != nil {

@@ -126,7 +126,7 @@ func TestCapwrightHelmChartNamesFromTheRelease(t *testing.T) {
 	}
 	for _, arg := range []string{
 		"--concurrent=8",
-		"--zap-log-level=debug",
+		"--log-level=debug",
 		"--artifact-advertise-url=http://" + svc + "." + ns + ".svc.cluster.local.",
 	} {
 		if !slices.Contains(manager.Args, arg) {

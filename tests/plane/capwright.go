@@ -133,8 +133,8 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 		Name:   "capwright-manager",
 		Binary: opts.Binary,
 		Args: append([]string{
-			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
-			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probePort),
+			"--metrics-addr=127.0.0.1:" + strconv.Itoa(metricsPort),
+			"--health-addr=127.0.0.1:" + strconv.Itoa(probePort),
 			// Artifacts of additional manifests, fetched by the plane's
 			// kustomize-controller over loopback.
 			"--artifact-storage-path=" + filepath.Join(p.RunDir, "capwright-artifacts"),

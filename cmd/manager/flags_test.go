@@ -1,0 +1,56 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFlags(t *testing.T) {
+	o, err := parseFlags([]string{
+		"--log-level=debug", "--log-encoding=console",
+		"--kube-api-qps=20", "--kube-api-burst=40",
+		"--enable-leader-election", "--leader-election-lease-duration=20s",
+		"--metrics-addr=127.0.0.1:8080", "--health-addr=:9441", "--events-addr=http://nc/",
+		"--registry-mirror=registry.k8s.io=mirror.example.com/k8s", "--registry-mirror=ghcr.io=mirror.example.com/ghcr",
+		"--insecure-registry=mirror.example.com:5000", "--concurrent=8", "--resync-interval=1m",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.log.LogLevel != "debug" || o.log.LogEncoding != "console" {
+		t.Errorf("log options %+v", o.log)
+	}
+	if o.client.QPS != 20 || o.client.Burst != 40 {
+		t.Errorf("client options %+v", o.client)
+	}
+	if !o.leaderElection.Enable || o.leaderElection.LeaseDuration != 20*time.Second || !o.leaderElection.ReleaseOnCancel {
+		t.Errorf("leader election %+v: want enabled, 20s lease, released on cancel by default", o.leaderElection)
+	}
+	if o.metricsAddr != "127.0.0.1:8080" || o.healthAddr != ":9441" || o.eventsAddr != "http://nc/" || o.concurrent != 8 || o.resync != time.Minute {
+		t.Errorf("options %+v", o)
+	}
+	if len(o.mirrors) != 2 || len(o.insecure) != 1 {
+		t.Errorf("mirrors %q, insecure %q", o.mirrors, o.insecure)
+	}
+
+	defaults, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if defaults.healthAddr != ":9440" || defaults.metricsAddr != ":8080" || defaults.log.LogLevel != "info" || defaults.leaderElection.Enable {
+		t.Errorf("defaults %+v", defaults)
+	}
+}
+
+func TestParseFlagsRefuses(t *testing.T) {
+	for _, args := range [][]string{
+		{"--feature-gates=NoSuchGate=true"},
+		{"--leader-elect"}, // controller-runtime's name; Flux's is --enable-leader-election
+		{"stray"},
+	} {
+		if _, err := parseFlags(args); err == nil || !strings.Contains(err.Error(), strings.TrimLeft(strings.SplitN(args[0], "=", 2)[0], "-")) {
+			t.Errorf("parseFlags(%q) = %v, want an error naming it", args, err)
+		}
+	}
+}
