@@ -339,6 +339,13 @@ type ProviderStatus struct {
 	// +optional
 	Artifact *ResolvedArtifact `json:"artifact,omitempty"`
 
+	// LastAttemptedRevision is the revision (tag@sha256:digest) preflight
+	// last resolved spec.version to, whether or not it passed; events
+	// about a refusal carry it, as Flux's events carry the revision they
+	// attempted.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
 	// FluxObjects are the Flux objects generated for the provider and their
 	// readiness.
 	// +optional

@@ -93,6 +93,7 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 	if perr != nil {
 		return nil, r.refuse(obj, perr)
 	}
+	obj.GetStatus().LastAttemptedRevision = res.Revision
 	setTrue(obj, v1alpha1.ArtifactResolvedCondition, v1alpha1.ResolvedReason,
 		fmt.Sprintf("%s:%s resolved to %s and follows the provider-artifact layout", strings.TrimPrefix(res.URL, "oci://"), res.Tag, res.Digest))
 

@@ -55,14 +55,18 @@ func (s providerSteps) Events(before, after v1alpha1.Provider) []events.Event {
 	return []events.Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.InstalledReason, Message: msg}}
 }
 
-// EventMetadata is the checked revision, as Flux's events carry it, so
-// notification-controller forwards it.
+// EventMetadata is the revision the event is about, as Flux's events
+// carry it, so notification-controller forwards it: the one preflight
+// last resolved (refused or not), else the one installed.
 func (s providerSteps) EventMetadata(obj v1alpha1.Provider) map[string]string {
-	a := obj.GetStatus().Artifact
-	if a == nil {
+	revision := obj.GetStatus().LastAttemptedRevision
+	if a := obj.GetStatus().Artifact; revision == "" && a != nil {
+		revision = a.Revision
+	}
+	if revision == "" {
 		return nil
 	}
-	return map[string]string{v1alpha1.GroupVersion.Group + "/" + eventv1.MetaRevisionKey: a.Revision}
+	return map[string]string{v1alpha1.GroupVersion.Group + "/" + eventv1.MetaRevisionKey: revision}
 }
 
 // progressReasons are the reasons of normal work: a condition False for
