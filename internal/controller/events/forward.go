@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/go-logr/logr"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	kuberecorder "k8s.io/client-go/tools/record"
 )
@@ -61,7 +62,7 @@ func (f *Forwarder) Eventf(object runtime.Object, eventtype, reason, messageFmt 
 
 func (f *Forwarder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
 	f.Kube.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
-	if f.Notify == nil {
+	if f.Notify == nil || !namespaced(object) {
 		return
 	}
 	// The object may change after this call returns: forward a copy.
@@ -71,6 +72,16 @@ func (f *Forwarder) AnnotatedEventf(object runtime.Object, annotations map[strin
 	default:
 		f.Log.Info("notification-controller is behind: event not forwarded", "reason", reason, "queued", cap(f.queue))
 	}
+}
+
+// namespaced tells whether object lives in a namespace. notification-controller
+// handles only namespaced objects (an Alert's event sources are in its
+// own or a named namespace) and Flux's recorder refuses the others with an
+// error log, so a cluster-scoped object's events (a Tenant's) stay
+// Kubernetes events.
+func namespaced(object runtime.Object) bool {
+	m, err := apimeta.Accessor(object)
+	return err == nil && m.GetNamespace() != ""
 }
 
 // Discard is a Kubernetes event recorder that records nothing: the

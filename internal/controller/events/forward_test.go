@@ -108,3 +108,18 @@ func TestForwarderWithoutNotificationController(t *testing.T) {
 		t.Errorf("%d events queued with nothing to forward to", len(f.queue))
 	}
 }
+
+// A cluster-scoped object's events (a Tenant's) are Kubernetes events only:
+// notification-controller cannot route them to an Alert.
+func TestForwarderKeepsClusterScopedEventsLocal(t *testing.T) {
+	kube := record.NewFakeRecorder(1)
+	notify := record.NewFakeRecorder(1)
+	f := NewForwarder(kube, notify, logr.Discard(), 1)
+	f.Event(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme"}}, corev1.EventTypeNormal, "Ready", "ok")
+	if got := <-kube.Events; got != "Normal Ready ok" {
+		t.Errorf("Kubernetes event %q", got)
+	}
+	if len(f.queue) != 0 {
+		t.Errorf("%d events of a cluster-scoped object queued for notification-controller", len(f.queue))
+	}
+}
