@@ -11,6 +11,7 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/kustomize"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -367,8 +368,11 @@ func (r *Reconciler) checkVariables(ctx context.Context, obj v1alpha1.Provider, 
 		}
 		var secret corev1.Secret
 		if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
-			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ConfigSecretMissingReason, Retry: 30 * time.Second,
-				Message: fmt.Sprintf("spec.configSecret: cannot read Secret %s/%s: %v", ns, ref.Name, ctrl.IgnoreNotFound(err))}
+			msg := fmt.Sprintf("spec.configSecret: cannot read Secret %s/%s: %v", ns, ref.Name, err)
+			if apierrors.IsNotFound(err) {
+				msg = fmt.Sprintf("spec.configSecret: Secret %s/%s does not exist; create it with the variables as data keys, or drop spec.configSecret", ns, ref.Name)
+			}
+			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ConfigSecretMissingReason, Retry: 30 * time.Second, Message: msg}
 		}
 		for k := range secret.Data {
 			provided[k] = true
