@@ -185,3 +185,16 @@ func objectKey(obj *unstructured.Unstructured) string {
 	}
 	return obj.GetNamespace() + "/" + obj.GetName()
 }
+
+// ApplyCRDs applies objs and waits until the CRDs among them are
+// Established, so objects of their kinds can be created right away.
+func (p *Plane) ApplyCRDs(ctx context.Context, objs []*unstructured.Unstructured) error {
+	applier, err := NewApplier(p.Config)
+	if err != nil {
+		return err
+	}
+	if err := applier.Apply(ctx, objs...); err != nil {
+		return err
+	}
+	return waitCRDsEstablished(ctx, p.Config, objs)
+}

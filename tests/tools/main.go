@@ -107,12 +107,16 @@ func components() []component {
 				"github.com/fluxcd/source-controller",
 				"github.com/fluxcd/kustomize-controller",
 				"github.com/fluxcd/helm-controller",
+				"github.com/fluxcd/notification-controller",
 			},
-			Outputs: []string{"source-controller", "kustomize-controller", "helm-controller"},
+			Outputs: []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"},
 			Assets: []asset{
 				{Module: "github.com/fluxcd/source-controller", Glob: "config/crd/bases/*.yaml", Dest: "assets/crds/flux"},
 				{Module: "github.com/fluxcd/kustomize-controller", Glob: "config/crd/bases/*.yaml", Dest: "assets/crds/flux"},
 				{Module: "github.com/fluxcd/helm-controller", Glob: "config/crd/bases/*.yaml", Dest: "assets/crds/flux"},
+				// Not installed by the plane: the alerts suite applies them
+				// as a user would, with Capwright's Alert patch.
+				{Module: "github.com/fluxcd/notification-controller", Glob: "config/crd/bases/*.yaml", Dest: "assets/crds/notification"},
 			},
 		},
 		{
