@@ -23,6 +23,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	notificationv1beta3 "github.com/fluxcd/notification-controller/api/v1beta3"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -143,7 +144,15 @@ func TestExamplesDecodeStrictly(t *testing.T) {
 			t.Errorf("%s holds no object", file)
 		}
 		for i, doc := range docs {
-			// Every example is of a kind the decoder knows.
+			// Every example is of a kind the decoder knows, or a
+			// kustomize kustomization.yaml (checked against kustomize's
+			// own type).
+			if kustomizationFile(doc) {
+				if err := decodeStrictly(decoder, doc); err != nil {
+					t.Errorf("%s, document %d: %v", file, i+1, err)
+				}
+				continue
+			}
 			if _, _, err := decoder.Decode(doc, nil, nil); err != nil {
 				t.Errorf("%s, document %d: %v", file, i+1, err)
 			}
@@ -155,7 +164,7 @@ func TestExamplesDecodeStrictly(t *testing.T) {
 // guides link exists.
 func TestInstallGuideNamesExistingExamples(t *testing.T) {
 	link := regexp.MustCompile(`examples/[A-Za-z0-9_./-]+\.yaml`)
-	for _, guide := range []string{"docs/install.md", "docs/airgap.md", "README.md"} {
+	for _, guide := range []string{"docs/install.md", "docs/airgap.md", "docs/alerts.md", "README.md"} {
 		data, err := os.ReadFile(filepath.Join(repoRoot, guide))
 		if err != nil {
 			t.Fatal(err)
@@ -238,13 +247,22 @@ func strictDecoder(t *testing.T) runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme,
-		providersv1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme,
+		providersv1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme, notificationv1beta3.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+}
+
+// kustomizationFile tells whether doc is a kustomize kustomization.yaml.
+func kustomizationFile(doc []byte) bool {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	return sigsyaml.Unmarshal(doc, &head) == nil && head.APIVersion == kustypes.KustomizationVersion && head.Kind == kustypes.KustomizationKind
 }
 
 // decodeStrictly decodes doc into its Go type, refusing unknown fields; a
