@@ -131,6 +131,7 @@ func TestProviderLifecycle(t *testing.T) {
 
 	refusals(t, ctx, c)
 	t.Run("kstatus", func(t *testing.T) { kstatusWait(t, ctx, c) })
+	t.Run("events reach an Alert through notification-controller", func(t *testing.T) { alertsReceiveEvents(t, ctx, c) })
 	t.Run("additional manifests", func(t *testing.T) { additionalManifests(t, ctx, c) })
 	t.Run("spec.dependsOn holds the install until the dependency is Ready", func(t *testing.T) { waitsForDependsOn(t, ctx, c) })
 	charts(t, ctx, c)

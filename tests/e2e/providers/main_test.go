@@ -17,6 +17,9 @@ var (
 	env *plane.Plane
 	// manager is the Capwright manager the suite runs.
 	manager *plane.Capwright
+	// notification is Flux's notification-controller the manager forwards
+	// its events to.
+	notification *plane.NotificationController
 )
 
 func TestMain(m *testing.M) {
@@ -27,8 +30,12 @@ func TestMain(m *testing.M) {
 		// Catalog providers (no spec.source) come from registry.k8s.io; the
 		// plane's registry stands in as its mirror, as at an air-gapped site.
 		var err error
+		if notification, err = framework.StartNotification(ctx, p); err != nil {
+			return err
+		}
 		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
 			"--resync-interval=30s",
+			"--events-addr=" + notification.EventsURL,
 			"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 			"--insecure-registry=" + p.Registry.Host,
 		}})
