@@ -156,7 +156,9 @@ func TestInstalledKindsAreClusterAPIKinds(t *testing.T) {
 			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: group, Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, Plural: plural},
 				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1beta1"}, {Name: "v1", Storage: true}}}}
 	}
-	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "capz-system", Name: "infrastructure-azure"},
+	controller := true
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "capz-system", Name: "infrastructure-azure",
+		OwnerReferences: []metav1.OwnerReference{{UID: "azure-uid", Controller: &controller, Name: "azure", Kind: "InfrastructureProvider", APIVersion: "providers.capwright.io/v1alpha1"}}},
 		Status: kustomizev1.KustomizationStatus{Inventory: &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{
 			{ID: "_azureclusters.infrastructure.cluster.x-k8s.io_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"},
 			{ID: "_resourcegroups.resources.azure.com_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"},
@@ -165,7 +167,7 @@ func TestInstalledKindsAreClusterAPIKinds(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ks,
 		crd("infrastructure.cluster.x-k8s.io", "azureclusters", "AzureCluster"), crd("resources.azure.com", "resourcegroups", "ResourceGroup")).Build()
 	r := &Reconciler{Client: c, Reader: c, Kind: Kinds()[3]}
-	p := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capz-system", Name: "azure"}}
+	p := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capz-system", Name: "azure", UID: "azure-uid"}}
 	kinds, err := r.installedKinds(ctx, p)
 	if err != nil {
 		t.Fatal(err)

@@ -70,12 +70,17 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, obj v1alpha1.Provider)
 	return shell.Outcome{Done: true}, nil
 }
 
-// hasFluxObjects tells whether any Flux object of the provider exists.
+// hasFluxObjects tells whether any Flux object of the provider exists:
+// one with its name under its controller reference (an object of the same
+// name that is not the provider's installed nothing for it).
 func (r *Reconciler) hasFluxObjects(ctx context.Context, obj v1alpha1.Provider) (bool, error) {
 	for _, o := range append(componentObjects(obj), additionalObjects(obj)...) {
 		err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o)
 		if err == nil {
-			return true, nil
+			if render.ControlledBy(o, obj.GetUID()) {
+				return true, nil
+			}
+			continue
 		}
 		if !apierrors.IsNotFound(err) && !isNoMatch(err) {
 			return false, err
@@ -144,14 +149,15 @@ var clusterAPIGroups = map[string]bool{
 }
 
 // installedKinds lists the Cluster API kinds of the CRDs Flux applied for
-// the provider, from the Kustomization's inventory (entries
-// <ns>_<name>_<group>_<kind>).
+// the provider, from the inventory of its Kustomization (entries
+// <ns>_<name>_<group>_<kind>); a Kustomization of the same name that is
+// not the provider's applied nothing for it.
 func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) ([]schema.GroupVersionKind, error) {
 	var ks kustomizev1.Kustomization
 	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, &ks); err != nil {
 		return nil, ctrl.IgnoreNotFound(err)
 	}
-	if ks.Status.Inventory == nil {
+	if ks.Status.Inventory == nil || !render.ControlledBy(&ks, obj.GetUID()) {
 		return nil, nil
 	}
 	var kinds []schema.GroupVersionKind
