@@ -131,7 +131,7 @@ func TestPackChartIsWhatHelmPushWrites(t *testing.T) {
 			t.Errorf("entry %s is not under capwright/", name)
 		}
 	}
-	for _, name := range []string{"capwright/Chart.yaml", "capwright/values.yaml", "capwright/templates/manager.yaml"} {
+	for _, name := range []string{"capwright/Chart.yaml", "capwright/values.yaml", "capwright/templates/manager.yaml", "capwright/templates/metrics.yaml"} {
 		if _, ok := entries[name]; !ok {
 			t.Errorf("no %s in the chart", name)
 		}

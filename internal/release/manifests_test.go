@@ -51,8 +51,16 @@ func TestBuildManifestsPinsTheImageAndKeepsTheCRDs(t *testing.T) {
 	}
 	objs := decodeObjects(t, out)
 	var crds, deployments int
+	services := map[string]bool{}
 	for _, u := range objs {
+		if u.GetKind() == "Service" {
+			services[u.GetName()] = true
+		}
 		switch u.GetKind() {
+		case "ServiceMonitor":
+			// manifests/prometheus is opt-in: a cluster without the
+			// Prometheus Operator could not apply the artifact.
+			t.Errorf("the kustomize install holds ServiceMonitor %s", u.GetName())
 		case "CustomResourceDefinition":
 			crds++
 			if got := u.GetAnnotations()["kustomize.toolkit.fluxcd.io/prune"]; got != "disabled" {
@@ -70,6 +78,9 @@ func TestBuildManifestsPinsTheImageAndKeepsTheCRDs(t *testing.T) {
 				t.Errorf("%s %s must stay prunable", u.GetKind(), u.GetName())
 			}
 		}
+	}
+	if !services["capwright-artifacts"] || !services["capwright-metrics"] {
+		t.Errorf("Services %v, want capwright-artifacts and capwright-metrics", services)
 	}
 	if crds < 9 || deployments != 1 {
 		t.Errorf("%d CRDs (want the 8 Capwright ones and clusterctl's) and %d Deployments", crds, deployments)

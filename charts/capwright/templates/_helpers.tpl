@@ -37,6 +37,23 @@ artifacts of providers' additional manifests from.
 {{- printf "%s-artifacts" (include "capwright.fullname" . | trunc 53 | trimSuffix "-") }}
 {{- end }}
 
+{{/*
+The Service Prometheus scrapes the manager's metrics through.
+*/}}
+{{- define "capwright.metricsName" -}}
+{{- printf "%s-metrics" (include "capwright.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+The labels the ServiceMonitor selects the metrics Service by: the
+manager's selector labels and capwright.io/metrics, which the artifact
+Service lacks.
+*/}}
+{{- define "capwright.metricsSelectorLabels" -}}
+{{ include "capwright.selectorLabels" . }}
+capwright.io/metrics: "true"
+{{- end }}
+
 {{- define "capwright.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
