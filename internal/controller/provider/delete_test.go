@@ -214,22 +214,31 @@ func TestFinalizeDeletesItsFluxObjectsThenLetsGo(t *testing.T) {
 // TestFinalizeNeverTouchesObjectsItDoesNotOwn: Flux objects with the
 // provider's names that are not under its controller reference (written
 // by hand, or by another owner) are never deleted, and what they
-// installed does not hold the provider's deletion up.
+// installed does not hold the provider's deletion up: a provider whose
+// only objects are not its own installed nothing and lets go at once; one
+// with its own objects too deletes only those.
 func TestFinalizeNeverTouchesObjectsItDoesNotOwn(t *testing.T) {
 	docker := deleting(dockerProvider("oci://registry.invalid/capwright/manifests/infrastructure-docker", "v1.14.2"))
+	core := deleting(coreProvider("oci://registry.invalid/capwright/manifests/core-cluster-api", "v1.14.2"))
+	other := dockerProvider("oci://registry.invalid/capwright/manifests/infrastructure-docker", "v1.14.2")
 	tests := []struct {
-		name string
-		objs func() []ctrl.Object
+		name     string
+		provider v1alpha1.Provider
+		objs     func() []ctrl.Object
+		// deleted are the deletes wanted, each by UID.
+		deleted []string
 	}{
 		{
-			name: "no controller reference",
+			name:     "no controller reference",
+			provider: docker,
 			objs: func() []ctrl.Object {
 				repo, ks := fluxObjectsOf(docker, dockerClusterCRD)
 				return []ctrl.Object{repo, ks}
 			},
 		},
 		{
-			name: "another owner's controller reference",
+			name:     "another owner's controller reference",
+			provider: docker,
 			objs: func() []ctrl.Object {
 				repo, ks := fluxObjectsOf(docker, dockerClusterCRD)
 				return []ctrl.Object{controlledBy(repo, "InfrastructureProvider", "docker", "uid-another-docker"),
@@ -237,7 +246,8 @@ func TestFinalizeNeverTouchesObjectsItDoesNotOwn(t *testing.T) {
 			},
 		},
 		{
-			name: "a plain owner reference to the provider, not a controller one",
+			name:     "a plain owner reference to the provider, not a controller one",
+			provider: docker,
 			objs: func() []ctrl.Object {
 				repo, ks := fluxObjectsOf(docker, dockerClusterCRD)
 				for _, o := range []ctrl.Object{repo, ks} {
@@ -246,24 +256,57 @@ func TestFinalizeNeverTouchesObjectsItDoesNotOwn(t *testing.T) {
 				return []ctrl.Object{repo, ks}
 			},
 		},
+		{
+			name:     "the core provider's name taken while other providers exist",
+			provider: core,
+			objs: func() []ctrl.Object {
+				repo, ks := fluxObjectsOf(core)
+				return []ctrl.Object{repo, ks, other}
+			},
+		},
+		{
+			name:     "its own OCIRepository, another's Kustomization and additional manifests",
+			provider: docker,
+			objs: func() []ctrl.Object {
+				repo, ks := fluxObjectsOf(docker, dockerClusterCRD)
+				extra := ks.DeepCopy()
+				extra.Name, extra.UID = additionalKey(docker).Name, "uid-ks-extra"
+				return []ctrl.Object{controlledBy(repo, "InfrastructureProvider", "docker", docker.UID), ks, extra}
+			},
+			deleted: []string{"delete OCIRepository capd-system/infrastructure-docker (uid uid-repo-docker)"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs := append(tt.objs(), dockerClusterCRDObject(), dockerCluster("default", "workload-1"), docker)
-			env := newFakeEnv(t, kindFor(docker), objs...)
+			objs := append(tt.objs(), dockerClusterCRDObject(), dockerCluster("default", "workload-1"), tt.provider.(ctrl.Object))
+			env := newFakeEnv(t, kindFor(tt.provider), objs...)
 			existing := env.fluxObjects()
 
-			if _, err := env.reconcile(docker); err != nil {
-				t.Fatalf("reconcile: %v", err)
+			for range 3 {
+				if _, err := env.reconcile(tt.provider); err != nil {
+					t.Fatalf("reconcile: %v", err)
+				}
+				if got := env.get(tt.provider); got == nil {
+					break
+				} else if c := condition(got, v1alpha1.DeletingCondition); c == nil || c.Reason != v1alpha1.DeletingReason {
+					t.Fatalf("the provider waits: Deleting = %+v", c)
+				}
 			}
-			if w := env.fluxWrites(); len(w) > 0 {
-				t.Errorf("the provider wrote to objects it does not own: %v", w)
+			if got := env.get(tt.provider); got != nil {
+				t.Fatalf("the provider kept its finalizer: Deleting = %+v", condition(got, v1alpha1.DeletingCondition))
 			}
-			if objs := env.fluxObjects(); !slices.Equal(objs, existing) {
-				t.Errorf("Flux objects %v, want %v untouched", objs, existing)
+			var writes []string
+			for _, w := range env.fluxWrites() {
+				writes = append(writes, w.String())
 			}
-			if got := env.get(docker); got != nil {
-				t.Errorf("the provider, which installed nothing, kept its finalizer: Deleting = %+v", condition(got, v1alpha1.DeletingCondition))
+			if !slices.Equal(writes, tt.deleted) {
+				t.Errorf("writes %q, want %q", writes, tt.deleted)
+			}
+			want := slices.DeleteFunc(existing, func(o string) bool {
+				return slices.ContainsFunc(tt.deleted, func(d string) bool { return strings.HasPrefix(d, "delete "+o+" ") })
+			})
+			if objs := env.fluxObjects(); !slices.Equal(objs, want) {
+				t.Errorf("Flux objects %v, want %v untouched", objs, want)
 			}
 		})
 	}
