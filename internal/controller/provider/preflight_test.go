@@ -302,7 +302,7 @@ func TestPreflightPassesAndPinsTheCheckedDigest(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, reg *registrytest.Registry) (v1alpha1.Provider, pushed, []ctrl.Object)
-		// dependsOnCore: the Kustomization depends on the core's.
+		// contract is what status.contract records.
 		contract string
 	}{
 		{
