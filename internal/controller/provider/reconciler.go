@@ -75,6 +75,10 @@ type Reconciler struct {
 	// Metrics records reconcile durations and each provider's state; nil
 	// records nothing.
 	Metrics *metrics.Recorder
+
+	// written keeps the shell from acting on a read older than its own
+	// last write.
+	written shell.Written
 }
 
 // Reconcile runs the reconcile shell with the provider's steps.
@@ -88,6 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Steps:      providerSteps{r},
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,
+		Written:    &r.written,
 	}).Reconcile(ctx, req)
 }
 

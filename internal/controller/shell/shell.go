@@ -122,9 +122,18 @@ type Reconciler[T Object] struct {
 	// Metrics records reconcile durations and object states; nil records
 	// none.
 	Metrics *metrics.Recorder
+	// Written remembers the shell's writes across reconciles, so a read
+	// from a cache that has not seen them yet is not acted on; the kind's
+	// reconciler owns it. nil acts on every read.
+	Written *Written
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
+
+// staleRetry is how soon a reconcile that read an object older than the
+// shell's own last write looks again; the cache usually catches up within
+// milliseconds.
+const staleRetry = time.Second
 
 func (s *Reconciler[T]) now() time.Time {
 	if s.Now != nil {
@@ -144,6 +153,9 @@ func (s *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if s.Written.isStale(obj.GetUID(), obj.GetResourceVersion()) {
+		return reconcile.Result{RequeueAfter: staleRetry}, nil
+	}
 	defer func() { s.Metrics.ReconcileDone(s.Kind, req.Namespace, req.Name, s.now().Sub(start)) }()
 
 	if obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, s.Finalizer) {
@@ -152,9 +164,11 @@ func (s *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		// same moment is not lost (a conflict retries).
 		patch := client.MergeFromWithOptions(obj.DeepCopyObject().(T), client.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(obj, s.Finalizer)
+		read := obj.GetResourceVersion()
 		if err := s.Client.Patch(ctx, obj, patch); err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding finalizer %s to %s %s/%s: %w", s.Finalizer, s.Kind, obj.GetNamespace(), obj.GetName(), err)
 		}
+		s.Written.wrote(obj.GetUID(), read, obj.GetResourceVersion())
 	}
 	before := obj.DeepCopyObject().(T)
 	s.Steps.Init(obj)
@@ -203,6 +217,7 @@ func (s *Reconciler[T]) removeFinalizer(ctx context.Context, obj T) error {
 		return fmt.Errorf("removing finalizer %s from %s %s/%s: %w", s.Finalizer, s.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	s.Metrics.Forget(s.Kind, obj.GetNamespace(), obj.GetName())
+	s.Written.forget(obj.GetUID())
 	return nil
 }
 
@@ -226,10 +241,16 @@ func (s *Reconciler[T]) writeStatus(ctx context.Context, before, obj T) error {
 	if s.FieldOwner != "" {
 		opts = append(opts, client.FieldOwner(s.FieldOwner))
 	}
+	read := obj.GetResourceVersion()
 	if len(before.GetConditions()) == 0 {
-		return s.Client.Status().Update(ctx, obj)
+		err = s.Client.Status().Update(ctx, obj)
+	} else {
+		err = s.Client.Status().Patch(ctx, obj, client.MergeFrom(before), opts...)
 	}
-	return s.Client.Status().Patch(ctx, obj, client.MergeFrom(before), opts...)
+	if err == nil {
+		s.Written.wrote(obj.GetUID(), read, obj.GetResourceVersion())
+	}
+	return err
 }
 
 // record emits an event for every condition that changed status or

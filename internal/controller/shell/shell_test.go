@@ -252,3 +252,85 @@ func TestFinalizeDoneRemovesTheFinalizerOnly(t *testing.T) {
 		t.Errorf("finalizers %v, want only the other controller's", got.Finalizers)
 	}
 }
+
+// A reconcile that reads the object as it was before the shell's own last
+// write (a cache that has not caught up) does nothing and looks again
+// shortly: the reconcile request is handled, and written, once.
+func TestAReadOlderThanTheShellsWriteIsNotActedOn(t *testing.T) {
+	ctx := context.Background()
+	steps := &fakeSteps{ready: metav1.ConditionTrue}
+	obj := tenant()
+	obj.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
+	s, c, w, _ := newShell(t, steps, obj)
+	var first, stale *tenancyv1alpha1.Tenant
+	s.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if stale != nil {
+				stale.DeepCopyInto(o.(*tenancyv1alpha1.Tenant))
+				return nil
+			}
+			err := c.Get(ctx, key, o, opts...)
+			if first == nil {
+				first = o.DeepCopyObject().(*tenancyv1alpha1.Tenant)
+			}
+			return err
+		},
+	})
+	s.Written = &Written{}
+
+	if _, err := s.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	// The cache still has the object as the first reconcile read it,
+	// before its finalizer and status writes.
+	stale = first
+	before := *w
+	res, err := s.Reconcile(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *w != before || len(steps.requests) != 1 {
+		t.Errorf("a stale read was acted on: writes %+v → %+v, steps ran %d times", before, *w, len(steps.requests))
+	}
+	if res.RequeueAfter != staleRetry {
+		t.Errorf("a stale read looks again after %s, want %s", res.RequeueAfter, staleRetry)
+	}
+
+	// Once the cache has the write, the request is seen as handled.
+	stale = nil
+	if _, err := s.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if *w != before {
+		t.Errorf("a fresh read after the write wrote again: %+v → %+v", before, *w)
+	}
+	if got := steps.requests; len(got) != 2 || got[1] != "" {
+		t.Errorf("requests passed to the steps: %q, want the request once", got)
+	}
+	if _, ok := s.Written.stale[obj.UID]; ok {
+		t.Error("the record of the write outlived the cache catching up")
+	}
+}
+
+// The record of writes keeps only versions older than a write that
+// changed something.
+func TestWrittenRecordsOnlyChangingWrites(t *testing.T) {
+	var w Written
+	w.wrote("a", "1", "1")
+	if w.isStale("a", "1") {
+		t.Error("a write that changed nothing made its version stale")
+	}
+	w.wrote("a", "1", "2")
+	w.wrote("a", "2", "3")
+	if !w.isStale("a", "1") || !w.isStale("a", "2") {
+		t.Error("versions before the writes are not stale")
+	}
+	if w.isStale("a", "3") || w.isStale("a", "1") {
+		t.Error("a read of the written version did not clear the record")
+	}
+	var none *Written
+	none.wrote("a", "1", "2")
+	if none.isStale("a", "1") {
+		t.Error("a nil record found a stale read")
+	}
+}

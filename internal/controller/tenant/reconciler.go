@@ -50,6 +50,10 @@ type Reconciler struct {
 	// Metrics records reconcile durations, each tenant's state and its
 	// clusters per phase; nil records nothing.
 	Metrics *metrics.Recorder
+
+	// written keeps the shell from acting on a read older than its own
+	// last write.
+	written shell.Written
 }
 
 // Reconcile runs the reconcile shell with the tenant's steps.
@@ -63,6 +67,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Steps:      steps{r},
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,
+		Written:    &r.written,
 	}).Reconcile(ctx, req)
 }
 
