@@ -1,7 +1,6 @@
 package docs
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,10 +22,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -43,6 +40,7 @@ import (
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/controller/provider"
 	"github.com/capwright/capwright/internal/metrics"
+	"github.com/capwright/capwright/tests/e2e/framework"
 )
 
 // The monitoring the guides ship — docs/monitoring.md's queries, the
@@ -836,48 +834,20 @@ func selectedValues(values []string, matchers []promMatcher, label string) []str
 	return out
 }
 
-type serviceMonitor struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string            `json:"name"`
-		Namespace string            `json:"namespace"`
-		Labels    map[string]string `json:"labels,omitempty"`
-	} `json:"metadata"`
-	Spec struct {
-		NamespaceSelector *struct {
-			Any        bool     `json:"any,omitempty"`
-			MatchNames []string `json:"matchNames,omitempty"`
-		} `json:"namespaceSelector,omitempty"`
-		Selector struct {
-			MatchLabels map[string]string `json:"matchLabels"`
-		} `json:"selector"`
-		Endpoints []struct {
-			Port              string           `json:"port"`
-			Path              string           `json:"path"`
-			Interval          string           `json:"interval,omitempty"`
-			ScrapeTimeout     string           `json:"scrapeTimeout,omitempty"`
-			HonorLabels       bool             `json:"honorLabels"`
-			Relabelings       []map[string]any `json:"relabelings,omitempty"`
-			MetricRelabelings []map[string]any `json:"metricRelabelings,omitempty"`
-		} `json:"endpoints"`
-	} `json:"spec"`
-}
-
 // TestKustomizeServiceMonitor: manifests/prometheus scrapes the metrics
 // Service of manifests/default, alone or in an overlay with it, and the
 // guide shows the same ServiceMonitor.
 func TestKustomizeServiceMonitor(t *testing.T) {
 	install := kustomizeBuild(t, filepath.Join(repoRoot, "manifests", "default"))
-	if len(ofKind(install, "ServiceMonitor")) != 0 {
+	if len(framework.OfKind(install, "ServiceMonitor")) != 0 {
 		t.Error("manifests/default holds a ServiceMonitor: it is opt-in (manifests/prometheus), clusters without the Prometheus Operator cannot apply it")
 	}
 	monitoring := kustomizeBuild(t, filepath.Join(repoRoot, "manifests", "prometheus"))
-	sms := ofKind(monitoring, "ServiceMonitor")
+	sms := framework.OfKind(monitoring, "ServiceMonitor")
 	if len(sms) != 1 || len(monitoring) != 1 {
 		t.Fatalf("manifests/prometheus builds %d objects, %d ServiceMonitors; want one ServiceMonitor", len(monitoring), len(sms))
 	}
-	checkServiceMonitor(t, "manifests/prometheus", sms[0], install)
+	framework.CheckServiceMonitor(t, "manifests/prometheus", sms[0], install, framework.ManagerMetricsPort(t, repoRoot))
 
 	// As the kustomization's comment shows it: an overlay of both.
 	root, err := filepath.Abs(filepath.Join(repoRoot, "manifests"))
@@ -894,10 +864,10 @@ func TestKustomizeServiceMonitor(t *testing.T) {
 		t.Fatal(err)
 	}
 	both := kustomizeBuild(t, overlay)
-	if sms := ofKind(both, "ServiceMonitor"); len(sms) != 1 {
+	if sms := framework.OfKind(both, "ServiceMonitor"); len(sms) != 1 {
 		t.Errorf("the overlay of manifests/default and manifests/prometheus holds %d ServiceMonitors", len(sms))
 	} else {
-		checkServiceMonitor(t, "the overlay", sms[0], both)
+		framework.CheckServiceMonitor(t, "the overlay", sms[0], both, framework.ManagerMetricsPort(t, repoRoot))
 	}
 
 	m := regexp.MustCompile("(?s)```yaml\n(apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\n.*?)```").FindStringSubmatch(readFile(t, monitoringGuide))
@@ -908,154 +878,6 @@ func TestKustomizeServiceMonitor(t *testing.T) {
 	if got, want := objects(t, []byte(m[1])), objects(t, []byte(shipped)); !slices.EqualFunc(got, want, func(a, b map[string]any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
 		t.Errorf("%s shows\n%v\nbut manifests/prometheus/servicemonitor.yaml is\n%v", monitoringGuide, got, want)
 	}
-}
-
-// TestChartServiceMonitor renders the chart: no ServiceMonitor by
-// default, the metrics Service always; with serviceMonitor.enabled a
-// ServiceMonitor that scrapes it, with the values' labels, interval and
-// namespace.
-func TestChartServiceMonitor(t *testing.T) {
-	chart := filepath.Join(repoRoot, "charts", "capwright")
-	defaults := renderChart(t, chart, "capwright", "capwright-system", nil)
-	if n := len(ofKind(defaults, "ServiceMonitor")); n != 0 {
-		t.Errorf("the chart renders %d ServiceMonitors by default", n)
-	}
-	if !slices.ContainsFunc(ofKind(defaults, "Service"), func(o map[string]any) bool { return name(o) == "capwright-metrics" }) {
-		t.Error("the chart renders no Service capwright-metrics for the release capwright")
-	}
-
-	enabled := renderChart(t, chart, "platform", "platform-system", map[string]any{"serviceMonitor": map[string]any{
-		"enabled":   true,
-		"namespace": "monitoring",
-		"labels":    map[string]any{"release": "kube-prometheus-stack", "app.kubernetes.io/name": "overridden"},
-		"interval":  "30s",
-	}})
-	sms := ofKind(enabled, "ServiceMonitor")
-	if len(sms) != 1 {
-		t.Fatalf("serviceMonitor.enabled renders %d ServiceMonitors", len(sms))
-	}
-	sm := checkServiceMonitor(t, "the chart", sms[0], enabled)
-	if sm.Metadata.Namespace != "monitoring" || sm.Metadata.Name != "platform-capwright-manager" {
-		t.Errorf("the chart's ServiceMonitor is %s/%s, want monitoring/platform-capwright-manager", sm.Metadata.Namespace, sm.Metadata.Name)
-	}
-	if sm.Metadata.Labels["release"] != "kube-prometheus-stack" || sm.Metadata.Labels["app.kubernetes.io/name"] != "capwright" {
-		t.Errorf("the chart's ServiceMonitor has labels %v, want serviceMonitor.labels under the chart's", sm.Metadata.Labels)
-	}
-	if sm.Spec.Endpoints[0].Interval != "30s" {
-		t.Errorf("the chart's ServiceMonitor scrapes every %q, want serviceMonitor.interval", sm.Spec.Endpoints[0].Interval)
-	}
-}
-
-// checkServiceMonitor: sm selects exactly one Service of objects, whose
-// port it names and which forwards to the manager's metrics port, keeps
-// the metrics' namespace label and reads /metrics.
-func checkServiceMonitor(t *testing.T, where string, o map[string]any, objects []map[string]any) serviceMonitor {
-	t.Helper()
-	var sm serviceMonitor
-	data, err := json.Marshal(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sm); err != nil {
-		t.Fatalf("%s: the ServiceMonitor: %v", where, err)
-	}
-	if sm.APIVersion != "monitoring.coreos.com/v1" {
-		t.Errorf("%s: the ServiceMonitor is %s", where, sm.APIVersion)
-	}
-	namespaces := []string{sm.Metadata.Namespace}
-	if s := sm.Spec.NamespaceSelector; s != nil && len(s.MatchNames) > 0 {
-		namespaces = s.MatchNames
-	}
-	var selected []corev1.Service
-	for _, so := range ofKind(objects, "Service") {
-		var svc corev1.Service
-		fromObject(t, so, &svc)
-		if !slices.Contains(namespaces, svc.Namespace) || len(sm.Spec.Selector.MatchLabels) == 0 {
-			continue
-		}
-		matches := true
-		for k, v := range sm.Spec.Selector.MatchLabels {
-			matches = matches && svc.Labels[k] == v
-		}
-		if matches {
-			selected = append(selected, svc)
-		}
-	}
-	if len(selected) != 1 {
-		t.Fatalf("%s: the ServiceMonitor selects %d Services, want the metrics Service", where, len(selected))
-	}
-	svc := selected[0]
-	if len(sm.Spec.Endpoints) != 1 {
-		t.Fatalf("%s: the ServiceMonitor has %d endpoints", where, len(sm.Spec.Endpoints))
-	}
-	ep := sm.Spec.Endpoints[0]
-	if ep.Path != "/metrics" || !ep.HonorLabels {
-		t.Errorf("%s: the ServiceMonitor scrapes path %q, honorLabels %v; want /metrics and true (the metrics' namespace label is the object's, docs/monitoring.md)", where, ep.Path, ep.HonorLabels)
-	}
-	i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port })
-	if i < 0 {
-		t.Fatalf("%s: the ServiceMonitor scrapes port %q, which Service %s lacks", where, ep.Port, svc.Name)
-	}
-	target := svc.Spec.Ports[i].TargetPort.String()
-
-	want := metricsPort(t)
-	found := false
-	for _, do := range ofKind(objects, "Deployment") {
-		var dep appsv1.Deployment
-		fromObject(t, do, &dep)
-		if dep.Namespace != svc.Namespace || !selects(svc.Spec.Selector, dep.Spec.Template.Labels) {
-			continue
-		}
-		for _, c := range dep.Spec.Template.Spec.Containers {
-			port := want
-			for _, arg := range c.Args {
-				if addr, ok := strings.CutPrefix(arg, "--metrics-addr="); ok {
-					port = portOf(t, addr)
-				}
-			}
-			for _, p := range c.Ports {
-				if p.Name == target || strconv.Itoa(int(p.ContainerPort)) == target {
-					found = true
-					if int(p.ContainerPort) != port {
-						t.Errorf("%s: Service %s forwards to container port %d, the manager serves metrics on %d", where, svc.Name, p.ContainerPort, port)
-					}
-				}
-			}
-		}
-	}
-	if !found {
-		t.Errorf("%s: Service %s forwards to port %q, which no container of the manager's pods has", where, svc.Name, target)
-	}
-	return sm
-}
-
-// metricsPort is the port of --metrics-addr's default (cmd/manager).
-func metricsPort(t *testing.T) int {
-	m := regexp.MustCompile(`"metrics-addr", "([^"]*)"`).FindStringSubmatch(readFile(t, "cmd/manager/flags.go"))
-	if m == nil {
-		t.Fatal("cmd/manager/flags.go: no --metrics-addr default")
-	}
-	return portOf(t, m[1])
-}
-
-func portOf(t *testing.T, addr string) int {
-	_, port, _ := strings.Cut(addr, ":")
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatalf("metrics address %q: %v", addr, err)
-	}
-	return n
-}
-
-func selects(selector, labels map[string]string) bool {
-	for k, v := range selector {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return len(selector) > 0
 }
 
 // TestChartValuesAreDescribed: every value in values.yaml is in the
@@ -1129,26 +951,14 @@ func kustomizeBuild(t *testing.T, dir string) []map[string]any {
 	return objects(t, data)
 }
 
-func ofKind(objs []map[string]any, kind string) []map[string]any {
-	var out []map[string]any
-	for _, o := range objs {
-		if o["kind"] == kind {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-func name(o map[string]any) string {
-	md, _ := o["metadata"].(map[string]any)
-	n, _ := md["name"].(string)
-	return n
-}
-
-func fromObject(t *testing.T, o map[string]any, into any) {
+func readYAML(t *testing.T, file string, into any) {
 	t.Helper()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o, into); err != nil {
-		t.Fatalf("%s %s: %v", o["kind"], name(o), err)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, into); err != nil {
+		t.Fatalf("%s: %v", file, err)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,6 +62,20 @@ func TestCapwrightHelmChartInstalls(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: "capwright-manager"}, &rbacv1.ClusterRole{}); err != nil {
 		t.Errorf("ClusterRole capwright-manager: %v", err)
 	}
+	// The metrics Service is always there; a ServiceMonitor only when
+	// asked for (a cluster without the Prometheus Operator could not
+	// install one, so Ready above also says none was rendered as long as
+	// its CRD is not installed, which this test runs without).
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "capwright-system", Name: "capwright-metrics"}, &corev1.Service{}); err != nil {
+		t.Errorf("Service capwright-metrics: %v", err)
+	}
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.List(ctx, &crds); err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(crds.Items, func(crd apiextensionsv1.CustomResourceDefinition) bool { return crd.Spec.Group == "monitoring.coreos.com" }) {
+		t.Error("the ServiceMonitor CRD is installed before this test: it no longer proves the chart renders no ServiceMonitor by default")
+	}
 	if !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--artifact-advertise-url=http://capwright-artifacts.capwright-system.svc.cluster.local.") {
 		t.Errorf("the manager is not told the capwright-artifacts Service: %v", dep.Spec.Template.Spec.Containers[0].Args)
 	}
@@ -79,7 +94,13 @@ func TestCapwrightHelmChartNamesFromTheRelease(t *testing.T) {
 		svc    = "platform-capwright-artifacts"
 		digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	)
+	installServiceMonitorCRD(t, ctx)
 	hr := installChart(t, ctx, c, "platform", ns, map[string]any{
+		"serviceMonitor": map[string]any{
+			"enabled":  true,
+			"labels":   map[string]any{"release": "kube-prometheus-stack", "app.kubernetes.io/name": "overridden"},
+			"interval": "30s",
+		},
 		"image":            map[string]any{"digest": digest, "tag": "ignored"},
 		"imagePullSecrets": []any{map[string]any{"name": "regcred"}},
 		"podAnnotations":   map[string]any{"example.com/team": "platform"},
@@ -177,6 +198,8 @@ func TestCapwrightHelmChartNamesFromTheRelease(t *testing.T) {
 	} else if len(role.Rules) == 0 {
 		t.Errorf("ClusterRole %s has no rules", name)
 	}
+	checkChartServiceMonitor(t, ctx, c, ns, "platform-capwright-manager")
+
 	// The tenant controller binds this one by name.
 	if err := c.Get(ctx, client.ObjectKey{Name: "capwright-tenant"}, &rbacv1.ClusterRole{}); err != nil {
 		t.Errorf("ClusterRole capwright-tenant: %v", err)
@@ -228,6 +251,87 @@ func TestCapwrightHelmChartRefusesReplicas(t *testing.T) {
 	}
 	if len(hr.Status.History) != 0 {
 		t.Errorf("a refused release has Helm history: %v", hr.Status.History)
+	}
+}
+
+// serviceMonitorCRD stands in for the Prometheus Operator's ServiceMonitor
+// CRD (not among the plane's components): the API server keeps what Helm
+// rendered, as it would with the operator installed.
+const serviceMonitorCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicemonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`
+
+func installServiceMonitorCRD(t *testing.T, ctx context.Context) {
+	t.Helper()
+	objs, err := plane.DecodeYAML(strings.NewReader(serviceMonitorCRD))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.ApplyCRDs(ctx, objs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkChartServiceMonitor reads back what helm-controller installed in ns
+// with serviceMonitor.enabled: a ServiceMonitor name that scrapes the
+// chart's metrics Service (framework.CheckServiceMonitor), with the values'
+// labels under the chart's and their interval.
+func checkChartServiceMonitor(t *testing.T, ctx context.Context, c client.Client, ns, name string) {
+	t.Helper()
+	var services corev1.ServiceList
+	var deployments appsv1.DeploymentList
+	if err := c.List(ctx, &services, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, &deployments, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var installed []map[string]any
+	add := func(kind string, obj any) {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u["kind"] = kind
+		installed = append(installed, u)
+	}
+	for i := range services.Items {
+		add("Service", &services.Items[i])
+	}
+	for i := range deployments.Items {
+		add("Deployment", &deployments.Items[i])
+	}
+	sm := &unstructured.Unstructured{}
+	sm.SetAPIVersion("monitoring.coreos.com/v1")
+	sm.SetKind("ServiceMonitor")
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sm); err != nil {
+		t.Fatalf("serviceMonitor.enabled installed no ServiceMonitor %s/%s: %v", ns, name, err)
+	}
+	// What the API server adds is not the chart's.
+	delete(sm.Object, "status")
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "annotations"} {
+		unstructured.RemoveNestedField(sm.Object, "metadata", f)
+	}
+	got := framework.CheckServiceMonitor(t, "the chart", sm.Object, installed, framework.ManagerMetricsPort(t, env.RepoRoot()))
+	if got.Metadata.Labels["release"] != "kube-prometheus-stack" || got.Metadata.Labels["app.kubernetes.io/name"] != "capwright" {
+		t.Errorf("the chart's ServiceMonitor has labels %v, want serviceMonitor.labels under the chart's", got.Metadata.Labels)
+	}
+	if got.Spec.Endpoints[0].Interval != "30s" {
+		t.Errorf("the chart's ServiceMonitor scrapes every %q, want serviceMonitor.interval", got.Spec.Endpoints[0].Interval)
 	}
 }
 
