@@ -42,27 +42,40 @@ func (c *copier) placeBlob(ctx context.Context, r route, desc ocispec.Descriptor
 	if r.maxBlob > 0 && desc.Size > r.maxBlob {
 		return &artifact.TooLargeError{Ref: atDigest(r.srcRef, desc.Digest).String(), What: "blob", Size: desc.Size, Limit: r.maxBlob}
 	}
+	if present {
+		c.placed(desc.Digest, r.repo())
+		event.Kind = BlobSkipped
+		return nil
+	}
 	for {
-		if !present {
-			var err error
-			if present, err = c.exists(ctx, r, desc); err != nil {
-				return err
-			}
-		}
-		if present {
-			c.placed(desc.Digest, r.repo())
-			event.Kind = BlobSkipped
-			return nil
-		}
 		from, wait := c.claim(desc.Digest)
-		switch {
-		case wait != nil:
+		if wait != nil {
 			select {
 			case <-wait:
 				continue
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+		}
+		// Asked only now, once no upload of the blob is in flight: a
+		// registry that keeps one copy of a blob for all its repositories
+		// has it by now if an earlier upload of this run put it there.
+		present, err := c.exists(ctx, r, desc)
+		if err == nil && present {
+			if from == "" {
+				c.uploaded(desc.Digest, r.repo(), true)
+			} else {
+				c.placed(desc.Digest, r.repo())
+			}
+			event.Kind = BlobSkipped
+			return nil
+		}
+		switch {
+		case err != nil:
+			if from == "" {
+				c.uploaded(desc.Digest, r.repo(), false)
+			}
+			return err
 		case from != "":
 			uploaded, err := c.mount(ctx, r, desc, from)
 			if err != nil {
