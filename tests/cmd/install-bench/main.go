@@ -82,6 +82,11 @@ type result struct {
 	RSS                int64                    // bytes, of the system's own manager
 	CPUInstall, CPUUp  float64                  // CPU seconds of the system's own manager
 	Timeline, UpTimeln map[string]map[string]float64
+	// UpFlux is kustomize-controller's own account of the upgrade, by
+	// provider type: how many reconciles of the provider's Kustomization
+	// finished between the upgrade's start and its Ready, and how long the
+	// last one (the one that applied the new revision) took.
+	UpFlux map[string]fluxRuns
 }
 
 // system is one way of installing the providers.
@@ -109,12 +114,12 @@ func main() {
 func run(runs int, names []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
-	all := map[string]system{"capwright": &capwright{}, "flux": &bareFlux{}, "flux+contract": &bareFlux{contract: true}, "cluster-api-operator": &operator{}}
+	all := map[string]system{"capwright": &capwright{}, "flux": &bareFlux{}, "flux+contract": &bareFlux{contract: true}, "cluster-api-operator": &operator{}, "flux+capwright-objects": &capwrightObjects{}}
 	var systems []system
 	for _, n := range names {
 		s, ok := all[strings.TrimSpace(n)]
 		if !ok {
-			return fmt.Errorf("unknown system %q; choose among capwright, flux, flux+contract, cluster-api-operator", n)
+			return fmt.Errorf("unknown system %q; choose among capwright, flux, flux+contract, flux+capwright-objects, cluster-api-operator", n)
 		}
 		systems = append(systems, s)
 	}
@@ -227,6 +232,7 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	for _, d := range up {
 		res.Upgrade = max(res.Upgrade, d)
 	}
+	res.UpFlux = kustomizeRuns(p.LogPath("kustomize-controller"), start, start.Add(res.Upgrade))
 	if _, ok := s.(*capwright); ok {
 		res.Timeline, res.UpTimeln = timelines(p.LogPath("capwright-manager"))
 	}
@@ -347,6 +353,49 @@ func timelines(logPath string) (install, upgrade map[string]map[string]float64) 
 	return install, upgrade
 }
 
+// fluxRuns are the reconciles of one Kustomization in a window.
+type fluxRuns struct {
+	Count int
+	Last  float64 // seconds
+}
+
+// kustomizeRuns reads kustomize-controller's "Reconciliation finished in"
+// lines that fall in [from, to], by provider type (each provider has its
+// own namespace).
+func kustomizeRuns(logPath string, from, to time.Time) map[string]fluxRuns {
+	out := map[string]fluxRuns{}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, "Reconciliation finished in ") {
+			continue
+		}
+		var e struct {
+			TS        time.Time `json:"ts"`
+			Msg       string    `json:"msg"`
+			Namespace string    `json:"namespace"`
+		}
+		if json.Unmarshal([]byte(line), &e) != nil || e.TS.Before(from) || e.TS.After(to.Add(time.Second)) {
+			continue
+		}
+		d, err := time.ParseDuration(strings.TrimSuffix(strings.Fields(strings.TrimPrefix(e.Msg, "Reconciliation finished in "))[0], ","))
+		if err != nil {
+			continue
+		}
+		for _, pt := range providers {
+			if pt.Namespace == e.Namespace {
+				r := out[pt.Type]
+				r.Count++
+				r.Last = d.Seconds()
+				out[pt.Type] = r
+			}
+		}
+	}
+	return out
+}
+
 var stepNames = []string{"preflight", "written", "source", "applied", "healthy", "ready"}
 
 func median(ds []float64) float64 {
@@ -431,6 +480,20 @@ func report(systems []system, results map[string][]result) {
 			fmt.Printf("  %-22s %.2f×  %.2f×\n", s.Name(), base[s.Name()+"/install"]/o, base[s.Name()+"/upgrade"]/cmp.Or(base["cluster-api-operator/upgrade"], 1))
 		}
 	}
+	fmt.Println("\nkustomize-controller during the upgrade, medians: reconciles of each provider's Kustomization finished, and seconds the last one took")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "system\tcore\tbootstrap\tcontrol plane")
+	for _, s := range systems {
+		rs := results[s.Name()]
+		var cells []string
+		for _, t := range []string{v1alpha1.CoreProviderType, v1alpha1.BootstrapProviderType, v1alpha1.ControlPlaneProviderType} {
+			cells = append(cells, fmt.Sprintf("%.0f × %.2f s",
+				median(collect(rs, func(r result) float64 { return float64(r.UpFlux[t].Count) })),
+				median(collect(rs, func(r result) float64 { return r.UpFlux[t].Last }))))
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", s.Name(), strings.Join(cells, "\t"))
+	}
+	_ = tw.Flush()
 	if rs := results["capwright"]; len(rs) > 0 {
 		fmt.Println("\nCapwright's own timeline, medians (seconds since the manager first saw the generation; Flux works from written to healthy):")
 		for _, phase := range []struct {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
@@ -318,6 +319,102 @@ func (o *operator) RequestReconcile(ctx context.Context, c client.Client) error 
 		obj.SetName(u.GetName())
 		if err := requestAnnotation(ctx, c, obj); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// capwrightObjects applies the Flux objects Capwright's manager writes —
+// rendered by the same code from what its preflight establishes: the
+// OCIRepository pinned to the digest, clusterctl's namespace fixes, the
+// contract's labels and prune protection — with no manager running. Its
+// times against capwright's tell the cost of the manager's presence (its
+// watches, status writes and events while Flux applies) from the cost of
+// the objects themselves; against flux+contract, the cost of what the
+// objects add (the digest pin, the namespace fixes).
+type capwrightObjects struct {
+	// digests of the published artifacts, by version and provider type.
+	digests map[string]map[string]string
+	// dir holds each version's release files.
+	dir func(version string) string
+}
+
+func (*capwrightObjects) Name() string                                     { return "flux+capwright-objects" }
+func (*capwrightObjects) User() string                                     { return "" }
+func (*capwrightObjects) Start(context.Context, *plane.Plane) (int, error) { return 0, nil }
+
+func (o *capwrightObjects) Publish(ctx context.Context, p *plane.Plane, version string) error {
+	fluxRegistry = p.Registry.Host
+	if o.digests == nil {
+		o.digests = map[string]map[string]string{}
+	}
+	o.digests[version] = map[string]string{}
+	o.dir = func(v string) string { return releaseDir(p, v) }
+	for _, pt := range providers {
+		digest, err := framework.PublishCAPIProvider(ctx, p.Registry.Host, releaseDir(p, version), pt.Type, pt.Name, version)
+		if err != nil {
+			return err
+		}
+		o.digests[version][pt.Type] = digest
+	}
+	return nil
+}
+
+func (o *capwrightObjects) Apply(ctx context.Context, c client.Client, version string) error {
+	for _, pt := range providers {
+		components, err := os.ReadFile(filepath.Join(o.dir(version), clusterctl.ComponentsFile(pt.Type)))
+		if err != nil {
+			return err
+		}
+		patches, err := clusterctl.NamespacePatches(components, pt.Namespace)
+		if err != nil {
+			return err
+		}
+		provider := capwrightObject(pt)
+		provider.GetSpec().Version = version
+		objs, err := render.Provider(render.Input{
+			Provider:         provider,
+			ArtifactURL:      "oci://" + fluxRegistry + "/" + framework.CAPIRepository + "/" + pt.Type + "-" + pt.Name,
+			Tag:              version,
+			Digest:           o.digests[version][pt.Type],
+			Insecure:         true,
+			ComponentsFile:   clusterctl.ComponentsFile(pt.Type),
+			ProviderLabel:    clusterctl.ProviderLabelValue(pt.Type, pt.Name),
+			NamespacePatches: patches,
+		})
+		if err != nil {
+			return err
+		}
+		for _, obj := range []client.Object{objs.OCIRepository, objs.Kustomization} {
+			// No provider owns them here: the garbage collector would
+			// delete objects owned by one that does not exist.
+			obj.SetOwnerReferences(nil)
+			if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(benchUser), client.ForceOwnership); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (o *capwrightObjects) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
+	var ks kustomizev1.Kustomization
+	if err := c.Get(ctx, client.ObjectKey{Namespace: pt.Namespace, Name: render.ObjectName(pt.Type, pt.Name)}, &ks); err != nil {
+		return false, err.Error()
+	}
+	ok, msg := conditionTrue(ks.Status.Conditions, "Ready", ks.Generation)
+	return ok && ks.Status.ObservedGeneration == ks.Generation && strings.HasSuffix(ks.Status.LastAppliedRevision, o.digests[version][pt.Type]), msg
+}
+
+func (*capwrightObjects) RequestReconcile(ctx context.Context, c client.Client) error {
+	for _, pt := range providers {
+		key := client.ObjectKey{Namespace: pt.Namespace, Name: render.ObjectName(pt.Type, pt.Name)}
+		for _, o := range []client.Object{&sourcev1.OCIRepository{}, &kustomizev1.Kustomization{}} {
+			o.SetNamespace(key.Namespace)
+			o.SetName(key.Name)
+			if err := requestAnnotation(ctx, c, o); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
