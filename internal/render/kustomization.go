@@ -65,13 +65,26 @@ func postBuild(in Input) (*kustomizev1.PostBuild, error) {
 		pb.Substitute = maps.Clone(spec.Variables)
 	}
 	if ref := spec.ConfigSecret; ref != nil {
-		if ref.Namespace != "" && ref.Namespace != p.GetNamespace() {
-			return nil, fmt.Errorf("spec.configSecret: Secret %s/%s is outside the provider's namespace %s, and Flux reads substitution Secrets only from the Kustomization's namespace; copy the Secret into %s and drop spec.configSecret.namespace",
-				ref.Namespace, ref.Name, p.GetNamespace(), p.GetNamespace())
+		if err := CheckConfigSecret(p); err != nil {
+			return nil, err
 		}
 		pb.SubstituteFrom = []kustomizev1.SubstituteReference{{Kind: "Secret", Name: ref.Name}}
 	}
 	return pb, nil
+}
+
+// CheckConfigSecret refuses a spec.configSecret in another namespace than
+// the provider's. Flux reads substitution Secrets only from the
+// Kustomization's namespace, and the controller, which may read Secrets
+// cluster-wide, must not read one on behalf of a provider that could not
+// (a confused deputy): the check comes before any read.
+func CheckConfigSecret(p v1alpha1.Provider) error {
+	ref := p.GetSpec().ConfigSecret
+	if ref == nil || ref.Namespace == "" || ref.Namespace == p.GetNamespace() {
+		return nil
+	}
+	return fmt.Errorf("spec.configSecret: Secret %s/%s is outside the provider's namespace %s, and Flux reads substitution Secrets only from the Kustomization's namespace; copy the Secret into %s and drop spec.configSecret.namespace",
+		ref.Namespace, ref.Name, p.GetNamespace(), p.GetNamespace())
 }
 
 // images are the registry mirror rewrites followed by spec.images. An

@@ -68,6 +68,9 @@ const (
 	WaitingForCoreReason       = "WaitingForCoreProvider"
 	WaitingForDependencyReason = "WaitingForDependency"
 	ConfigSecretMissingReason  = "ConfigSecretMissing"
+	// ConfigSecretNotAllowedReason: spec.configSecret names a Secret in
+	// another namespace; it is refused before anything reads it.
+	ConfigSecretNotAllowedReason = "ConfigSecretNotAllowed"
 	// AdditionalManifestsInvalidReason: the ConfigMap of
 	// spec.additionalManifests is missing or does not hold installable
 	// objects.

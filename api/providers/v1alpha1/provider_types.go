@@ -203,11 +203,14 @@ type OIDCIdentityMatch struct {
 	Subject string `json:"subject"`
 }
 
-// SecretReference names a Secret, in the provider's namespace unless
-// Namespace is set.
+// SecretReference names a Secret in the provider's namespace.
 type SecretReference struct {
 	// +required
 	Name string `json:"name"`
+	// Namespace of the Secret; when set it must be the provider's (Flux
+	// reads substitution Secrets from its Kustomization's namespace only).
+	// Another namespace is refused, before anything reads the Secret, with
+	// reason ConfigSecretNotAllowed.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 }

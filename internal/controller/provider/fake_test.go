@@ -14,6 +14,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,6 +80,11 @@ type fakeEnv struct {
 
 	mu     sync.Mutex
 	writes []write
+	// secretReads are the Secrets read, as namespace/name ("*" for a
+	// list).
+	secretReads []string
+	// inventoryReads counts reads of clusterctl inventory objects.
+	inventoryReads int
 }
 
 // newFakeEnv starts a fake API server holding objs, and a reconciler of
@@ -101,10 +107,28 @@ func newFakeEnv(t *testing.T, kind Kind, objs ...ctrl.Object) *fakeEnv {
 	statusKinds = append(statusKinds, &sourcev1.OCIRepository{}, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{}, &sourcev1.ExternalArtifact{})
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(statusKinds...).
 		WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c ctrl.WithWatch, key ctrl.ObjectKey, o ctrl.Object, opts ...ctrl.GetOption) error {
+				env.mu.Lock()
+				switch o := o.(type) {
+				case *corev1.Secret:
+					env.secretReads = append(env.secretReads, key.String())
+				case *unstructured.Unstructured:
+					if o.GroupVersionKind() == inventoryGVK {
+						env.inventoryReads++
+					}
+				}
+				env.mu.Unlock()
+				return c.Get(ctx, key, o, opts...)
+			},
 			// The fake client cannot list objects it holds as unstructured
 			// as metadata, as the reconciler lists CAPI objects: list them
 			// whole and keep their metadata.
 			List: func(ctx context.Context, c ctrl.WithWatch, list ctrl.ObjectList, opts ...ctrl.ListOption) error {
+				if _, ok := list.(*corev1.SecretList); ok {
+					env.mu.Lock()
+					env.secretReads = append(env.secretReads, "*")
+					env.mu.Unlock()
+				}
 				partial, ok := list.(*metav1.PartialObjectMetadataList)
 				if !ok {
 					return c.List(ctx, list, opts...)

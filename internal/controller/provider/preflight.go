@@ -20,6 +20,7 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/render"
 )
 
 // PreflightResult is what preflight established about the desired version;
@@ -71,7 +72,7 @@ func (e *preflightError) stalls() bool {
 	case v1alpha1.IncompatibleContractReason, v1alpha1.DowngradeReason, v1alpha1.DuplicateProviderReason,
 		v1alpha1.MissingVariablesReason, v1alpha1.ConfigSecretMissingReason, v1alpha1.TagMovedReason,
 		v1alpha1.ContractUnknownReason, v1alpha1.ArtifactInvalidReason, v1alpha1.ArtifactTooLargeReason,
-		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason:
+		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason, v1alpha1.ConfigSecretNotAllowedReason:
 		return true
 	}
 	return false
@@ -362,10 +363,10 @@ func (r *Reconciler) checkVariables(ctx context.Context, obj v1alpha1.Provider, 
 	spec := obj.GetSpec()
 	provided := map[string]bool{}
 	if ref := spec.ConfigSecret; ref != nil {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = obj.GetNamespace()
+		if err := render.CheckConfigSecret(obj); err != nil {
+			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ConfigSecretNotAllowedReason, Message: err.Error()}
 		}
+		ns := obj.GetNamespace()
 		var secret corev1.Secret
 		if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: ns, Name: ref.Name}, &secret); err != nil {
 			msg := fmt.Sprintf("spec.configSecret: cannot read Secret %s/%s: %v", ns, ref.Name, err)

@@ -164,6 +164,21 @@ func TestPreflightRefusals(t *testing.T) {
 			stalls:  true, requeue: 30 * time.Second,
 		},
 		{
+			name: "config Secret in another namespace",
+			setup: func(t *testing.T, reg *registrytest.Registry) (v1alpha1.Provider, []ctrl.Object) {
+				p := pushDocker(t, reg, "v1.14.2", "v1beta2")
+				docker := dockerProvider(p.URL, "v1.14.2")
+				docker.Spec.ConfigSecret = &v1alpha1.SecretReference{Namespace: "kube-system", Name: "cloud-creds"}
+				secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "cloud-creds"},
+					Data: map[string][]byte{secretMarker: []byte(secretMarker)}}
+				return docker, []ctrl.Object{secret, installedCore("v1beta2")}
+			},
+			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionFalse, reason: v1alpha1.ConfigSecretNotAllowedReason,
+			message: []string{"spec.configSecret: Secret kube-system/cloud-creds is outside the provider's namespace capd-system",
+				"copy the Secret into capd-system and drop spec.configSecret.namespace"},
+			stalls: true, requeue: time.Minute,
+		},
+		{
 			name: "waiting for the core provider",
 			setup: func(t *testing.T, reg *registrytest.Registry) (v1alpha1.Provider, []ctrl.Object) {
 				p := pushDocker(t, reg, "v1.14.2", "v1beta2")
@@ -290,6 +305,31 @@ func TestPreflightRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCrossNamespaceConfigSecretIsNeverRead: the manager may read Secrets
+// in every namespace, so a provider naming a Secret outside its own
+// namespace is refused before anything reads it — not after, when its key
+// names could already have reached a MissingVariables message.
+func TestCrossNamespaceConfigSecretIsNeverRead(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	p := pushDocker(t, reg, "v1.14.2", "v1beta2")
+	docker := dockerProvider(p.URL, "v1.14.2")
+	docker.Spec.ConfigSecret = &v1alpha1.SecretReference{Namespace: "flux-system", Name: "flux-system"}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "flux-system"},
+		Data: map[string][]byte{"identity": []byte(secretMarker)}}
+	env := newFakeEnv(t, kindFor(docker), docker, secret, installedCore("v1beta2"))
+	if _, err := env.reconcile(docker); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if c := condition(env.get(docker), v1alpha1.CompatibleCondition); c == nil || c.Reason != v1alpha1.ConfigSecretNotAllowedReason {
+		t.Errorf("Compatible = %+v, want reason %s", c, v1alpha1.ConfigSecretNotAllowedReason)
+	}
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	if len(env.secretReads) > 0 {
+		t.Errorf("the reconciler read Secrets %v for a provider whose configSecret is in another namespace; want none", env.secretReads)
 	}
 }
 
