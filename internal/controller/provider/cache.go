@@ -12,15 +12,27 @@ import (
 
 // ArtifactCache keeps checked provider artifacts by manifest digest, so a
 // resync resolves the tag (one small request) but does not download and
-// unpack the same artifact again.
+// unpack the same artifact again. It is bounded by count and by bytes; the
+// oldest entries go first.
 type ArtifactCache struct {
 	// Max is the number of artifacts kept; default 32.
 	Max int
+	// MaxBytes bounds the bytes of the artifacts' files kept; default
+	// DefaultCacheBytes. The artifact just fetched is kept whatever its
+	// size (the fetch bounds it), alone if it must be.
+	MaxBytes int64
 
 	mu      sync.Mutex
 	entries map[string]*CheckedArtifact
 	order   []string
+	bytes   int64
 }
+
+// DefaultCacheBytes is the default byte bound of an ArtifactCache: one
+// artifact of the largest size the fetcher accepts by default, a small
+// share of the manager's memory limit, and room for dozens of real
+// provider releases (a core components file is about 1.2 MB).
+const DefaultCacheBytes = artifact.DefaultMaxArtifactSize
 
 // CheckedArtifact is a provider artifact that passed the layout checks,
 // with what preflight and render read from its components file. The file
@@ -183,15 +195,45 @@ func (c *ArtifactCache) put(key string, ca *CheckedArtifact) *CheckedArtifact {
 	if kept, ok := c.entries[key]; ok {
 		return kept
 	}
-	max := c.Max
-	if max <= 0 {
-		max = 32
+	maxCount, maxBytes := c.Max, c.MaxBytes
+	if maxCount <= 0 {
+		maxCount = 32
 	}
-	for len(c.order) >= max {
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheBytes
+	}
+	size := ca.size()
+	for len(c.order) > 0 && (len(c.order) >= maxCount || c.bytes+size > maxBytes) {
+		c.bytes -= c.entries[c.order[0]].size()
 		delete(c.entries, c.order[0])
 		c.order = c.order[1:]
 	}
 	c.entries[key] = ca
 	c.order = append(c.order, key)
+	c.bytes += size
 	return ca
+}
+
+// Bytes is what the cached artifacts' files hold.
+func (c *ArtifactCache) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
+// size is the bytes of the artifact's files (the components, metadata and
+// templates share them).
+func (a *CheckedArtifact) size() int64 {
+	var n int64
+	if a.Fetched != nil {
+		for _, f := range a.Fetched.Files {
+			n += int64(len(f))
+		}
+		return n
+	}
+	n = int64(len(a.Components) + len(a.Metadata))
+	for _, t := range a.Templates {
+		n += int64(len(t))
+	}
+	return n
 }
