@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -59,6 +60,17 @@ func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider)
 	want.Object["type"] = clusterctlTypes[obj.ProviderType()]
 	want.Object["version"] = version
 
+	// The inventory is read as unstructured, which the manager's client
+	// does not cache: every read is a request to the API server. A
+	// provider reconciles on every status change of its Flux objects, a
+	// dozen times or more per upgrade, so what was recorded is remembered
+	// and read again only every half resync interval (someone else may
+	// have changed it), or when the version moves.
+	if rec, ok := r.inventories.Load(obj.GetUID()); ok {
+		if rec := rec.(inventoryRecord); rec.version == version && time.Since(rec.at) < r.resyncInterval(obj)/2 {
+			return nil
+		}
+	}
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(inventoryGVK)
 	err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
@@ -66,15 +78,27 @@ func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider)
 	case apimeta.IsNoMatchError(err):
 		return fmt.Errorf("the clusterctl inventory CRD (providers.clusterctl.cluster.x-k8s.io) is not installed; install manifests/clusterctl: %w", err)
 	case err == nil && apply.Subset(want.Object, existing.Object):
-		return nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return err
+	default:
+		if err := r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(FieldOwner), ctrl.ForceOwnership); err != nil {
+			return err
+		}
 	}
-	return r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(FieldOwner), ctrl.ForceOwnership)
+	r.inventories.Store(obj.GetUID(), inventoryRecord{version: version, at: time.Now()})
+	return nil
+}
+
+// inventoryRecord is the version a provider's inventory object was last
+// found or written at, and when.
+type inventoryRecord struct {
+	version string
+	at      time.Time
 }
 
 // deleteInventory removes the provider's inventory object.
 func (r *Reconciler) deleteInventory(ctx context.Context, obj v1alpha1.Provider) error {
+	r.inventories.Delete(obj.GetUID())
 	inv := &unstructured.Unstructured{}
 	inv.SetGroupVersionKind(inventoryGVK)
 	inv.SetNamespace(obj.GetNamespace())

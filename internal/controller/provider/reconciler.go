@@ -7,6 +7,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -79,6 +80,9 @@ type Reconciler struct {
 	// written keeps the shell from acting on a read older than its own
 	// last write.
 	written shell.Written
+	// inventories remembers each provider's recorded clusterctl
+	// inventory (types.UID → inventoryRecord).
+	inventories sync.Map
 }
 
 // Reconcile runs the reconcile shell with the provider's steps.
