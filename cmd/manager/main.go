@@ -14,6 +14,7 @@ import (
 	runtimeclient "github.com/fluxcd/pkg/runtime/client"
 	"github.com/fluxcd/pkg/runtime/events"
 	"github.com/fluxcd/pkg/runtime/logger"
+	"github.com/fluxcd/pkg/runtime/pprof"
 	"github.com/fluxcd/pkg/runtime/probes"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	flag "github.com/spf13/pflag"
@@ -98,8 +99,10 @@ func run(o *options) error {
 		return err
 	}
 	mgr, err := ctrlruntime.NewManager(cfg, ctrlruntime.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		Scheme: scheme,
+		// Go's profiles under /debug/pprof on the metrics endpoint, as
+		// Flux's controllers serve them.
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr, ExtraHandlers: pprof.GetHandlers()},
 		HealthProbeBindAddress: o.healthAddr,
 		LeaderElection:         o.leaderElection.Enable,
 		LeaseDuration:          &o.leaderElection.LeaseDuration,
