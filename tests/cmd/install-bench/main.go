@@ -27,8 +27,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,6 +48,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,6 +77,10 @@ var providers = []providerSpec{
 	{v1alpha1.ControlPlaneProviderType, "kubeadm", "capi-kubeadm-control-plane-system"},
 }
 
+// profileDir, when set, receives the manager's CPU profile of each
+// upgrade.
+var profileDir string
+
 // result is one run of one system.
 type result struct {
 	Install, Upgrade   time.Duration
@@ -87,6 +95,9 @@ type result struct {
 	// finished between the upgrade's start and its Ready, and how long the
 	// last one (the one that applied the new revision) took.
 	UpFlux map[string]fluxRuns
+	// UpCPU is the CPU seconds each plane process (by command name) and
+	// the system's own manager spent during the upgrade.
+	UpCPU map[string]float64
 }
 
 // system is one way of installing the providers.
@@ -103,6 +114,7 @@ type system interface {
 
 func main() {
 	runs := flag.Int("runs", 3, "runs per system, alternating")
+	flag.StringVar(&profileDir, "profile", "", "directory to write Capwright's manager CPU profile of each upgrade to (upgrade-<run>.pprof)")
 	only := flag.String("systems", "capwright,flux,flux+contract,cluster-api-operator", "systems to run, comma-separated")
 	flag.Parse()
 	if err := run(*runs, strings.Split(*only, ",")); err != nil {
@@ -220,6 +232,22 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	}
 
 	cpu0 = cpuSeconds(pid)
+	plane0 := processCPU(append(p.PIDs(), pid))
+	profiled := make(chan error, 2)
+	profiles := 0
+	if profileDir != "" {
+		stamp := time.Now().Format("150405")
+		profiles++
+		go func() {
+			profiled <- apiServerProfile(ctx, cfg, 8*time.Second, filepath.Join(profileDir, fmt.Sprintf("kube-apiserver-%s-%s.pprof", s.Name(), stamp)))
+		}()
+		if cw, ok := s.(*capwright); ok {
+			profiles++
+			go func() {
+				profiled <- cw.profile(ctx, 8*time.Second, filepath.Join(profileDir, fmt.Sprintf("manager-%s.pprof", stamp)))
+			}()
+		}
+	}
 	start = time.Now()
 	if err := s.Apply(ctx, c, toVersion); err != nil {
 		return res, err
@@ -229,8 +257,17 @@ func runOnce(ctx context.Context, s system) (result, error) {
 		return res, err
 	}
 	res.CPUUp = cpuSeconds(pid) - cpu0
+	res.UpCPU = processCPU(append(p.PIDs(), pid))
+	for name, v := range plane0 {
+		res.UpCPU[name] -= v
+	}
 	for _, d := range up {
 		res.Upgrade = max(res.Upgrade, d)
+	}
+	for range profiles {
+		if err := <-profiled; err != nil {
+			return res, fmt.Errorf("profiling: %w", err)
+		}
 	}
 	res.UpFlux = kustomizeRuns(p.LogPath("kustomize-controller"), start, start.Add(res.Upgrade))
 	if _, ok := s.(*capwright); ok {
@@ -351,6 +388,55 @@ func timelines(logPath string) (install, upgrade map[string]map[string]float64) 
 		}
 	}
 	return install, upgrade
+}
+
+// apiServerProfile records the API server's CPU profile (its
+// /debug/pprof, on by default) for the given time into path.
+func apiServerProfile(ctx context.Context, cfg *rest.Config, d time.Duration, path string) error {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	return saveProfile(ctx, hc, strings.TrimSuffix(cfg.Host, "/")+fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), path)
+}
+
+// saveProfile GETs a pprof profile into path.
+func saveProfile(ctx context.Context, hc *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, io.LimitReader(resp.Body, 64<<20))
+	return errors.Join(err, f.Close())
+}
+
+// processCPU sums the CPU seconds of the processes by command name.
+func processCPU(pids []int) map[string]float64 {
+	out := map[string]float64{}
+	slices.Sort(pids)
+	for _, pid := range slices.Compact(pids) {
+		if pid <= 0 {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			continue
+		}
+		out[strings.TrimSpace(string(comm))] += cpuSeconds(pid)
+	}
+	return out
 }
 
 // fluxRuns are the reconciles of one Kustomization in a window.
@@ -490,6 +576,26 @@ func report(systems []system, results map[string][]result) {
 			cells = append(cells, fmt.Sprintf("%.0f × %.2f s",
 				median(collect(rs, func(r result) float64 { return float64(r.UpFlux[t].Count) })),
 				median(collect(rs, func(r result) float64 { return r.UpFlux[t].Last }))))
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", s.Name(), strings.Join(cells, "\t"))
+	}
+	_ = tw.Flush()
+
+	fmt.Println("\nCPU seconds during the upgrade, medians (the plane has 2 cores; everything runs on them)")
+	tw = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	procs := []string{"kube-apiserver", "etcd", "kustomize-contr", "source-controll", "capwright-manag", "cluster-api-ope"}
+	fmt.Fprintf(tw, "system\tall\t%s\n", strings.Join(procs, "\t"))
+	for _, s := range systems {
+		rs := results[s.Name()]
+		cells := []string{fmt.Sprintf("%.2f", median(collect(rs, func(r result) float64 {
+			var all float64
+			for _, v := range r.UpCPU {
+				all += v
+			}
+			return all
+		})))}
+		for _, name := range procs {
+			cells = append(cells, fmt.Sprintf("%.2f", median(collect(rs, func(r result) float64 { return r.UpCPU[name] }))))
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", s.Name(), strings.Join(cells, "\t"))
 	}

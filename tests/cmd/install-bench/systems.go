@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/e2e/framework"
@@ -44,7 +46,10 @@ func releaseDir(p *plane.Plane, version string) string {
 // capwright installs the providers from the catalog through a registry
 // mirror, as at an air-gapped site, with the manager the working tree
 // builds.
-type capwright struct{}
+type capwright struct {
+	// metrics is the running manager's metrics endpoint.
+	metrics string
+}
 
 func (capwright) Name() string { return "capwright" }
 func (capwright) User() string { return plane.CapwrightUser }
@@ -58,7 +63,7 @@ func (capwright) Publish(ctx context.Context, p *plane.Plane, version string) er
 	return nil
 }
 
-func (capwright) Start(ctx context.Context, p *plane.Plane) (int, error) {
+func (cw *capwright) Start(ctx context.Context, p *plane.Plane) (int, error) {
 	m, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
 		"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 		"--insecure-registry=" + p.Registry.Host,
@@ -66,7 +71,15 @@ func (capwright) Start(ctx context.Context, p *plane.Plane) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	cw.metrics = m.MetricsURL()
 	return m.PID(), nil
+}
+
+// profile records the manager's CPU profile for the given time into path,
+// from the pprof endpoints it serves on its metrics address.
+func (cw *capwright) profile(ctx context.Context, d time.Duration, path string) error {
+	url := strings.TrimSuffix(cw.metrics, "/metrics") + fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds()))
+	return saveProfile(ctx, http.DefaultClient, url, path)
 }
 
 func capwrightObject(pt providerSpec) v1alpha1.Provider {
@@ -351,7 +364,11 @@ func (o *capwrightObjects) Publish(ctx context.Context, p *plane.Plane, version 
 	o.digests[version] = map[string]string{}
 	o.dir = func(v string) string { return releaseDir(p, v) }
 	for _, pt := range providers {
-		digest, err := framework.PublishCAPIProvider(ctx, p.Registry.Host, releaseDir(p, version), pt.Type, pt.Name, version)
+		if _, err := framework.PublishCAPIProvider(ctx, p.Registry.Host, releaseDir(p, version), pt.Type, pt.Name, version); err != nil {
+			return err
+		}
+		ref := artifact.Reference{Host: p.Registry.Host, Repository: framework.CAPIRepository + "/" + pt.Type + "-" + pt.Name, Tag: version}
+		digest, err := (&artifact.Fetcher{}).Resolve(ctx, ref, artifact.Access{PlainHTTP: true})
 		if err != nil {
 			return err
 		}
