@@ -3,8 +3,12 @@
 // plane through Capwright, bare Flux (a hand-written OCIRepository and
 // Kustomization per provider), bare Flux whose Kustomizations carry what
 // Capwright's carry for clusterctl's contract ("flux+contract": Flux's own
-// share of Capwright's time) and cluster-api-operator v0.29.0, and prints
-// the medians and ratios. `make bench` runs it.
+// share of Capwright's time), Capwright's own rendered Flux objects applied
+// with no manager running ("flux+capwright-objects": what the manager's
+// presence costs, apart from its objects) and cluster-api-operator
+// v0.29.0, and prints the medians and ratios, with kustomize-controller's
+// own reconcile times and every plane process's CPU during the upgrade.
+// `make bench` runs it; -profile keeps CPU profiles of the upgrade.
 //
 // Every run of every system gets a fresh plane and the same procedure:
 // publish v1.13.6 and v1.14.2 of the three providers to the plane's
@@ -115,7 +119,7 @@ type system interface {
 func main() {
 	runs := flag.Int("runs", 3, "runs per system, alternating")
 	flag.StringVar(&profileDir, "profile", "", "directory to write Capwright's manager CPU profile of each upgrade to (upgrade-<run>.pprof)")
-	only := flag.String("systems", "capwright,flux,flux+contract,cluster-api-operator", "systems to run, comma-separated")
+	only := flag.String("systems", "capwright,flux,flux+contract,flux+capwright-objects,cluster-api-operator", "systems to run, comma-separated")
 	flag.Parse()
 	if err := run(*runs, strings.Split(*only, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "install-bench:", err)

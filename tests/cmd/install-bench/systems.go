@@ -15,6 +15,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -406,7 +407,12 @@ func (o *capwrightObjects) Apply(ctx context.Context, c client.Client, version s
 			// No provider owns them here: the garbage collector would
 			// delete objects owned by one that does not exist.
 			obj.SetOwnerReferences(nil)
-			if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(benchUser), client.ForceOwnership); err != nil {
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+			if err != nil {
+				return err
+			}
+			ac := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
+			if err := c.Apply(ctx, ac, client.FieldOwner(benchUser), client.ForceOwnership); err != nil {
 				return err
 			}
 		}
