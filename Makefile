@@ -21,6 +21,12 @@ TEST_TIMEOUT   ?= 60m
 BENCH_TIME     ?= 3x
 # Runs per system of the side-by-side install benchmark (each on a fresh plane).
 BENCH_RUNS     ?= 3
+# Time per fuzz target: make test gives each a short run, make fuzz a long one.
+FUZZ_TIME      ?= 10m
+# The fuzz targets, as package:Target.
+FUZZ_TARGETS   := ./internal/artifact:FuzzUntar ./internal/clusterctl:FuzzParseVariables \
+                  ./internal/clusterctl:FuzzParseMetadata ./internal/render:FuzzAdditionalManifests \
+                  ./internal/mirror:FuzzParseImage
 
 export CAPWRIGHT_BIN_DIR := $(BIN)
 
@@ -90,7 +96,15 @@ test: tools ## Run unit, integration and e2e tests (builds the tools first).
 	$(GO) vet ./...
 	$(GO) -C api vet ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests/e2e')
+	$(MAKE) --no-print-directory fuzz FUZZ_TIME=5s
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -v ./tests/e2e/... 2>&1 | grep -E --line-buffered -v '^=== (RUN|PAUSE|CONT)'
+
+.PHONY: fuzz
+fuzz: ## Fuzz every parser of untrusted input, FUZZ_TIME each (default 10m); findings land in testdata/fuzz.
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZ_TIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZ_TIME) "$${t%%:*}" || exit 1; \
+	done
 
 .PHONY: bench
 bench: tools ## Benchmarks: pure packages, the CLI, a Tenant change on 20 clusters, and the three CAPI providers installed by Capwright, bare Flux and cluster-api-operator side by side.
