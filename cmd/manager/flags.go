@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/client"
@@ -9,12 +10,20 @@ import (
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	flag "github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/capwright/capwright/internal/render"
 )
 
 // features are Capwright's feature gates (--feature-gates=Name=true), as
 // Flux's controllers have them; none yet. A gate that is not listed is
 // refused at start-up.
 var features = map[string]bool{}
+
+// defaultTenantForbiddenNamespaces hold Flux's and cert-manager's
+// credentials and controllers on a management cluster that `flux
+// bootstrap` made, where no tenant has Clusters.
+var defaultTenantForbiddenNamespaces = []string{"flux-system", "cert-manager"}
 
 // options are the manager's flags: Flux's runtime options (logging, the
 // Kubernetes client, leader election, feature gates), named as Flux's
@@ -29,6 +38,7 @@ type options struct {
 	mirrorFile, maxSize                  string
 	mirrors, insecure                    []string
 	storagePath, storageAddr, storageURL string
+	tenantForbidden                      []string
 
 	client         client.Options
 	log            logger.Options
@@ -53,6 +63,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.storagePath, "artifact-storage-path", "", "The directory where the manager keeps the artifacts of providers' additional manifests for Flux to fetch; empty refuses spec.additionalManifests.")
 	fs.StringVar(&o.storageAddr, "artifact-bind-address", ":9090", "The address the artifact server listens on.")
 	fs.StringVar(&o.storageURL, "artifact-advertise-url", "", "The base URL kustomize-controller fetches artifacts from, e.g. http://capwright-artifacts.capwright-system.svc.cluster.local. (default: http:// and --artifact-bind-address, when that names a host).")
+	fs.StringSliceVar(&o.tenantForbidden, "tenant-forbidden-namespaces", defaultTenantForbiddenNamespaces,
+		"Namespaces of the management cluster no Tenant may select Clusters in (spec.clusters.namespaces), comma-separated or repeated; "+
+			"setting it replaces the default. A Tenant listing one is refused with reason NamespaceNotAllowed and nothing is written for its clusters. "+
+			"Kubernetes' own namespaces, every other Tenant's management namespace and the manager's own namespace (RUNTIME_NAMESPACE) are refused whatever it says.")
 	o.client.BindFlags(fs)
 	o.log.BindFlags(fs)
 	o.leaderElection.BindFlags(fs)
@@ -63,8 +77,29 @@ func parseFlags(args []string) (*options, error) {
 	if rest := fs.Args(); len(rest) > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q: the manager takes flags only (see --help)", rest)
 	}
+	for _, ns := range o.tenantForbidden {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("--tenant-forbidden-namespaces: %q is not a namespace name (%s); list namespace names, comma-separated", ns, strings.Join(errs, "; "))
+		}
+	}
 	if err := o.featureGates.SupportedFeatures(features); err != nil {
 		return nil, fmt.Errorf("--feature-gates: %w (this version knows %d feature gates; see docs/install.md)", err, len(features))
 	}
 	return o, nil
+}
+
+// tenantForbiddenNamespaces are the namespaces closed to Tenants besides
+// Kubernetes' own and other Tenants' (which the controller always
+// refuses): those of --tenant-forbidden-namespaces and the manager's own
+// namespace (RUNTIME_NAMESPACE; none when it runs outside the cluster),
+// which no flag opens, each with why for the refusal's message.
+func (o *options) tenantForbiddenNamespaces(runtimeNamespace string) render.ForbiddenNamespaces {
+	out := render.ForbiddenNamespaces{}
+	for _, ns := range o.tenantForbidden {
+		out[ns] = "listed in the manager's --tenant-forbidden-namespaces"
+	}
+	if runtimeNamespace != "" {
+		out[runtimeNamespace] = "the Capwright manager's own namespace"
+	}
+	return out
 }

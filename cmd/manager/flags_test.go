@@ -1,6 +1,8 @@
 package main
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,9 +50,44 @@ func TestParseFlagsRefuses(t *testing.T) {
 		{"--feature-gates=NoSuchGate=true"},
 		{"--leader-elect"}, // controller-runtime's name; Flux's is --enable-leader-election
 		{"stray"},
+		{"--tenant-forbidden-namespaces=flux-system,Vault"},
 	} {
 		if _, err := parseFlags(args); err == nil || !strings.Contains(err.Error(), strings.TrimLeft(strings.SplitN(args[0], "=", 2)[0], "-")) {
 			t.Errorf("parseFlags(%q) = %v, want an error naming it", args, err)
 		}
+	}
+}
+
+// The namespaces closed to Tenants: the flag's (flux-system and
+// cert-manager by default), replaced when it is set, and always the
+// manager's own.
+func TestTenantForbiddenNamespaces(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		runtime string
+		want    []string
+	}{
+		{"default, in the cluster", nil, "capwright-system", []string{"capwright-system", "cert-manager", "flux-system"}},
+		{"default, outside the cluster", nil, "", []string{"cert-manager", "flux-system"}},
+		{"one more", []string{"--tenant-forbidden-namespaces=flux-system,cert-manager,vault"}, "capwright-system",
+			[]string{"capwright-system", "cert-manager", "flux-system", "vault"}},
+		{"repeated", []string{"--tenant-forbidden-namespaces=flux-system", "--tenant-forbidden-namespaces=vault"}, "",
+			[]string{"flux-system", "vault"}},
+		{"emptied: the manager's own stays", []string{"--tenant-forbidden-namespaces="}, "capwright-system", []string{"capwright-system"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseFlags(tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := o.tenantForbiddenNamespaces(tt.runtime)
+			if names := slices.Sorted(maps.Keys(got)); !slices.Equal(names, tt.want) {
+				t.Errorf("forbidden %v, want %v", names, tt.want)
+			}
+			if tt.runtime != "" && !strings.Contains(got[tt.runtime], "manager's own namespace") {
+				t.Errorf("%s: why %q does not say it is the manager's own namespace", tt.runtime, got[tt.runtime])
+			}
+		})
 	}
 }

@@ -257,6 +257,8 @@ func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecord
 		Recorder:       recorder,
 		ResyncInterval: o.resync,
 		Metrics:        m,
+		// The Deployment sets RUNTIME_NAMESPACE (see run).
+		ForbiddenNamespaces: o.tenantForbiddenNamespaces(os.Getenv("RUNTIME_NAMESPACE")),
 	}
 	if watch {
 		r.Clusters = mgr.GetCache()

@@ -61,7 +61,12 @@ const (
 	ClustersNotFoundReason = "ClustersNotFound"
 	InvalidSelectorReason  = "InvalidSelector"
 	InvalidStackReason     = "InvalidStack"
-	FluxAPIMissingReason   = "FluxAPIMissing"
+	// NamespaceNotAllowedReason: spec.clusters.namespaces lists a
+	// namespace no tenant may select Clusters in (another Tenant's
+	// management namespace, or one the manager forbids); nothing is read
+	// there and nothing is written for the tenant's clusters.
+	NamespaceNotAllowedReason = "NamespaceNotAllowed"
+	FluxAPIMissingReason      = "FluxAPIMissing"
 	// ClusterAPIMissingReason: the management cluster does not serve
 	// Cluster API's Cluster kind (cluster.x-k8s.io/v1beta2), so no cluster
 	// can be selected; the namespace and RBAC are still written.

@@ -115,11 +115,21 @@ type ClusterSelector struct {
 	// namespace shared by several tenants). The tenant's pull Secrets and
 	// values Secrets must exist in each namespace it has clusters in: the
 	// Flux objects of a cluster live in the Cluster's namespace.
+	//
+	// A management cluster holds every workload cluster's credentials, so
+	// some namespaces are closed to tenants: Kubernetes' own (kube-system,
+	// kube-public, kube-node-lease) are refused by the API server; another
+	// Tenant's management namespace and the namespaces the manager forbids
+	// (--tenant-forbidden-namespaces, by default flux-system and
+	// cert-manager, and always the manager's own) are refused with reason
+	// NamespaceNotAllowed, and nothing is written for the tenant's
+	// clusters until they are removed from this list.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="!self.exists(ns, ns in ['kube-system', 'kube-public', 'kube-node-lease'])",message="clusters.namespaces must not list kube-system, kube-public or kube-node-lease: Kubernetes' own namespaces hold no tenant's Clusters, and a tenant's stack must not reach what they hold; remove them and list only namespaces that hold the tenant's Clusters"
 	Namespaces []string `json:"namespaces,omitempty"`
 }
 

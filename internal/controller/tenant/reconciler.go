@@ -8,6 +8,7 @@ package tenant
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -50,6 +51,11 @@ type Reconciler struct {
 	// Metrics records reconcile durations, each tenant's state and its
 	// clusters per phase; nil records nothing.
 	Metrics *metrics.Recorder
+	// ForbiddenNamespaces no tenant may select Clusters in (the manager's
+	// --tenant-forbidden-namespaces and its own namespace), besides
+	// Kubernetes' own and other Tenants' management namespaces, which are
+	// always refused (render.CheckTenantNamespaces).
+	ForbiddenNamespaces render.ForbiddenNamespaces
 
 	// written keeps the shell from acting on a read older than its own
 	// last write.
@@ -71,14 +77,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}).Reconcile(ctx, req)
 }
 
-// reconcile reads as the data flow: management objects → select clusters
-// → render → write the Flux objects → delete what is stale → fold health.
+// reconcile reads as the data flow: check the namespaces → select
+// clusters → render → write the management objects and the Flux objects
+// → delete what is stale → fold health.
 func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, request string) (shell.Outcome, error) {
 	logger := log.FromContext(ctx)
 	requeue := shell.Outcome{Result: reconcile.Result{RequeueAfter: r.resyncInterval()}}
 	reconcilePaused(t)
 	t.Status.Namespace = t.ManagementNamespace()
 
+	// Before anything is read there: a namespace the tenant may not use
+	// is never looked at on its behalf.
+	var tenants tenancyv1alpha1.TenantList
+	if err := r.Client.List(ctx, &tenants); err != nil {
+		return shell.Outcome{}, fmt.Errorf("listing Tenants to check the namespaces of Tenant %s: %w", t.Name, err)
+	}
+	if err := render.CheckTenantNamespaces(t, r.ForbiddenNamespaces, tenants.Items); err != nil {
+		return r.refuseSpec(ctx, t, tenancyv1alpha1.NamespaceNotAllowedReason, err)
+	}
 	found, err := r.findClusters(ctx, t)
 	if err != nil {
 		var missing *clusterAPIMissingError
@@ -91,19 +107,11 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, r
 	}
 	sel, err := render.SelectClusters(t, found.clusters, found.kubeconfigs)
 	if err != nil {
-		setFalse(t, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidSelectorReason, err.Error())
-		if _, err := r.writeManagement(ctx, t, render.TenantManagement(t)); err != nil {
-			return shell.Outcome{}, err
-		}
-		return shell.Stalled(tenancyv1alpha1.InvalidSelectorReason, err.Error(), r.resyncInterval()), nil
+		return r.refuseSpec(ctx, t, tenancyv1alpha1.InvalidSelectorReason, err)
 	}
 	rendered, err := render.Tenant(t, sel)
 	if err != nil {
-		setFalse(t, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidStackReason, err.Error())
-		if _, err := r.writeManagement(ctx, t, render.TenantManagement(t)); err != nil {
-			return shell.Outcome{}, err
-		}
-		return shell.Stalled(tenancyv1alpha1.InvalidStackReason, err.Error(), r.resyncInterval()), nil
+		return r.refuseSpec(ctx, t, tenancyv1alpha1.InvalidStackReason, err)
 	}
 
 	ok, err := r.writeManagement(ctx, t, rendered.Management)
@@ -143,6 +151,18 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, r
 		requeue.Stalled = &shell.Stall{Reason: c.Reason, Message: c.Message}
 	}
 	return requeue, nil
+}
+
+// refuseSpec stops at a spec problem only the spec can fix: ClustersReady
+// says what and how (a Warning event as it turns False), the tenant's own
+// namespace and RBAC are still written, nothing is written or deleted for
+// its clusters, and the tenant stalls until its spec changes.
+func (r *Reconciler) refuseSpec(ctx context.Context, t *tenancyv1alpha1.Tenant, reason string, refusal error) (shell.Outcome, error) {
+	setFalse(t, tenancyv1alpha1.ClustersReadyCondition, reason, refusal.Error())
+	if _, err := r.writeManagement(ctx, t, render.TenantManagement(t)); err != nil {
+		return shell.Outcome{}, err
+	}
+	return shell.Stalled(reason, refusal.Error(), r.resyncInterval()), nil
 }
 
 func (r *Reconciler) resyncInterval() time.Duration {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -46,7 +47,9 @@ import (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the reconciler. It watches Tenants (spec,
-// label and annotation changes, not its own status writes), the Flux
+// label and annotation changes, not its own status writes; and every
+// Tenant created or deleted, mapped to the tenants whose
+// spec.clusters.namespaces list its management namespace), the Flux
 // objects and the metadata of the management objects labelled for a
 // tenant, and — when r.WatchClusters — Cluster API
 // Clusters and the metadata of kubeconfig Secrets, mapped to the tenants
@@ -61,6 +64,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 	b := ctrlruntime.NewControllerManagedBy(mgr).
 		Named("Tenant").
 		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		// A Tenant created with a management namespace another tenant
+		// lists refuses that tenant (NamespaceNotAllowed); one deleted
+		// lifts the refusal. An update cannot change a management
+		// namespace (the CRD refuses it).
+		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.byListedNamespace),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
 		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
 		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
@@ -97,6 +106,27 @@ func byTenantLabel(_ context.Context, o ctrl.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Name: name}}}
+}
+
+// byListedNamespace enqueues every other tenant whose
+// spec.clusters.namespaces lists the Tenant's management namespace.
+func (r *Reconciler) byListedNamespace(ctx context.Context, o ctrl.Object) []reconcile.Request {
+	changed, ok := o.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	var tenants tenancyv1alpha1.TenantList
+	if err := r.Client.List(ctx, &tenants); err != nil {
+		return nil
+	}
+	ns := changed.ManagementNamespace()
+	var reqs []reconcile.Request
+	for i := range tenants.Items {
+		if tn := &tenants.Items[i]; tn.Name != changed.Name && slices.Contains(tn.Spec.Clusters.Namespaces, ns) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tn.Name}})
+		}
+	}
+	return reqs
 }
 
 // byNamespace enqueues every tenant that looks for Clusters in the
