@@ -429,16 +429,8 @@ func (o *capwrightObjects) Ready(ctx context.Context, c client.Client, pt provid
 	return ok && ks.Status.ObservedGeneration == ks.Generation && strings.HasSuffix(ks.Status.LastAppliedRevision, o.digests[version][pt.Type]), msg
 }
 
+// RequestReconcile asks Flux for a reconcile of the objects, as for bare
+// Flux: they have the same names.
 func (*capwrightObjects) RequestReconcile(ctx context.Context, c client.Client) error {
-	for _, pt := range providers {
-		key := client.ObjectKey{Namespace: pt.Namespace, Name: render.ObjectName(pt.Type, pt.Name)}
-		for _, o := range []client.Object{&sourcev1.OCIRepository{}, &kustomizev1.Kustomization{}} {
-			o.SetNamespace(key.Namespace)
-			o.SetName(key.Name)
-			if err := requestAnnotation(ctx, c, o); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return bareFlux{}.RequestReconcile(ctx, c)
 }
