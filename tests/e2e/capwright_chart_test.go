@@ -73,7 +73,9 @@ func TestCapwrightHelmChartInstalls(t *testing.T) {
 	if err := c.List(ctx, &crds); err != nil {
 		t.Fatal(err)
 	}
-	if slices.ContainsFunc(crds.Items, func(crd apiextensionsv1.CustomResourceDefinition) bool { return crd.Spec.Group == "monitoring.coreos.com" }) {
+	if slices.ContainsFunc(crds.Items, func(crd apiextensionsv1.CustomResourceDefinition) bool {
+		return crd.Spec.Group == "monitoring.coreos.com"
+	}) {
 		t.Error("the ServiceMonitor CRD is installed before this test: it no longer proves the chart renders no ServiceMonitor by default")
 	}
 	if !slices.Contains(dep.Spec.Template.Spec.Containers[0].Args, "--artifact-advertise-url=http://capwright-artifacts.capwright-system.svc.cluster.local.") {
