@@ -6,7 +6,9 @@
 // share of Capwright's time), Capwright's own rendered Flux objects applied
 // with no manager running ("flux+capwright-objects": what the manager's
 // presence costs, apart from its objects) and cluster-api-operator
-// v0.29.0, and prints the medians and ratios, with kustomize-controller's
+// v0.29.0 — and on request the same objects with an idle manager beside
+// them ("flux+capwright-objects+idle-manager": what a watching controller
+// costs, apart from Capwright's work) — and prints the medians and ratios, with kustomize-controller's
 // own reconcile times and every plane process's CPU during the upgrade.
 // `make bench` runs it; -profile keeps CPU profiles of the upgrade.
 //
@@ -119,7 +121,7 @@ type system interface {
 func main() {
 	runs := flag.Int("runs", 3, "runs per system, alternating")
 	flag.StringVar(&profileDir, "profile", "", "directory to write Capwright's manager CPU profile of each upgrade to (upgrade-<run>.pprof)")
-	only := flag.String("systems", "capwright,flux,flux+contract,flux+capwright-objects,cluster-api-operator", "systems to run, comma-separated")
+	only := flag.String("systems", "capwright,flux,flux+contract,flux+capwright-objects,cluster-api-operator", "systems to run, comma-separated; flux+capwright-objects+idle-manager (Capwright's objects with an idle manager beside them) is also known")
 	flag.Parse()
 	if err := run(*runs, strings.Split(*only, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "install-bench:", err)
@@ -130,12 +132,13 @@ func main() {
 func run(runs int, names []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
-	all := map[string]system{"capwright": &capwright{}, "flux": &bareFlux{}, "flux+contract": &bareFlux{contract: true}, "cluster-api-operator": &operator{}, "flux+capwright-objects": &capwrightObjects{}}
+	all := map[string]system{"capwright": &capwright{}, "flux": &bareFlux{}, "flux+contract": &bareFlux{contract: true}, "cluster-api-operator": &operator{}, "flux+capwright-objects": &capwrightObjects{},
+		"flux+capwright-objects+idle-manager": &idleManager{capwrightObjects: &capwrightObjects{}}}
 	var systems []system
 	for _, n := range names {
 		s, ok := all[strings.TrimSpace(n)]
 		if !ok {
-			return fmt.Errorf("unknown system %q; choose among capwright, flux, flux+contract, flux+capwright-objects, cluster-api-operator", n)
+			return fmt.Errorf("unknown system %q; choose among capwright, flux, flux+contract, flux+capwright-objects, flux+capwright-objects+idle-manager, cluster-api-operator", n)
 		}
 		systems = append(systems, s)
 	}

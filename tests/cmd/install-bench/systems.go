@@ -357,6 +357,23 @@ func (*capwrightObjects) Name() string                                     { ret
 func (*capwrightObjects) User() string                                     { return "" }
 func (*capwrightObjects) Start(context.Context, *plane.Plane) (int, error) { return 0, nil }
 
+// idleManager is flux+capwright-objects with Capwright's manager running
+// beside Flux but given nothing to do: no provider CR names the objects,
+// so it only watches. Its times against flux+capwright-objects tell what a
+// watching controller costs the plane, apart from any work of Capwright's;
+// against capwright, what Capwright's own work (preflight, status folds,
+// events) adds. Not in the default set: it answers a diagnostic question.
+type idleManager struct {
+	*capwrightObjects
+	manager capwright
+}
+
+func (*idleManager) Name() string { return "flux+capwright-objects+idle-manager" }
+
+func (m *idleManager) Start(ctx context.Context, p *plane.Plane) (int, error) {
+	return m.manager.Start(ctx, p)
+}
+
 func (o *capwrightObjects) Publish(ctx context.Context, p *plane.Plane, version string) error {
 	fluxRegistry = p.Registry.Host
 	if o.digests == nil {
