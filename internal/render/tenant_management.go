@@ -26,7 +26,7 @@ func TenantManagement(t *tenancyv1alpha1.Tenant) TenantManagementObjects {
 	out := TenantManagementObjects{
 		Namespace: &corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: tenantMeta(t, "", ns, false),
+			ObjectMeta: tenantNamespaceMeta(t, ns),
 		},
 		ServiceAccount: &corev1.ServiceAccount{
 			TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
@@ -48,4 +48,25 @@ func TenantManagement(t *tenancyv1alpha1.Tenant) TenantManagementObjects {
 		}
 	}
 	return out
+}
+
+// The Pod Security admission labels
+// (https://kubernetes.io/docs/concepts/security/pod-security-admission/).
+const (
+	PodSecurityEnforceLabel = "pod-security.kubernetes.io/enforce"
+	PodSecurityAuditLabel   = "pod-security.kubernetes.io/audit"
+	PodSecurityWarnLabel    = "pod-security.kubernetes.io/warn"
+)
+
+// tenantNamespaceMeta is the metadata of the tenant's namespace: the
+// tenant label, and the tenant's Pod Security level enforced, audited and
+// warned about. No version label: the level follows the API server's
+// Kubernetes version, as Kubernetes does by default.
+func tenantNamespaceMeta(t *tenancyv1alpha1.Tenant, ns string) metav1.ObjectMeta {
+	m := tenantMeta(t, "", ns, false)
+	level := string(t.PodSecurityLevel())
+	for _, l := range []string{PodSecurityEnforceLabel, PodSecurityAuditLabel, PodSecurityWarnLabel} {
+		m.Labels[l] = level
+	}
+	return m
 }

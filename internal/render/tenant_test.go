@@ -157,7 +157,8 @@ func TestTenantManagement(t *testing.T) {
 	labels := map[string]string{tenancyv1alpha1.TenantLabel: "team-a"}
 
 	wantNS := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: "tenant-team-a", Labels: labels}}
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant-team-a", Labels: map[string]string{tenancyv1alpha1.TenantLabel: "team-a",
+			"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/warn": "restricted"}}}
 	if !reflect.DeepEqual(m.Namespace, wantNS) {
 		t.Errorf("Namespace = %+v, want %+v (no owner: deleting the Tenant must not delete its Clusters)", m.Namespace, wantNS)
 	}
@@ -186,6 +187,33 @@ func TestTenantManagement(t *testing.T) {
 	}
 	if ns := TenantManagement(kustomizeTenant()).Namespace.Name; ns != "team-b-clusters" {
 		t.Errorf("namespace = %q, want spec.management.namespace", ns)
+	}
+}
+
+func TestTenantNamespacePodSecurity(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		management *tenancyv1alpha1.ManagementSpec
+		want       string
+	}{
+		{"no management: restricted", nil, "restricted"},
+		{"management without a level: restricted", &tenancyv1alpha1.ManagementSpec{Namespace: "x"}, "restricted"},
+		{"baseline", &tenancyv1alpha1.ManagementSpec{PodSecurity: tenancyv1alpha1.PodSecurityBaseline}, "baseline"},
+		{"privileged", &tenancyv1alpha1.ManagementSpec{PodSecurity: tenancyv1alpha1.PodSecurityPrivileged}, "privileged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tenant := chartTenant()
+			tenant.Spec.Management = tc.management
+			labels := TenantManagement(tenant).Namespace.Labels
+			for _, l := range []string{PodSecurityEnforceLabel, PodSecurityAuditLabel, PodSecurityWarnLabel} {
+				if labels[l] != tc.want {
+					t.Errorf("label %s = %q, want %q", l, labels[l], tc.want)
+				}
+			}
+			if labels[tenancyv1alpha1.TenantLabel] != tenant.Name {
+				t.Errorf("the tenant label is lost: %v", labels)
+			}
+		})
 	}
 }
 

@@ -1,10 +1,12 @@
 package plane
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -112,6 +114,24 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	}
 	if err := applier.Apply(ctx, binding...); err != nil {
 		return nil, err
+	}
+	// The admission policy that keeps the manager's namespace writes to
+	// Tenants' namespaces, for the plane's user of the manager instead of
+	// the in-cluster ServiceAccount the manifests name.
+	policy, err := os.ReadFile(filepath.Join(p.RepoRoot(), "manifests/rbac/manager_admission.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	const saUser = "system:serviceaccount:capwright-system:capwright-manager"
+	if !bytes.Contains(policy, []byte(saUser)) {
+		return nil, fmt.Errorf("manifests/rbac/manager_admission.yaml no longer names %s: the plane cannot point it at its manager user", saUser)
+	}
+	admission, err := DecodeYAML(bytes.NewReader(bytes.ReplaceAll(policy, []byte(saUser), []byte(CapwrightUser))))
+	if err != nil {
+		return nil, err
+	}
+	if err := applier.Apply(ctx, admission...); err != nil {
+		return nil, fmt.Errorf("installing the manager's admission policy: %w", err)
 	}
 	kubeconfig, err := p.api.componentKubeconfig(CapwrightUser)
 	if err != nil {

@@ -47,7 +47,7 @@ type TenantList struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.management) && has(self.management.namespace)) == (has(oldSelf.management) && has(oldSelf.management.namespace))",message="spec.management.namespace cannot be set or removed after the Tenant is created: the tenant's Cluster API clusters live in its namespace; create another Tenant to use another namespace"
 type TenantSpec struct {
 	// Management configures what the tenant gets on the management
-	// cluster: its namespace and an optional quota.
+	// cluster: its namespace, its Pod Security level and an optional quota.
 	// +optional
 	Management *ManagementSpec `json:"management,omitempty"`
 
@@ -87,7 +87,29 @@ type ManagementSpec struct {
 	// tenant's ServiceAccount can read it but not change it.
 	// +optional
 	Quota *corev1.ResourceQuotaSpec `json:"quota,omitempty"`
+
+	// PodSecurity is the Pod Security Standard the namespace enforces
+	// (and audits and warns about), through the pod-security.kubernetes.io
+	// labels Capwright sets on it: restricted (the default), baseline, or
+	// privileged. Lower it only when a provider runs Pods for the tenant's
+	// clusters in this namespace (a hosted control plane, say) that need
+	// more; the tenant's own Kustomizations can create Pods here too.
+	// +optional
+	// +kubebuilder:validation:Enum=restricted;baseline;privileged
+	// +kubebuilder:default:=restricted
+	PodSecurity PodSecurityLevel `json:"podSecurity,omitempty"`
 }
+
+// PodSecurityLevel is a Pod Security Standard
+// (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
+type PodSecurityLevel string
+
+// The Pod Security Standards.
+const (
+	PodSecurityRestricted PodSecurityLevel = "restricted"
+	PodSecurityBaseline   PodSecurityLevel = "baseline"
+	PodSecurityPrivileged PodSecurityLevel = "privileged"
+)
 
 // ClusterSelector selects Cluster API Clusters (cluster.x-k8s.io) by label
 // and/or by name. A Cluster is selected when it matches the selector or is
@@ -387,6 +409,15 @@ func (t *Tenant) GetConditions() []metav1.Condition { return t.Status.Conditions
 
 // SetConditions sets the status conditions.
 func (t *Tenant) SetConditions(c []metav1.Condition) { t.Status.Conditions = c }
+
+// PodSecurityLevel is the Pod Security Standard of the tenant's namespace:
+// spec.management.podSecurity, or restricted.
+func (t *Tenant) PodSecurityLevel() PodSecurityLevel {
+	if m := t.Spec.Management; m != nil && m.PodSecurity != "" {
+		return m.PodSecurity
+	}
+	return PodSecurityRestricted
+}
 
 // ManagementNamespace is the tenant's namespace on the management cluster:
 // spec.management.namespace, or tenant-<name>.

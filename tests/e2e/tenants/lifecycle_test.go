@@ -124,6 +124,8 @@ func TestTenantLifecycle(t *testing.T) {
 		assertStackInstalled(t, ctx, remote[i], workloads[i].Name)
 	}
 	assertManagementObjects(t, ctx, c)
+	t.Run("the namespace enforces the tenant's Pod Security level", func(t *testing.T) { assertPodSecurity(t, ctx, c) })
+	t.Run("the manager writes namespaces and RBAC only in Tenants' namespaces", func(t *testing.T) { assertManagerConfined(t, ctx, c) })
 
 	t.Run("the quota is enforced and the tenant cannot change it", func(t *testing.T) {
 		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: managementNS, Name: render.TenantObjectName}}
