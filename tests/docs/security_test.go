@@ -1,0 +1,102 @@
+package docs
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// TestSecurityGuideRBACTable checks the manager's permissions table of
+// docs/security.md against manifests/rbac/role.yaml, which controller-gen
+// writes from the RBAC markers: every rule is in the table with the same
+// groups, resources, verbs and resource names, and the table lists no
+// rule the role does not have.
+func TestSecurityGuideRBACTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "manifests", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.ClusterRole
+	if err := sigsyaml.UnmarshalStrict(data, &role); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, r := range role.Rules {
+		want[ruleKey(r.APIGroups, r.Resources, r.Verbs, r.ResourceNames)] = true
+	}
+
+	guide, err := os.ReadFile(filepath.Join(repoRoot, "docs", "security.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(guide)
+	start := strings.Index(section, "## The manager's permissions")
+	if start < 0 {
+		t.Fatal(`docs/security.md has no "## The manager's permissions" section`)
+	}
+	section = section[start:]
+	if end := strings.Index(section, "\n### "); end > 0 {
+		section = section[:end]
+	}
+	names := regexp.MustCompile(`^bind \(` + "`" + `([^` + "`" + `]+)` + "`" + ` only\)$`)
+	got := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if !strings.HasPrefix(line, "| ") || len(cells) != 4 || strings.TrimSpace(cells[0]) == "API groups" {
+			continue
+		}
+		verbs := strings.TrimSpace(cells[2])
+		var resourceNames []string
+		if m := names.FindStringSubmatch(verbs); m != nil {
+			verbs, resourceNames = "bind", []string{m[1]}
+		}
+		groups := list(strings.ReplaceAll(cells[0], "`", ""))
+		for i, g := range groups {
+			if g == `""` {
+				groups[i] = ""
+			}
+		}
+		got[ruleKey(groups, list(cells[1]), list(verbs), resourceNames)] = true
+	}
+	if len(got) == 0 {
+		t.Fatal("found no rows in the permissions table of docs/security.md")
+	}
+	for k := range want {
+		if !got[k] {
+			t.Errorf("manifests/rbac/role.yaml grants %s; docs/security.md's table does not list it", k)
+		}
+	}
+	for k := range got {
+		if !want[k] {
+			t.Errorf("docs/security.md's table lists %s; manifests/rbac/role.yaml does not grant it", k)
+		}
+	}
+}
+
+// list splits a table cell of comma-separated names.
+func list(cell string) []string {
+	var out []string
+	for _, s := range strings.Split(cell, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ruleKey is a rule in a comparable form, each list sorted.
+func ruleKey(groups, resources, verbs, names []string) string {
+	parts := make([]string, 0, 4)
+	for _, l := range [][]string{groups, resources, verbs, names} {
+		l = slices.Clone(l)
+		slices.Sort(l)
+		parts = append(parts, "["+strings.Join(l, " ")+"]")
+	}
+	return strings.Join(parts, " ")
+}
