@@ -79,10 +79,11 @@ manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inve
 	{ echo "# Copied from manifests/rbac/tenant_roles.yaml by make manifests. These keep their fixed"; \
 	  echo "# names whatever the release is called: the manager binds capwright-tenant by name."; \
 	  cat manifests/rbac/tenant_roles.yaml; } > charts/capwright/templates/tenant-clusterroles.yaml
-	# The admission policy names the manager's ServiceAccount, and itself, from the release.
+	# The admission policies name the manager's ServiceAccount, and themselves, from the release.
 	{ echo "# Copied from manifests/rbac/manager_admission.yaml by make manifests, named from the release."; \
 	  sed -e 's|system:serviceaccount:capwright-system:capwright-manager|system:serviceaccount:{{ .Release.Namespace }}:{{ include "capwright.managerName" . }}|' \
 	    -e 's|capwright-manager-tenant-namespaces|{{ include "capwright.managerName" . }}-tenant-namespaces|' \
+	    -e 's|capwright-manager-flux-objects|{{ include "capwright.managerName" . }}-flux-objects|' \
 	    manifests/rbac/manager_admission.yaml; } > charts/capwright/templates/manager-admission.yaml
 	grep -q 'serviceaccount:{{ .Release.Namespace }}' charts/capwright/templates/manager-admission.yaml || { echo "manifests/rbac/manager_admission.yaml: no manager username to name from the release"; exit 1; }
 

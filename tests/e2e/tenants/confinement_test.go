@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,10 +79,11 @@ func assertPodSecurity(t *testing.T, ctx context.Context, c client.Client) {
 	setLevel(tenancyv1alpha1.PodSecurityRestricted)
 }
 
-// assertManagerConfined checks the admission policy of
+// assertManagerConfined checks the admission policies of
 // manifests/rbac/manager_admission.yaml: the manager's ClusterRole lets it
-// write Namespaces, ServiceAccounts, ResourceQuotas and RoleBindings
-// anywhere, the policy only in Tenants' namespaces. Each request is a
+// write Namespaces, ServiceAccounts, ResourceQuotas, RoleBindings and Flux
+// objects anywhere, the policies only in Tenants' namespaces and only its
+// own Flux objects. Each request is a
 // dry run as the manager's user; without the policy all of them would be
 // admitted.
 func assertManagerConfined(t *testing.T, ctx context.Context, c client.Client) {
@@ -121,6 +123,19 @@ func assertManagerConfined(t *testing.T, ctx context.Context, c client.Client) {
 	}
 	ns.Labels[render.PodSecurityEnforceLabel] = "privileged"
 	refused("labelling namespace default", as.Patch(ctx, &ns, patch, client.DryRunAll), "may only create or change the namespaces of Tenants")
+
+	// Flux objects: only its own, labelled ones.
+	source := func(labels map[string]string) *sourcev1.OCIRepository {
+		return &sourcev1.OCIRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "confinement-probe", Labels: labels},
+			Spec:       sourcev1.OCIRepositorySpec{URL: "oci://registry.example.com/probe", Interval: metav1.Duration{Duration: time.Hour}},
+		}
+	}
+	refused("creating an unlabelled OCIRepository", as.Create(ctx, source(nil), client.DryRunAll),
+		"may only write the Flux objects of providers and Tenants")
+	if err := as.Create(ctx, source(map[string]string{tenancyv1alpha1.TenantLabel: tenantName}), client.DryRunAll); err != nil {
+		t.Errorf("the manager creating a Tenant's OCIRepository: %v", err)
+	}
 
 	// In a Tenant's namespace the same requests pass.
 	if err := as.Create(ctx, binding(managementNS), client.DryRunAll); err != nil {
