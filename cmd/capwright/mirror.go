@@ -42,9 +42,10 @@ func newMirrorCommand(reg *registryOptions) *cobra.Command {
 into one registry, for sites without access to the public registries. For
 each artifact reference (oci://host/repository:tag or @digest) it copies:
 
-  - the artifact, with its referrers (signatures, SBOMs);
+  - the artifact, with its referrers (signatures, SBOMs) and what cosign
+    keeps under its tag scheme (sha256-<hex>.sig, .att, .sbom);
   - every container image it runs, all platforms of a multi-platform image,
-    with their referrers.
+    with theirs.
 
 The images an artifact runs depend on what it is:
 

@@ -155,8 +155,58 @@ func (c *copier) tree(ctx context.Context, r route, root ocispec.Descriptor) (*n
 	// may be larger, and are streamed like image layers.
 	r.maxBlob = 0
 	subjects := append([]ocispec.Descriptor{root}, n.children...)
-	err = parallel(len(subjects), func(i int) error { return c.referrers(ctx, r, subjects[i]) })
+	err = parallel(len(subjects), func(i int) error {
+		if err := c.referrers(ctx, r, subjects[i]); err != nil {
+			return err
+		}
+		return c.cosignTags(ctx, r, subjects[i])
+	})
 	return n, err
+}
+
+// cosignSuffixes are the suffixes of the tags cosign keeps a subject's
+// signatures, attestations and SBOMs under when it does not use the
+// referrers API (its default): <algorithm>-<hex>.sig, .att and .sbom, in
+// the subject's repository. Verification at the target (Flux's
+// OCIRepository verify, cosign verify) looks them up by the same names.
+var cosignSuffixes = []string{"sig", "att", "sbom"}
+
+// CosignTag is the tag cosign keeps what it attached to d under, for one
+// of cosignSuffixes.
+func CosignTag(d digest.Digest, suffix string) string {
+	return d.Algorithm().String() + "-" + d.Encoded() + "." + suffix
+}
+
+// cosignTags copies the manifests cosign tagged for subject in the source,
+// under the same tags. A source that cannot resolve tags has none to copy.
+func (c *copier) cosignTags(ctx context.Context, r route, subject ocispec.Descriptor) error {
+	resolver, ok := r.src.(content.Resolver)
+	if !ok {
+		return nil
+	}
+	return parallel(len(cosignSuffixes), func(i int) error {
+		tag := CosignTag(subject.Digest, cosignSuffixes[i])
+		if err := c.acquire(ctx); err != nil {
+			return err
+		}
+		desc, err := resolver.Resolve(ctx, tag)
+		c.release()
+		ref := r.srcRef
+		ref.Tag = tag
+		switch {
+		case errors.Is(err, errdef.ErrNotFound):
+			return nil
+		case err != nil:
+			return artifact.RegistryError(ref, "resolving", err)
+		case !isManifest(desc):
+			return fmt.Errorf("%s is a %s, not the manifest cosign stores there", ref, desc.MediaType)
+		}
+		n, err := c.manifest(ctx, r, desc, false)
+		if err != nil {
+			return err
+		}
+		return c.tag(ctx, r, desc, n.data, tag)
+	})
 }
 
 // manifest copies a manifest after its successors. present says that an

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -490,5 +491,61 @@ func TestMirrorReferrersTagSchema(t *testing.T) {
 	found := referrersAt(t, dst.Access(), targetRef(target, core.Ref), subject)
 	if len(found) != 1 || found[0].Digest != src.sboms[core.Ref.Repository][0].Digest {
 		t.Errorf("referrers at the target = %v, want the artifact's SBOM", found)
+	}
+}
+
+// TestMirrorCosignTags mirrors what cosign keeps under its tag scheme
+// (sha256-<hex>.sig and .att) for an artifact, an image index and one of
+// its platforms: the same manifests under the same tags at the target,
+// where verification looks them up. A second run writes nothing.
+func TestMirrorCosignTags(t *testing.T) {
+	ctx := context.Background()
+	src := newSource(t, registrytest.Options{})
+	dst := registrytest.New(t, registrytest.Options{})
+	target := mirror.Target{Host: dst.Host}
+	core := src.providers[0]
+	var img mirrortest.PushedImage
+	for _, name := range slices.Sorted(maps.Keys(core.Images)) {
+		img = core.Images[name]
+		break
+	}
+	type tagged struct {
+		ref  artifact.Reference
+		tag  string
+		desc ocispec.Descriptor
+	}
+	var want []tagged
+	push := func(ref artifact.Reference, subject ocispec.Descriptor, suffix string) {
+		desc := mirrortest.PushCosignTag(t, src.reg.Access(), ref, subject, suffix,
+			[]byte(`{"critical":{"image":{"docker-manifest-digest":"`+subject.Digest.String()+`"},"type":"cosign container image signature"}}`))
+		want = append(want, tagged{ref, mirror.CosignTag(subject.Digest, suffix), desc})
+	}
+	push(core.Ref, mirrortest.Resolve(t, src.reg.Access(), core.Ref), "sig")
+	push(img.Ref, img.Index, "sig")
+	push(img.Ref, img.Index, "att")
+	push(img.Ref, img.Manifests[0], "sig")
+
+	rec := &events{}
+	if _, err := mirror.Run(ctx, src.refs()[:1], mirror.Options{Target: target, SourceAccess: src.reg.Access(), TargetAccess: dst.Access(), Progress: rec}); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, w := range want {
+		ref := targetRef(target, w.ref)
+		ref.Tag = w.tag
+		got, ok := resolveAt(t, dst.Access(), ref)
+		if !ok || got.Digest != w.desc.Digest {
+			t.Errorf("%s at the target = %v (found %t), want %s", ref, got.Digest, ok, w.desc.Digest)
+		}
+	}
+	if n := rec.count(mirror.TagWritten, ""); n < len(want) {
+		t.Errorf("%d tags written, want at least the %d cosign tags", n, len(want))
+	}
+
+	again := &events{}
+	if _, err := mirror.Run(ctx, src.refs()[:1], mirror.Options{Target: target, SourceAccess: src.reg.Access(), TargetAccess: dst.Access(), Progress: again}); err != nil {
+		t.Fatalf("second Run: %v", err)
+	}
+	if n := again.count(mirror.TagWritten, ""); n != 0 {
+		t.Errorf("a second run wrote %d tags, want none", n)
 	}
 }

@@ -220,6 +220,44 @@ func PushReferrer(t testing.TB, access artifact.Access, ref artifact.Reference, 
 	return desc
 }
 
+// Cosign's simple-signing layout: the signed payload as a layer of this
+// media type, the signature in its annotation.
+const (
+	CosignSignatureMediaType  = "application/vnd.dev.cosign.simplesigning.v1+json"
+	CosignSignatureAnnotation = "dev.cosignproject.cosign/signature"
+)
+
+// PushCosignTag pushes, in ref's repository, a manifest laid out as cosign
+// stores signatures (.sig) and attestations (.att) for subject without the
+// referrers API — one layer holding payload, no subject field — tagged
+// <algorithm>-<hex>.<suffix>. The signature annotation is a fixed value:
+// the mirror copies it, nothing here verifies it.
+func PushCosignTag(t testing.TB, access artifact.Access, ref artifact.Reference, subject ocispec.Descriptor, suffix string, payload []byte) ocispec.Descriptor {
+	t.Helper()
+	ctx := context.Background()
+	repo := repository(t, access, ref)
+	config := []byte(`{"architecture":"","os":"","config":{},"rootfs":{"type":"layers","diff_ids":["` + digest.FromBytes(payload).String() + `"]}}`)
+	configDesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(config), Size: int64(len(config))}
+	layer := ocispec.Descriptor{MediaType: CosignSignatureMediaType, Digest: digest.FromBytes(payload), Size: int64(len(payload)),
+		Annotations: map[string]string{CosignSignatureAnnotation: "MEUCIQDtest"}}
+	for _, b := range []struct {
+		desc ocispec.Descriptor
+		data []byte
+	}{{configDesc, config}, {layer, payload}} {
+		if err := pushBlob(ctx, repo, b.desc, b.data); err != nil {
+			t.Fatalf("pushing a cosign blob to %s: %v", ref, err)
+		}
+	}
+	data := mustJSON(t, ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+		Config: configDesc, Layers: []ocispec.Descriptor{layer}})
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(data), Size: int64(len(data))}
+	tag := subject.Digest.Algorithm().String() + "-" + subject.Digest.Encoded() + "." + suffix
+	if err := repo.PushReference(ctx, desc, bytes.NewReader(data), tag); err != nil {
+		t.Fatalf("pushing %s:%s: %v", ref, tag, err)
+	}
+	return desc
+}
+
 // Resolve returns the descriptor ref's tag (else digest) names.
 func Resolve(t testing.TB, access artifact.Access, ref artifact.Reference) ocispec.Descriptor {
 	t.Helper()
