@@ -134,6 +134,7 @@ func TestProviderLifecycle(t *testing.T) {
 	t.Run("events reach an Alert through notification-controller", func(t *testing.T) { alertsReceiveEvents(t, ctx, c) })
 	t.Run("additional manifests", func(t *testing.T) { additionalManifests(t, ctx, c) })
 	t.Run("spec.dependsOn holds the install until the dependency is Ready", func(t *testing.T) { waitsForDependsOn(t, ctx, c) })
+	t.Run("cosign signatures are verified, also at a mirror", func(t *testing.T) { signatures(t, ctx, c) })
 	charts(t, ctx, c)
 
 	t.Run("deleting the core provider waits for other providers and clusters", func(t *testing.T) {
