@@ -17,7 +17,7 @@ import (
 // are verified for https unless InsecureSkipVerify is set, which only the
 // CLI offers, on an explicit flag.
 type Access struct {
-	// PlainHTTP talks http instead of https (spec.source.oci.insecure).
+	// PlainHTTP talks http instead of https (a source's insecure).
 	PlainHTTP bool
 	// RootCAs trusted for the registry's certificate; nil means the system
 	// pool.

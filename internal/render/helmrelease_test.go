@@ -121,6 +121,23 @@ func TestChartProvider(t *testing.T) {
 	}
 }
 
+// TestChartRegistryAccess: the chart source's registry access reaches the
+// OCIRepository as spec.source.oci's does, for source-controller to pull
+// the chart with.
+func TestChartRegistryAccess(t *testing.T) {
+	p := chartProvider()
+	p.Spec.Source.Chart.CertSecretRef = &meta.LocalObjectReference{Name: "registry-tls"}
+	p.Spec.Source.Chart.Insecure = true
+	out, err := Provider(chartInput(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.OCIRepository.Spec
+	if s.SecretRef == nil || s.SecretRef.Name != "ghcr-pull" || s.CertSecretRef == nil || s.CertSecretRef.Name != "registry-tls" || !s.Insecure {
+		t.Errorf("OCIRepository secretRef %+v, certSecretRef %+v, insecure %v; want the chart source's", s.SecretRef, s.CertSecretRef, s.Insecure)
+	}
+}
+
 // TestChartPostRenderer runs the post-renderer as helm-controller does
 // (internal/postrender.Kustomize: one kustomization over the rendered
 // manifests with the patches and images) on a chart's output with and

@@ -5,6 +5,7 @@ package registrytest
 
 import (
 	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"log"
 	"net/http"
@@ -36,6 +37,9 @@ type Registry struct {
 	Host string
 	// RootCAs trusts the registry's certificate (TLS only).
 	RootCAs *x509.CertPool
+	// CertPEM is the registry's certificate in PEM (TLS only), what the
+	// ca.crt of a certSecretRef holds.
+	CertPEM []byte
 	opts    Options
 	srv     *httptest.Server
 	// requests counts the requests served, by method.
@@ -73,6 +77,7 @@ func New(t testing.TB, opts Options) *Registry {
 		r.srv = httptest.NewTLSServer(h)
 		r.RootCAs = x509.NewCertPool()
 		r.RootCAs.AddCert(r.srv.Certificate())
+		r.CertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.srv.Certificate().Raw})
 	} else {
 		r.srv = httptest.NewServer(h)
 	}

@@ -4,14 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -20,8 +21,11 @@ import (
 )
 
 // registryAccess builds the credentials and TLS settings for the provider's
-// registry from the same Secrets its OCIRepository uses. Secret contents
-// never appear in errors.
+// registry from the same Secrets its OCIRepository uses: those named by
+// spec.source.oci or spec.source.chart, which carry the same access fields.
+// The Secrets are LocalObjectReferences, so always in the provider's
+// namespace, and are read uncached through r.Reader. Secret contents never
+// appear in errors.
 func (r *Reconciler) registryAccess(ctx context.Context, obj v1alpha1.Provider) (artifact.Access, error) {
 	access := artifact.Access{UserAgent: "capwright"}
 	url, err := catalog.ArtifactURL(obj, r.Mirrors)
@@ -29,84 +33,134 @@ func (r *Reconciler) registryAccess(ctx context.Context, obj v1alpha1.Provider) 
 		return access, err
 	}
 	access.PlainHTTP = r.insecureRegistry(url)
-	src := obj.GetSpec().Source
-	if src == nil || src.OCI == nil {
+	field, src := registrySource(obj)
+	if src == nil {
 		return access, nil
 	}
-	oci := src.OCI
-	access.PlainHTTP = access.PlainHTTP || oci.Insecure
-	if oci.SecretRef != nil {
-		host := strings.SplitN(strings.TrimPrefix(url, "oci://"), "/", 2)[0]
-		user, pass, err := r.dockerCredentials(ctx, obj.GetNamespace(), oci.SecretRef, host)
+	access.PlainHTTP = access.PlainHTTP || src.Insecure
+	if src.SecretRef != nil {
+		host := registryHost(url)
+		cred, err := r.registryCredential(ctx, field+".secretRef", obj.GetNamespace(), src.SecretRef.Name, host)
 		if err != nil {
 			return access, err
 		}
-		access.Username, access.Password = user, pass
+		access.Credentials = auth.StaticCredential(host, cred)
 	}
-	if oci.CertSecretRef != nil {
-		var secret corev1.Secret
-		if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: oci.CertSecretRef.Name}, &secret); err != nil {
-			return access, fmt.Errorf("spec.source.oci.certSecretRef: reading Secret %s/%s: %w", obj.GetNamespace(), oci.CertSecretRef.Name, err)
-		}
-		if ca := secret.Data["ca.crt"]; len(ca) > 0 {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(ca) {
-				return access, fmt.Errorf("spec.source.oci.certSecretRef: ca.crt in Secret %s/%s holds no PEM certificate", obj.GetNamespace(), oci.CertSecretRef.Name)
-			}
-			access.RootCAs = pool
-		}
-		if crt, key := secret.Data["tls.crt"], secret.Data["tls.key"]; len(crt) > 0 && len(key) > 0 {
-			pair, err := tls.X509KeyPair(crt, key)
-			if err != nil {
-				return access, fmt.Errorf("spec.source.oci.certSecretRef: tls.crt/tls.key in Secret %s/%s do not form a key pair", obj.GetNamespace(), oci.CertSecretRef.Name)
-			}
-			access.ClientCert = &pair
+	if src.CertSecretRef != nil {
+		if err := r.registryTLS(ctx, field+".certSecretRef", obj.GetNamespace(), src.CertSecretRef.Name, &access); err != nil {
+			return access, err
 		}
 	}
 	return access, nil
 }
 
-// dockerCredentials reads the entry for host from a dockerconfigjson
-// Secret.
-func (r *Reconciler) dockerCredentials(ctx context.Context, namespace string, ref *meta.LocalObjectReference, host string) (string, string, error) {
-	var secret corev1.Secret
-	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: ref.Name}, &secret); err != nil {
-		return "", "", fmt.Errorf("spec.source.oci.secretRef: reading Secret %s/%s: %w", namespace, ref.Name, err)
+// registrySource is the provider's source with registry access settings
+// and its field path; nil for a provider the catalog gives the URL of.
+func registrySource(obj v1alpha1.Provider) (string, *v1alpha1.OCIRegistryAccess) {
+	switch src := obj.GetSpec().Source; {
+	case src != nil && src.OCI != nil:
+		return "spec.source.oci", &src.OCI.OCIRegistryAccess
+	case src != nil && src.Chart != nil:
+		return "spec.source.chart", &src.Chart.OCIRegistryAccess
+	}
+	return "", nil
+}
+
+// registryCredential is the entry for host in the dockerconfigjson Secret
+// field names. oras-go's credential store reads the entry as docker does:
+// username and password, auth (base64 of username:password), identitytoken
+// (an OAuth2 refresh token) and registrytoken.
+func (r *Reconciler) registryCredential(ctx context.Context, field, namespace, name, host string) (auth.Credential, error) {
+	secret, err := r.registrySecret(ctx, field, namespace, name,
+		fmt.Sprintf("create it with kubectl create secret docker-registry %s --namespace %s --docker-server %s", name, namespace, host))
+	if err != nil {
+		return auth.EmptyCredential, err
 	}
 	data := secret.Data[corev1.DockerConfigJsonKey]
 	if len(data) == 0 {
-		return "", "", fmt.Errorf("spec.source.oci.secretRef: Secret %s/%s has no %s key; create it with kubectl create secret docker-registry", namespace, ref.Name, corev1.DockerConfigJsonKey)
+		return auth.EmptyCredential, fmt.Errorf("%s: Secret %s/%s has no %s key; create it with kubectl create secret docker-registry", field, namespace, name, corev1.DockerConfigJsonKey)
 	}
-	var cfg struct {
-		Auths map[string]struct {
-			Username string `json:"username"`
-			Password string `json:"password"`
-			Auth     string `json:"auth"`
-		} `json:"auths"`
+	// The causes are dropped: encoding/json's and oras-go's messages quote
+	// the input, oras-go's even the decoded auth, username:password.
+	if !json.Valid(data) {
+		return auth.EmptyCredential, fmt.Errorf("%s: %s in Secret %s/%s is not JSON; create it with kubectl create secret docker-registry", field, corev1.DockerConfigJsonKey, namespace, name)
 	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return "", "", fmt.Errorf("spec.source.oci.secretRef: Secret %s/%s does not hold valid dockerconfigjson", namespace, ref.Name)
+	store, err := credentials.NewMemoryStoreFromDockerConfig(data)
+	if err != nil {
+		return auth.EmptyCredential, fmt.Errorf("%s: %s in Secret %s/%s is not a docker config: each entry of auths must hold strings, and auth base64 of username:password",
+			field, corev1.DockerConfigJsonKey, namespace, name)
 	}
-	for server, a := range cfg.Auths {
-		if strings.TrimPrefix(strings.TrimPrefix(server, "https://"), "http://") != host {
-			continue
-		}
-		if a.Username != "" {
-			return a.Username, a.Password, nil
-		}
-		decoded, err := base64.StdEncoding.DecodeString(a.Auth)
+	for _, addr := range serverAddresses(host) {
+		cred, err := store.Get(ctx, addr)
 		if err != nil {
-			return "", "", fmt.Errorf("spec.source.oci.secretRef: the auth entry for %s in Secret %s/%s is not base64", host, namespace, ref.Name)
+			return auth.EmptyCredential, fmt.Errorf("%s: cannot look up %s in Secret %s/%s", field, addr, namespace, name)
 		}
-		user, pass, _ := strings.Cut(string(decoded), ":")
-		return user, pass, nil
+		if cred != auth.EmptyCredential {
+			return cred, nil
+		}
 	}
-	return "", "", fmt.Errorf("spec.source.oci.secretRef: Secret %s/%s has no credentials for %s", namespace, ref.Name, host)
+	return auth.EmptyCredential, fmt.Errorf("%s: Secret %s/%s has no credentials for %s; add them to its auths under %s (kubectl create secret docker-registry --docker-server %s)",
+		field, namespace, name, host, host, host)
+}
+
+// dockerHub are the names Docker Hub goes by in a docker config's auths,
+// as oras-go's memory store keys them: it cuts scheme and path off, so the
+// https://index.docker.io/v1/ that docker login writes is index.docker.io.
+// credentials.Credential is of no use here: it asks the store for
+// https://index.docker.io/v1/ itself, which that store never holds.
+var dockerHub = []string{"index.docker.io", "docker.io", "registry-1.docker.io"}
+
+// serverAddresses are the auths keys that may hold credentials for host.
+func serverAddresses(host string) []string {
+	if slices.Contains(dockerHub, host) {
+		return dockerHub
+	}
+	return []string{host}
+}
+
+// registryTLS sets the CA and client certificate from the Secret field
+// names: ca.crt, and tls.crt with tls.key.
+func (r *Reconciler) registryTLS(ctx context.Context, field, namespace, name string, access *artifact.Access) error {
+	secret, err := r.registrySecret(ctx, field, namespace, name, "create it with ca.crt (and tls.crt and tls.key for a client certificate)")
+	if err != nil {
+		return err
+	}
+	if ca := secret.Data["ca.crt"]; len(ca) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return fmt.Errorf("%s: ca.crt in Secret %s/%s holds no PEM certificate", field, namespace, name)
+		}
+		access.RootCAs = pool
+	}
+	if crt, key := secret.Data["tls.crt"], secret.Data["tls.key"]; len(crt) > 0 && len(key) > 0 {
+		pair, err := tls.X509KeyPair(crt, key)
+		if err != nil {
+			return fmt.Errorf("%s: tls.crt/tls.key in Secret %s/%s do not form a key pair", field, namespace, name)
+		}
+		access.ClientCert = &pair
+	}
+	return nil
+}
+
+// registrySecret reads the Secret field names; fix says how to create it.
+func (r *Reconciler) registrySecret(ctx context.Context, field, namespace, name, fix string) (*corev1.Secret, error) {
+	var secret corev1.Secret
+	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%s: Secret %s/%s does not exist; %s, or drop %s", field, namespace, name, fix, field)
+		}
+		return nil, fmt.Errorf("%s: cannot read Secret %s/%s: %w", field, namespace, name, err)
+	}
+	return &secret, nil
 }
 
 // insecureRegistry tells whether the host of an oci:// URL was configured
 // as a plain-HTTP registry (--insecure-registry).
 func (r *Reconciler) insecureRegistry(url string) bool {
-	host := strings.SplitN(strings.TrimPrefix(url, "oci://"), "/", 2)[0]
-	return slices.Contains(r.InsecureRegistries, host)
+	return slices.Contains(r.InsecureRegistries, registryHost(url))
+}
+
+// registryHost is the host[:port] of an oci:// URL.
+func registryHost(url string) string {
+	return strings.SplitN(strings.TrimPrefix(url, "oci://"), "/", 2)[0]
 }
