@@ -17,7 +17,7 @@ import (
 // of (its access is the manager's flags). It names Secrets, never their
 // content.
 func accessHint(obj v1alpha1.Provider, err error) string {
-	field, access := sourceAccess(obj)
+	field, access := registrySource(obj)
 	if access == nil {
 		return ""
 	}
@@ -37,16 +37,4 @@ func accessHint(obj v1alpha1.Provider, err error) string {
 		return fmt.Sprintf("; %s.certSecretRef is not set, so only the system's CAs are trusted: name a Secret with the registry's CA in ca.crt", field)
 	}
 	return ""
-}
-
-// sourceAccess is the registry access of the provider's source and its
-// field path; nil without spec.source.
-func sourceAccess(obj v1alpha1.Provider) (string, *v1alpha1.OCIRegistryAccess) {
-	switch src := obj.GetSpec().Source; {
-	case src != nil && src.OCI != nil:
-		return "spec.source.oci", &src.OCI.OCIRegistryAccess
-	case src != nil && src.Chart != nil:
-		return "spec.source.chart", &src.Chart.OCIRegistryAccess
-	}
-	return "", nil
 }
