@@ -134,6 +134,7 @@ func TestPrivateRegistry(t *testing.T) {
 		reg.assertPulled(t, since, "the upgrade")
 		assertSecretsNotShown(t, ctx, c, core, reg)
 	})
+	t.Run("a chart source", func(t *testing.T) { privateChart(t, ctx, c) })
 }
 
 // privateRegistry is a registry with TLS from its own CA and basic auth,
