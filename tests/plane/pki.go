@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -148,4 +149,32 @@ func newSerial() (*big.Int, error) {
 		return nil, fmt.Errorf("generating certificate serial: %w", err)
 	}
 	return serial, nil
+}
+
+// CA is a certificate authority a test makes, e.g. to serve a registry
+// over TLS (RegistryOptions.CA) or to stand for the wrong one.
+type CA struct {
+	ca *certAuthority
+}
+
+// NewCA makes a CA named commonName.
+func NewCA(commonName string) (*CA, error) {
+	ca, err := newCertAuthority(commonName)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{ca: ca}, nil
+}
+
+// CertPEM is the CA's certificate, what a client trusts (a ca.crt).
+func (c *CA) CertPEM() []byte { return c.ca.certPEM }
+
+// servingCertificate issues a serving certificate for 127.0.0.1 and
+// localhost, where the plane serves everything.
+func (c *CA) servingCertificate() (tls.Certificate, error) {
+	kp, err := c.ca.issue(certRequest{CommonName: "127.0.0.1", DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
 }

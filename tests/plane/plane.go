@@ -186,7 +186,7 @@ func (p *Plane) start(ctx, runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.Registry, err = startRegistry()
+	p.Registry, err = startRegistry(RegistryOptions{})
 	if err != nil {
 		return err
 	}

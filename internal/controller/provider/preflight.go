@@ -171,13 +171,13 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 			// A chart is Helm's to read; preflight pins the digest the tag names.
 			digest, err := r.Fetcher.Resolve(ctx, ref, access)
 			if err != nil {
-				return nil, fail(fetchFailureReason(err), "chart %s: %v", ref.String(), err)
+				return nil, fail(fetchFailureReason(err), "chart %s: %v%s", ref.String(), err, accessHint(obj, err))
 			}
 			res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: digest, Revision: spec.Version + "@" + digest}
 		} else {
 			pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace())
 			if err != nil {
-				return nil, fail(fetchFailureReason(err), "artifact %s: %v", ref.String(), err)
+				return nil, fail(fetchFailureReason(err), "artifact %s: %v%s", ref.String(), err, accessHint(obj, err))
 			}
 			res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa}
 		}

@@ -10,7 +10,6 @@ import (
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/content/memory"
-	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/capwright/capwright/internal/artifact"
 )
@@ -19,6 +18,12 @@ import (
 // root; a Chart.yaml is made from name and version unless given) and pushes it to host/repository:version
 // over plain HTTP, laid out as `helm push` does. It returns the oci:// URL.
 func PushChart(ctx context.Context, host, repository, name, version string, files map[string][]byte) (string, error) {
+	return PushChartWith(ctx, host, artifact.Access{PlainHTTP: true}, repository, name, version, files)
+}
+
+// PushChartWith is PushChart to a registry reached with access (a private
+// registry's CA and credentials).
+func PushChartWith(ctx context.Context, host string, access artifact.Access, repository, name, version string, files map[string][]byte) (string, error) {
 	chartYAML := fmt.Sprintf("apiVersion: v2\nname: %s\nversion: %s\ntype: application\n", name, version)
 	tarFiles := map[string][]byte{}
 	if _, ok := files["Chart.yaml"]; !ok {
@@ -55,11 +60,11 @@ func PushChart(ctx context.Context, host, repository, name, version string, file
 	if err := store.Tag(ctx, manifest, version); err != nil {
 		return "", err
 	}
-	repo, err := remote.NewRepository(host + "/" + repository)
+	repo, release, err := access.Repository(artifact.Reference{Host: host, Repository: repository}, artifact.DefaultMaxArtifactSize)
 	if err != nil {
 		return "", err
 	}
-	repo.PlainHTTP = true
+	defer release()
 	if _, err := oras.Copy(ctx, store, version, repo, version, oras.DefaultCopyOptions); err != nil {
 		return "", fmt.Errorf("pushing chart %s/%s:%s: %w", host, repository, version, err)
 	}

@@ -75,7 +75,11 @@ func waitCondition(t testing.TB, ctx context.Context, c client.Client, obj v1alp
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj.(client.Object)); err != nil {
-			last = err.Error()
+			// A read cut short by the deadline says nothing of the provider:
+			// keep what the last read showed.
+			if ctx.Err() == nil || last == "" {
+				last = err.Error()
+			}
 			return false, nil
 		}
 		cond := apimeta.FindStatusCondition(obj.GetConditions(), condType)
