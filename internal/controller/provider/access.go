@@ -126,7 +126,13 @@ func (r *Reconciler) registryTLS(ctx context.Context, field, namespace, name str
 		return err
 	}
 	if ca := secret.Data["ca.crt"]; len(ca) > 0 {
-		pool := x509.NewCertPool()
+		// ca.crt is trusted in addition to the system's CAs, as Flux's
+		// source-controller trusts it: a registry with a publicly signed
+		// certificate passes preflight as it passes Flux.
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
 		if !pool.AppendCertsFromPEM(ca) {
 			return fmt.Errorf("%s: ca.crt in Secret %s/%s holds no PEM certificate", field, namespace, name)
 		}
