@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -69,7 +70,20 @@ func tenantSource(t *tenancyv1alpha1.Tenant, namespace string) *sourcev1.OCIRepo
 	repo.Spec.SecretRef = access.SecretRef.DeepCopy()
 	repo.Spec.CertSecretRef = access.CertSecretRef.DeepCopy()
 	repo.Spec.Insecure = access.Insecure
+	repo.Spec.Verify = tenantVerification(access.Verify)
 	return repo
+}
+
+// tenantVerification is the OCIRepository's verify for a stack's.
+func tenantVerification(v *tenancyv1alpha1.OCIVerification) *sourcev1.OCIRepositoryVerification {
+	if v == nil {
+		return nil
+	}
+	out := &sourcev1.OCIRepositoryVerification{Provider: cmp.Or(v.Provider, "cosign"), SecretRef: v.SecretRef.DeepCopy()}
+	for _, id := range v.MatchOIDCIdentity {
+		out.MatchOIDCIdentity = append(out.MatchOIDCIdentity, sourcev1.OIDCIdentityMatch{Issuer: id.Issuer, Subject: id.Subject})
+	}
+	return out
 }
 
 // TenantCluster renders the Flux object installing the tenant's stack on

@@ -469,6 +469,8 @@ func TestTenantObjectsDoNotAliasTheTenant(t *testing.T) {
 		}
 		access.SecretRef = &meta.LocalObjectReference{Name: "pull"}
 		access.CertSecretRef = &meta.LocalObjectReference{Name: "ca"}
+		access.Verify = &tenancyv1alpha1.OCIVerification{SecretRef: &meta.LocalObjectReference{Name: "keys"},
+			MatchOIDCIdentity: []tenancyv1alpha1.OIDCIdentityMatch{{Issuer: "i", Subject: "s"}}}
 		tenant.Spec.Stack.Interval = &metav1.Duration{Duration: time.Hour}
 		tenant.Spec.Stack.Timeout = &metav1.Duration{Duration: time.Minute}
 		before := tenant.DeepCopy()
@@ -484,6 +486,7 @@ func TestTenantObjectsDoNotAliasTheTenant(t *testing.T) {
 		src := out.Sources[0]
 		src.Spec.Interval.Duration = 0
 		src.Spec.SecretRef.Name, src.Spec.CertSecretRef.Name = "changed", "changed"
+		src.Spec.Verify.SecretRef.Name, src.Spec.Verify.MatchOIDCIdentity[0].Issuer = "changed", "changed"
 		c := out.Clusters[0]
 		if hr := c.HelmRelease; hr != nil {
 			hr.Spec.Values.Raw[0] = 'X'
@@ -513,6 +516,37 @@ func TestTenantObjectsDoNotAliasTheTenant(t *testing.T) {
 		}
 		if !reflect.DeepEqual(rendered, out.Clusters[0].Object()) {
 			t.Errorf("changing the Tenant %s changed an object rendered before", tenant.Name)
+		}
+	}
+}
+
+func TestTenantSourceVerify(t *testing.T) {
+	for _, tenant := range []*tenancyv1alpha1.Tenant{chartTenant(), kustomizeTenant()} {
+		src, err := TenantSource(tenant, "ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.Spec.Verify != nil {
+			t.Errorf("%s: verify %+v without spec.stack verify", tenant.Name, src.Spec.Verify)
+		}
+		v := &tenancyv1alpha1.OCIVerification{SecretRef: &meta.LocalObjectReference{Name: "cosign-keys"},
+			MatchOIDCIdentity: []tenancyv1alpha1.OIDCIdentityMatch{{Issuer: "^https://token.actions.githubusercontent.com$", Subject: "^https://github.com/acme/.*$"}}}
+		if k := tenant.Spec.Stack.Kustomize; k != nil {
+			k.Verify = v
+		} else {
+			tenant.Spec.Stack.Chart.Verify = v
+		}
+		if src, err = TenantSource(tenant, "ns"); err != nil {
+			t.Fatal(err)
+		}
+		want := &sourcev1.OCIRepositoryVerification{Provider: "cosign", SecretRef: &meta.LocalObjectReference{Name: "cosign-keys"},
+			MatchOIDCIdentity: []sourcev1.OIDCIdentityMatch{{Issuer: "^https://token.actions.githubusercontent.com$", Subject: "^https://github.com/acme/.*$"}}}
+		if !reflect.DeepEqual(src.Spec.Verify, want) {
+			t.Errorf("%s: verify = %+v, want %+v", tenant.Name, src.Spec.Verify, want)
+		}
+		v.Provider = "notation"
+		if src, _ = TenantSource(tenant, "ns"); src.Spec.Verify.Provider != "notation" {
+			t.Errorf("%s: verify provider %q, want notation", tenant.Name, src.Spec.Verify.Provider)
 		}
 	}
 }

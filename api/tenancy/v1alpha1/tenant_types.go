@@ -218,6 +218,41 @@ type OCIRepositoryAccess struct {
 	// Insecure allows plain HTTP.
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
+
+	// Verify makes Flux verify the artifact's signature before anything
+	// of it is installed, as an OCIRepository's spec.verify does; an
+	// unsigned or wrongly signed artifact fails every cluster's line. The
+	// Secret it names must exist in every namespace the tenant has
+	// selected clusters in.
+	// +optional
+	Verify *OCIVerification `json:"verify,omitempty"`
+}
+
+// OCIVerification configures signature verification, as on a Flux
+// OCIRepository.
+type OCIVerification struct {
+	// Provider is the signing tool.
+	// +kubebuilder:validation:Enum=cosign;notation
+	// +kubebuilder:default:=cosign
+	// +optional
+	Provider string `json:"provider,omitempty"`
+	// SecretRef names a Secret with the public keys (cosign: keys ending
+	// in .pub) or the trust policy and certificates (notation).
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+	// MatchOIDCIdentity lists the keyless signing identities to accept.
+	// +optional
+	MatchOIDCIdentity []OIDCIdentityMatch `json:"matchOIDCIdentity,omitempty"`
+}
+
+// OIDCIdentityMatch is a keyless signing identity (regular expressions).
+type OIDCIdentityMatch struct {
+	// Issuer matches the OIDC issuer.
+	// +required
+	Issuer string `json:"issuer"`
+	// Subject matches the identity's subject.
+	// +required
+	Subject string `json:"subject"`
 }
 
 // ChartStack is an OCI Helm chart: exactly one of version or semver.
