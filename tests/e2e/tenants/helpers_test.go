@@ -10,6 +10,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -179,4 +180,15 @@ func createTenant(t testing.TB, ctx context.Context, c client.Client, tn *tenanc
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
 	})
+}
+
+// stackGreeting is the greeting of the test stack's ConfigMap (stackFiles)
+// that tenant installed on the workload cluster remote reaches.
+func stackGreeting(t testing.TB, ctx context.Context, remote client.Client, tenant, cluster string) string {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := remote.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "stack-config"}, cm); err != nil {
+		t.Fatalf("the stack's ConfigMap on %s: %v", cluster, err)
+	}
+	return cm.Data["greeting"]
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,13 +43,7 @@ func TestSuspendedTenantHoldsItsStack(t *testing.T) {
 	waitTenant(t, ctx, c, name, 2*time.Minute, "Tenant Ready", func(tn *tenancyv1alpha1.Tenant) bool {
 		return isReady(tn) && tn.Status.ReadyClusters == 1
 	})
-	greeting := func() string {
-		cm := &corev1.ConfigMap{}
-		if err := remote.Get(ctx, client.ObjectKey{Namespace: name, Name: "stack-config"}, cm); err != nil {
-			t.Fatalf("the stack's ConfigMap on %s: %v", cluster.Name, err)
-		}
-		return cm.Data["greeting"]
-	}
+	greeting := func() string { return stackGreeting(t, ctx, remote, name, cluster.Name) }
 	if got := greeting(); got != "hello" {
 		t.Fatalf("greeting = %q, want hello", got)
 	}

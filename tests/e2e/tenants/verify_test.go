@@ -61,13 +61,7 @@ func TestTenantStackVerification(t *testing.T) {
 	waitTenant(t, ctx, c, name, 2*time.Minute, "Tenant Ready with its signed stack", func(tn *tenancyv1alpha1.Tenant) bool {
 		return isReady(tn) && tn.Status.ReadyClusters == 1
 	})
-	greeting := func() string {
-		cm := &corev1.ConfigMap{}
-		if err := remote.Get(ctx, client.ObjectKey{Namespace: name, Name: "stack-config"}, cm); err != nil {
-			t.Fatalf("the stack's ConfigMap on %s: %v", cluster.Name, err)
-		}
-		return cm.Data["greeting"]
-	}
+	greeting := func() string { return stackGreeting(t, ctx, remote, name, cluster.Name) }
 	if got := greeting(); got != "hello" {
 		t.Fatalf("greeting = %q, want hello", got)
 	}
