@@ -62,3 +62,23 @@ func CheckTenantNamespaces(t *tenancyv1alpha1.Tenant, forbidden ForbiddenNamespa
 		"remove %s from spec.clusters.namespaces. Until then nothing is read there and nothing is written for the tenant's clusters",
 		t.Name, what, it)
 }
+
+// CheckManagementNamespace refuses a tenant whose management namespace is
+// one of Kubernetes' own or a forbidden one: Capwright would create or
+// label it, set its Pod Security level and bind the tenant's
+// ServiceAccount as admin there, so nothing at all may be written for
+// such a tenant.
+func CheckManagementNamespace(t *tenancyv1alpha1.Tenant, forbidden ForbiddenNamespaces) error {
+	ns := t.ManagementNamespace()
+	why := forbidden[ns]
+	if slices.Contains(systemNamespaces, ns) {
+		why = "a Kubernetes system namespace"
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("spec.management.namespace of Tenant %s is %s (%s), which cannot be a tenant's namespace: "+
+		"Capwright would label it, set its Pod Security level and bind the tenant's ServiceAccount as admin there. "+
+		"The namespace cannot change: delete this Tenant and create it again with another spec.management.namespace. "+
+		"Until then nothing is written for the tenant", t.Name, ns, why)
+}

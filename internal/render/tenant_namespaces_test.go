@@ -65,6 +65,29 @@ func TestCheckTenantNamespaces(t *testing.T) {
 	}
 }
 
+func TestCheckManagementNamespace(t *testing.T) {
+	forbidden := ForbiddenNamespaces{"flux-system": "listed in the manager's --tenant-forbidden-namespaces"}
+	for _, tt := range []struct {
+		namespace string
+		want      string
+	}{
+		{"", ""},
+		{"team-a-clusters", ""},
+		{"flux-system", "spec.management.namespace of Tenant team-a is flux-system (listed in the manager's --tenant-forbidden-namespaces), which cannot be a tenant's namespace"},
+		{"kube-public", "is kube-public (a Kubernetes system namespace)"},
+	} {
+		tenant := chartTenant()
+		tenant.Spec.Management = &tenancyv1alpha1.ManagementSpec{Namespace: tt.namespace}
+		err := CheckManagementNamespace(tenant, forbidden)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("management namespace %q refused: %v", tt.namespace, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "delete this Tenant and create it again")):
+			t.Errorf("management namespace %q: %v, want a refusal saying %q and how to fix it", tt.namespace, err, tt.want)
+		}
+	}
+}
+
 // The CRD's CEL rule on spec.clusters.namespaces refuses exactly the
 // Kubernetes namespaces CheckTenantNamespaces refuses for Tenants stored
 // before the rule: one list, written twice, kept equal here.
@@ -90,5 +113,13 @@ func TestCRDRefusesTheSystemNamespaces(t *testing.T) {
 		if !strings.Contains(rule.Message, ns) {
 			t.Errorf("the CRD's message %q does not name %s", rule.Message, ns)
 		}
+	}
+	management := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["management"].Properties["namespace"]
+	found := false
+	for _, r := range management.XValidations {
+		found = found || strings.Contains(r.Rule, "in ["+want+"]")
+	}
+	if !found {
+		t.Errorf("spec.management.namespace has no CEL rule refusing exactly %s: %+v", want, management.XValidations)
 	}
 }

@@ -75,11 +75,13 @@ type ManagementSpec struct {
 	// namespace only) to the ClusterRole capwright-tenant, for the tenant's
 	// own Flux Kustomizations to impersonate (spec.serviceAccountName).
 	// Default tenant-<name>. It cannot change once set; Capwright refuses a
-	// namespace it did not create.
+	// namespace it did not create, Kubernetes' own, and those of the
+	// manager's --tenant-forbidden-namespaces (NamespaceNotAllowed).
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="management.namespace must be a namespace name: a DNS label of lower-case letters, digits and -"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.management.namespace cannot change: the tenant's Cluster API clusters live in that namespace; create another Tenant to use another namespace"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['kube-system', 'kube-public', 'kube-node-lease'])",message="management.namespace must not be kube-system, kube-public or kube-node-lease: Kubernetes' own namespaces cannot be a tenant's; choose a namespace of the tenant's own"
 	Namespace string `json:"namespace,omitempty"`
 
 	// Quota becomes a ResourceQuota named capwright-tenant in the tenant's

@@ -92,6 +92,13 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, r
 	if err := r.Client.List(ctx, &tenants); err != nil {
 		return shell.Outcome{}, fmt.Errorf("listing Tenants to check the namespaces of Tenant %s: %w", t.Name, err)
 	}
+	// A forbidden management namespace is refused before anything is
+	// written, the tenant's namespace and RBAC included.
+	if err := render.CheckManagementNamespace(t, r.ForbiddenNamespaces); err != nil {
+		setFalse(t, tenancyv1alpha1.ManagementReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error())
+		setFalse(t, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error())
+		return shell.Stalled(tenancyv1alpha1.NamespaceNotAllowedReason, err.Error(), r.resyncInterval()), nil
+	}
 	if err := render.CheckTenantNamespaces(t, r.ForbiddenNamespaces, tenants.Items); err != nil {
 		return r.refuseSpec(ctx, t, tenancyv1alpha1.NamespaceNotAllowedReason, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,8 @@ func TestTenantNamespacesClosedToTenants(t *testing.T) {
 		}
 	})
 
+	t.Run("a management namespace the manager forbids is refused", func(t *testing.T) { forbiddenManagementNamespace(t, ctx, c, art) })
+
 	tn := closed(plane.FluxNamespace)
 	createTenant(t, ctx, c, tn)
 	tn = waitTenant(t, ctx, c, tn.Name, time.Minute, "Tenant refused", func(tn *tenancyv1alpha1.Tenant) bool {
@@ -64,5 +67,44 @@ func TestTenantNamespacesClosedToTenants(t *testing.T) {
 	}
 	if err := c.List(ctx, &repos, mine); err != nil || len(repos.Items) > 0 {
 		t.Errorf("OCIRepositories written for the refused tenant: %d (%v)", len(repos.Items), err)
+	}
+}
+
+// forbiddenManagementNamespace: Kubernetes' own namespaces are refused as
+// a tenant's management namespace by the API server, the manager's
+// forbidden ones by NamespaceNotAllowed, before anything is written: the
+// namespace is not created, nor the tenant's ServiceAccount.
+func forbiddenManagementNamespace(t *testing.T, ctx context.Context, c client.Client, art framework.PushedArtifact) {
+	tn := kustomizeTenant("squatter", art, tenancyv1alpha1.ClusterSelector{Names: []string{workloads[0].Name}})
+	tn.Spec.Management = &tenancyv1alpha1.ManagementSpec{Namespace: "kube-system"}
+	err := c.Create(ctx, tn.DeepCopy())
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "management.namespace must not be kube-system") {
+		t.Errorf("a Tenant with management namespace kube-system: %v, want the CRD's rule to refuse it", err)
+	}
+
+	// cert-manager is forbidden by default and does not exist on this
+	// plane: the manager would create it.
+	const forbidden = "cert-manager"
+	if err := c.Get(ctx, client.ObjectKey{Name: forbidden}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace %s: %v, want it absent for this test", forbidden, err)
+	}
+	tn.Spec.Management.Namespace = forbidden
+	createTenant(t, ctx, c, tn)
+	tn = waitTenant(t, ctx, c, tn.Name, time.Minute, "Tenant refused", func(tn *tenancyv1alpha1.Tenant) bool {
+		stalled := apimeta.FindStatusCondition(tn.Status.Conditions, tenancyv1alpha1.StalledCondition)
+		return stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.Reason == tenancyv1alpha1.NamespaceNotAllowedReason
+	})
+	for _, cond := range []string{tenancyv1alpha1.StalledCondition, tenancyv1alpha1.ManagementReadyCondition} {
+		if c := apimeta.FindStatusCondition(tn.Status.Conditions, cond); c == nil ||
+			!strings.Contains(c.Message, "spec.management.namespace of Tenant squatter is cert-manager (listed in the manager's --tenant-forbidden-namespaces)") {
+			t.Errorf("%s = %+v, want the management namespace named and why", cond, c)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: forbidden}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace %s after the refusal: %v, want it never created", forbidden, err)
+	}
+	var sas corev1.ServiceAccountList
+	if err := c.List(ctx, &sas, client.MatchingLabels{tenancyv1alpha1.TenantLabel: tn.Name}); err != nil || len(sas.Items) > 0 {
+		t.Errorf("ServiceAccounts written for the refused tenant: %d (%v)", len(sas.Items), err)
 	}
 }
