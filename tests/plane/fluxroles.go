@@ -7,9 +7,10 @@ import (
 )
 
 // fluxUserRoles are the ClusterRoles `flux install` adds for people and
-// tenants, aggregated into Kubernetes' user-facing roles: flux-edit into
-// admin and edit (write every Flux kind), flux-view into admin, edit and
-// view (read them). A tenant bound to admin in its namespace may
+// tenants (flux2's manifests/rbac/edit.yaml and view.yaml, suffixed with
+// the namespace as the install names them), aggregated into Kubernetes'
+// user-facing roles: flux-edit into admin and edit (write every Flux
+// kind), flux-view into admin, edit and view (read them). A tenant bound to admin in its namespace may
 // therefore create Kustomizations and HelmReleases there.
 const fluxUserRoles = `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -19,7 +20,7 @@ metadata:
     rbac.authorization.k8s.io/aggregate-to-admin: "true"
     rbac.authorization.k8s.io/aggregate-to-edit: "true"
 rules:
-- apiGroups: [notification.toolkit.fluxcd.io, source.toolkit.fluxcd.io, helm.toolkit.fluxcd.io, image.toolkit.fluxcd.io, kustomize.toolkit.fluxcd.io]
+- apiGroups: [notification.toolkit.fluxcd.io, source.toolkit.fluxcd.io, source.extensions.fluxcd.io, helm.toolkit.fluxcd.io, image.toolkit.fluxcd.io, kustomize.toolkit.fluxcd.io]
   resources: ['*']
   verbs: [create, delete, deletecollection, patch, update]
 ---
@@ -32,7 +33,7 @@ metadata:
     rbac.authorization.k8s.io/aggregate-to-edit: "true"
     rbac.authorization.k8s.io/aggregate-to-view: "true"
 rules:
-- apiGroups: [notification.toolkit.fluxcd.io, source.toolkit.fluxcd.io, helm.toolkit.fluxcd.io, image.toolkit.fluxcd.io, kustomize.toolkit.fluxcd.io]
+- apiGroups: [notification.toolkit.fluxcd.io, source.toolkit.fluxcd.io, source.extensions.fluxcd.io, helm.toolkit.fluxcd.io, image.toolkit.fluxcd.io, kustomize.toolkit.fluxcd.io]
   resources: ['*']
   verbs: [get, list, watch]
 `
