@@ -37,6 +37,20 @@ type Applier struct {
 	mapper  *restmapper.DeferredDiscoveryRESTMapper
 }
 
+// applyYAML decodes the YAML documents of r and applies them as the
+// plane's admin, returning the objects.
+func (p *Plane) applyYAML(ctx context.Context, r io.Reader) ([]*unstructured.Unstructured, error) {
+	objs, err := DecodeYAML(r)
+	if err != nil {
+		return nil, err
+	}
+	applier, err := NewApplier(p.Config)
+	if err != nil {
+		return nil, err
+	}
+	return objs, applier.Apply(ctx, objs...)
+}
+
 // NewApplier returns an Applier for the API server behind cfg.
 func NewApplier(cfg *rest.Config) (*Applier, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)

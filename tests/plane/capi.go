@@ -137,15 +137,8 @@ func (p *Plane) installCAPICore(ctx context.Context, namespace string) error {
 	if err != nil {
 		return fmt.Errorf("substituting defaults in %s: %w", path, err)
 	}
-	objs, err := DecodeYAML(bytes.NewReader([]byte(rendered)))
+	objs, err := p.applyYAML(ctx, strings.NewReader(rendered))
 	if err != nil {
-		return err
-	}
-	applier, err := NewApplier(p.Config)
-	if err != nil {
-		return err
-	}
-	if err := applier.Apply(ctx, objs...); err != nil {
 		return fmt.Errorf("installing Cluster API %s core components: %w", CAPIVersion, err)
 	}
 	return waitCRDsEstablished(ctx, p.Config, objs)

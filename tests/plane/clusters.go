@@ -115,15 +115,8 @@ func (p *Plane) installClusterCRD(ctx context.Context) error {
 		return fmt.Errorf("reading the Cluster API Cluster CRD (build it with `make tools`): %w", err)
 	}
 	defer f.Close()
-	objs, err := DecodeYAML(f)
+	objs, err := p.applyYAML(ctx, f)
 	if err != nil {
-		return err
-	}
-	applier, err := NewApplier(p.Config)
-	if err != nil {
-		return err
-	}
-	if err := applier.Apply(ctx, objs...); err != nil {
 		return fmt.Errorf("installing the Cluster API Cluster CRD: %w", err)
 	}
 	if err := waitCRDsEstablished(ctx, p.Config, objs); err != nil {

@@ -53,15 +53,7 @@ func FluxLockdownArgs() map[string][]string {
 // InstallFluxUserRoles applies the ClusterRoles `flux install` aggregates
 // into admin, edit and view (fluxUserRoles).
 func (p *Plane) InstallFluxUserRoles(ctx context.Context) error {
-	objs, err := DecodeYAML(strings.NewReader(fluxUserRoles))
-	if err != nil {
-		return err
-	}
-	applier, err := NewApplier(p.Config)
-	if err != nil {
-		return err
-	}
-	if err := applier.Apply(ctx, objs...); err != nil {
+	if _, err := p.applyYAML(ctx, strings.NewReader(fluxUserRoles)); err != nil {
 		return fmt.Errorf("installing Flux's user roles: %w", err)
 	}
 	return nil

@@ -79,15 +79,7 @@ type NotificationController struct {
 // install` gives it and nothing more. Its CRDs must be installed first
 // (NotificationCRDDir).
 func (p *Plane) StartNotificationController(ctx context.Context) (*NotificationController, error) {
-	applier, err := NewApplier(p.Config)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := DecodeYAML(strings.NewReader(fluxControllerRBAC))
-	if err != nil {
-		return nil, err
-	}
-	if err := applier.Apply(ctx, objs...); err != nil {
+	if _, err := p.applyYAML(ctx, strings.NewReader(fluxControllerRBAC)); err != nil {
 		return nil, fmt.Errorf("granting notification-controller Flux's role: %w", err)
 	}
 	kubeconfig, err := p.ServiceAccountKubeconfig(ctx, FluxNamespace, NotificationServiceAccount)

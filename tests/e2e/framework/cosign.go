@@ -20,6 +20,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/capwright/capwright/internal/mirror"
 )
 
 // CosignKey is a cosign signing key made for a test.
@@ -103,7 +105,7 @@ func CosignSign(ctx context.Context, ref string, key *CosignKey) error {
 	if err != nil {
 		return err
 	}
-	tag := dd.Algorithm().String() + "-" + dd.Encoded() + ".sig"
+	tag := mirror.CosignTag(dd, "sig")
 	if err := repo.PushReference(ctx, desc, bytes.NewReader(manifest), tag); err != nil {
 		return fmt.Errorf("cosign: tagging %s:%s: %w", d.Repository.Name(), tag, err)
 	}
