@@ -83,11 +83,15 @@ manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inve
 	{ echo "# Copied from manifests/rbac/tenant_roles.yaml by make manifests. These keep their fixed"; \
 	  echo "# names whatever the release is called: the manager binds capwright-tenant by name."; \
 	  cat manifests/rbac/tenant_roles.yaml; } > charts/capwright/templates/tenant-clusterroles.yaml
+	{ echo "# Copied from manifests/rbac/provider_installer.yaml by make manifests. These keep their"; \
+	  echo "# fixed names whatever the release is called: the manager binds capwright-provider-installer by name."; \
+	  cat manifests/rbac/provider_installer.yaml; } > charts/capwright/templates/provider-installer-clusterroles.yaml
 	# The admission policies name the manager's ServiceAccount, and themselves, from the release.
 	{ echo "# Copied from manifests/rbac/manager_admission.yaml by make manifests, named from the release."; \
 	  sed -e 's|system:serviceaccount:capwright-system:capwright-manager|system:serviceaccount:{{ .Release.Namespace }}:{{ include "capwright.managerName" . }}|' \
 	    -e 's|capwright-manager-tenant-namespaces|{{ include "capwright.managerName" . }}-tenant-namespaces|' \
 	    -e 's|capwright-manager-flux-objects|{{ include "capwright.managerName" . }}-flux-objects|' \
+	    -e 's|capwright-manager-provider-installers|{{ include "capwright.managerName" . }}-provider-installers|' \
 	    manifests/rbac/manager_admission.yaml; } > charts/capwright/templates/manager-admission.yaml
 	grep -q 'serviceaccount:{{ .Release.Namespace }}' charts/capwright/templates/manager-admission.yaml || { echo "manifests/rbac/manager_admission.yaml: no manager username to name from the release"; exit 1; }
 

@@ -58,6 +58,9 @@ func renderChart(in Input, om objectMeta) (*RenderedObjects, error) {
 			Values:          src.Values.DeepCopy(),
 			DependsOn:       helmReleaseDependsOn(in),
 			CommonMetadata:  &helmv2.CommonMetadata{Labels: clusterctlLabels(in.ProviderLabel)},
+			// The provider's installer (ProviderInstaller), not the
+			// controller's own identity or the namespace's default.
+			ServiceAccountName: InstallerServiceAccountName(p.ProviderType(), p.GetName()),
 			PostRenderers: []helmv2.PostRenderer{{Kustomize: &helmv2.Kustomize{
 				Patches: appendPatches([]kustomize.Patch{keepCRDsOnUninstall()}, spec.Patches),
 				Images:  images(in),

@@ -44,6 +44,9 @@ func kustomization(in Input, om objectMeta) (*kustomizev1.Kustomization, error) 
 			Patches:         patches,
 			DependsOn:       kustomizationDependsOn(in),
 			CommonMetadata:  &kustomizev1.CommonMetadata{Labels: clusterctlLabels(in.ProviderLabel)},
+			// The provider's installer (ProviderInstaller), not the
+			// controller's own identity or the namespace's default.
+			ServiceAccountName: InstallerServiceAccountName(p.ProviderType(), p.GetName()),
 		},
 	}, nil
 }

@@ -96,6 +96,7 @@ func TestCoreProvider(t *testing.T) {
 			keepOnPrune("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
 			keepOnPrune("", "v1", "Namespace"),
 		},
+		ServiceAccountName: "core-cluster-api-installer",
 	}
 	if !reflect.DeepEqual(ks.Spec, want) {
 		got, _ := yaml.Marshal(ks.Spec)

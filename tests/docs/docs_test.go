@@ -153,11 +153,34 @@ func TestExamplesDecodeStrictly(t *testing.T) {
 				}
 				continue
 			}
-			if _, _, err := decoder.Decode(doc, nil, nil); err != nil {
+			_, _, err := decoder.Decode(doc, nil, nil)
+			if runtime.IsNotRegisteredError(err) && checkedOnThePlane[filepath.Base(file)] == apiGroup(doc) {
+				continue
+			}
+			if err != nil {
 				t.Errorf("%s, document %d: %v", file, i+1, err)
 			}
 		}
 	}
+}
+
+// apiGroup is the API group of a YAML document's apiVersion.
+func apiGroup(doc []byte) string {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	if sigsyaml.Unmarshal(doc, &head) != nil || !strings.Contains(head.APIVersion, "/") {
+		return ""
+	}
+	return strings.Split(head.APIVersion, "/")[0]
+}
+
+// checkedOnThePlane are examples with objects of an API group this
+// module has no Go types for, by file name: an e2e suite creates them
+// (dry run) against the real CRDs and webhooks instead.
+var checkedOnThePlane = map[string]string{
+	// tests/e2e/lockdown, against Cluster API's CRDs and manager.
+	"lockdown-stack-identity.yaml": "addons.cluster.x-k8s.io",
 }
 
 // TestInstallGuideNamesExistingExamples: every docs/examples path the

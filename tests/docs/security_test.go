@@ -18,17 +18,42 @@ import (
 // groups, resources, verbs and resource names, and the table lists no
 // rule the role does not have.
 func TestSecurityGuideRBACTable(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot, "manifests", "rbac", "role.yaml"))
+	checkRBACTable(t, "role.yaml", "capwright-manager", "## The manager's permissions")
+}
+
+// TestSecurityGuideInstallerTable checks the provider installer's table
+// against the ClusterRole Capwright aggregates into
+// capwright-provider-installer, the same way.
+func TestSecurityGuideInstallerTable(t *testing.T) {
+	checkRBACTable(t, "provider_installer.yaml", "capwright-provider-installer-components", "## The provider installer")
+}
+
+// checkRBACTable compares the rules of ClusterRole role in
+// manifests/rbac/file with the first table under heading in
+// docs/security.md (up to the next ### or ## heading).
+func checkRBACTable(t *testing.T, file, role, heading string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "manifests", "rbac", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var role rbacv1.ClusterRole
-	if err := sigsyaml.UnmarshalStrict(data, &role); err != nil {
-		t.Fatal(err)
-	}
 	want := map[string]bool{}
-	for _, r := range role.Rules {
-		want[ruleKey(r.APIGroups, r.Resources, r.Verbs, r.ResourceNames)] = true
+	found := false
+	for _, doc := range yamlDocuments(t, data) {
+		var cr rbacv1.ClusterRole
+		if err := sigsyaml.UnmarshalStrict(doc, &cr); err != nil {
+			t.Fatal(err)
+		}
+		if cr.Name != role {
+			continue
+		}
+		found = true
+		for _, r := range cr.Rules {
+			want[ruleKey(r.APIGroups, r.Resources, r.Verbs, r.ResourceNames)] = true
+		}
+	}
+	if !found {
+		t.Fatalf("manifests/rbac/%s has no ClusterRole %s", file, role)
 	}
 
 	guide, err := os.ReadFile(filepath.Join(repoRoot, "docs", "security.md"))
@@ -36,12 +61,12 @@ func TestSecurityGuideRBACTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	section := string(guide)
-	start := strings.Index(section, "## The manager's permissions")
+	start := strings.Index(section, heading+"\n")
 	if start < 0 {
-		t.Fatal(`docs/security.md has no "## The manager's permissions" section`)
+		t.Fatalf("docs/security.md has no %q section", heading)
 	}
-	section = section[start:]
-	if end := strings.Index(section, "\n### "); end > 0 {
+	section = section[start+len(heading):]
+	if end := strings.Index(section, "\n#"); end > 0 {
 		section = section[:end]
 	}
 	names := regexp.MustCompile(`^bind \(` + "`" + `([^` + "`" + `]+)` + "`" + ` only\)$`)
@@ -65,16 +90,16 @@ func TestSecurityGuideRBACTable(t *testing.T) {
 		got[ruleKey(groups, list(cells[1]), list(verbs), resourceNames)] = true
 	}
 	if len(got) == 0 {
-		t.Fatal("found no rows in the permissions table of docs/security.md")
+		t.Fatalf("found no rows in the %q table of docs/security.md", heading)
 	}
 	for k := range want {
 		if !got[k] {
-			t.Errorf("manifests/rbac/role.yaml grants %s; docs/security.md's table does not list it", k)
+			t.Errorf("ClusterRole %s grants %s; docs/security.md's %q table does not list it", role, k, heading)
 		}
 	}
 	for k := range got {
 		if !want[k] {
-			t.Errorf("docs/security.md's table lists %s; manifests/rbac/role.yaml does not grant it", k)
+			t.Errorf("docs/security.md's %q table lists %s; ClusterRole %s does not grant it", heading, k, role)
 		}
 	}
 }

@@ -22,14 +22,18 @@ rules:
 
 // Write is one write request the API server completed.
 type Write struct {
-	Time        time.Time
-	User        string
-	Verb        string
-	Resource    string
-	Namespace   string
-	Name        string
-	Subresource string
-	Code        int
+	Time time.Time
+	// User made the request: the impersonated user when another
+	// (ImpersonatedBy, e.g. kustomize-controller applying as a
+	// ServiceAccount) made it on that user's behalf.
+	User           string
+	ImpersonatedBy string
+	Verb           string
+	Resource       string
+	Namespace      string
+	Name           string
+	Subresource    string
+	Code           int
 }
 
 func (w Write) String() string {
@@ -41,7 +45,8 @@ func (w Write) String() string {
 }
 
 // Writes returns the write requests of user completed after since, from the
-// audit log (Options.AuditLog).
+// audit log (Options.AuditLog). Requests made impersonating user are
+// user's.
 func (p *Plane) Writes(user string, since time.Time) ([]Write, error) {
 	if !p.opts.AuditLog {
 		return nil, errors.New("the plane was started without Options.AuditLog")
@@ -60,6 +65,9 @@ func (p *Plane) Writes(user string, since time.Time) ([]Write, error) {
 			User struct {
 				Username string `json:"username"`
 			} `json:"user"`
+			ImpersonatedUser *struct {
+				Username string `json:"username"`
+			} `json:"impersonatedUser"`
 			ObjectRef struct {
 				Resource, Namespace, Name, Subresource string
 			} `json:"objectRef"`
@@ -71,10 +79,15 @@ func (p *Plane) Writes(user string, since time.Time) ([]Write, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			continue
 		}
+		by := ""
+		if e.ImpersonatedUser != nil {
+			by = e.User.Username
+			e.User.Username = e.ImpersonatedUser.Username
+		}
 		if e.User.Username != user || e.StageTimestamp.Before(since) {
 			continue
 		}
-		writes = append(writes, Write{Time: e.StageTimestamp, User: user, Verb: e.Verb, Resource: e.ObjectRef.Resource,
+		writes = append(writes, Write{Time: e.StageTimestamp, User: user, ImpersonatedBy: by, Verb: e.Verb, Resource: e.ObjectRef.Resource,
 			Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, Subresource: e.ObjectRef.Subresource, Code: e.ResponseStatus.Code})
 	}
 	return writes, sc.Err()

@@ -176,5 +176,21 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	return &Capwright{proc: proc, metrics: metrics}, nil
 }
 
+// InstallProviderInstallerRole applies the ClusterRole Capwright binds
+// each provider's installer ServiceAccount to
+// (manifests/rbac/provider_installer.yaml), for Flux objects rendered
+// without a manager (StartCapwright applies it with the rest of the RBAC).
+func (p *Plane) InstallProviderInstallerRole(ctx context.Context) error {
+	f, err := os.Open(filepath.Join(p.RepoRoot(), "manifests/rbac/provider_installer.yaml"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	if _, err := p.applyYAML(ctx, f); err != nil {
+		return fmt.Errorf("installing the provider installer role: %w", err)
+	}
+	return nil
+}
+
 // PID is the manager's process id.
 func (c *Capwright) PID() int { return c.proc.pid() }

@@ -95,6 +95,22 @@ const (
 	// back at its provider (namespace = the object's namespace).
 	ProviderKindLabel = "providers.capwright.io/kind"
 	ProviderNameLabel = "providers.capwright.io/name"
+	// ProviderNamespaceLabel names the provider's namespace on what
+	// Capwright generates outside it: the ClusterRoleBinding of its
+	// installer.
+	ProviderNamespaceLabel = "providers.capwright.io/namespace"
 	// Finalizer holds a provider until its Flux objects are gone.
 	Finalizer = "providers.capwright.io/finalizer"
+
+	// InstallerClusterRole is what Flux applies a provider with: each
+	// provider gets a ServiceAccount of its own in its namespace, which its
+	// Kustomization or HelmRelease names (spec.serviceAccountName), bound
+	// to this ClusterRole. Capwright's manifests ship it as an aggregation
+	// of the kinds provider components hold and of every ClusterRole
+	// labelled AggregateToInstallerLabel=true.
+	InstallerClusterRole = "capwright-provider-installer"
+	// AggregateToInstallerLabel marks a ClusterRole whose rules the
+	// installer role aggregates: kinds a provider's components or
+	// additional manifests hold beyond those Capwright lists.
+	AggregateToInstallerLabel = "providers.capwright.io/aggregate-to-installer"
 )

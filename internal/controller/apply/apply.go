@@ -51,6 +51,46 @@ func Unchanged(want, existing *unstructured.Unstructured, hashAnnotation string)
 		Subset(want.Object, existing.Object)
 }
 
+// IfChanged applies desired server-side (as fieldOwner, forcing
+// ownership) unless the object, read through r, already holds what was
+// last applied and nobody changed those fields since. When it exists,
+// check may refuse it (someone else's object of that name): its error is
+// returned and nothing is written. r is an uncached reader for kinds the
+// controller keeps no informer of.
+func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.Object, hashAnnotation, fieldOwner string, check func(existing *unstructured.Unstructured) error) error {
+	want, err := Desired(desired, hashAnnotation)
+	if err != nil {
+		return err
+	}
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(want.GroupVersionKind())
+	err = r.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading %s %s: %w", want.GetKind(), objectRef(want), err)
+	default:
+		if err := check(existing); err != nil {
+			return err
+		}
+		if Unchanged(want, existing, hashAnnotation) {
+			return nil
+		}
+	}
+	if err := w.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(fieldOwner), ctrl.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s: %w", want.GetKind(), objectRef(want), err)
+	}
+	return nil
+}
+
+// objectRef is namespace/name, or name for a cluster-scoped object.
+func objectRef(o ctrl.Object) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
+
 // Subset reports whether every field set in want has the same value in
 // have; fields only in have (server defaults, status, other managers'
 // labels) are ignored.

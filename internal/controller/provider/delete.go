@@ -61,10 +61,14 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (shell
 	return r.removeFinalizer(ctx, obj)
 }
 
-// removeFinalizer drops the inventory object; then the shell removes the
-// finalizer.
+// removeFinalizer drops the inventory object and the installer's
+// ClusterRoleBinding (Flux pruned with it already, or never had objects to
+// prune); then the shell removes the finalizer.
 func (r *Reconciler) removeFinalizer(ctx context.Context, obj v1alpha1.Provider) (shell.Outcome, error) {
 	if err := r.deleteInventory(ctx, obj); err != nil {
+		return shell.Outcome{}, err
+	}
+	if err := r.deleteInstallerBinding(ctx, obj); err != nil {
 		return shell.Outcome{}, err
 	}
 	return shell.Outcome{Done: true}, nil

@@ -66,6 +66,9 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider
 	if err != nil {
 		return &renderError{fmt.Errorf("rendering the Flux objects of %s %s/%s: %w", r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)}
 	}
+	if err := r.writeInstaller(ctx, in); err != nil {
+		return err
+	}
 	objects := []ctrl.Object{rendered.OCIRepository}
 	if rendered.Kustomization != nil {
 		objects = append(objects, rendered.Kustomization)

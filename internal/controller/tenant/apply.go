@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/controller/apply"
@@ -92,29 +90,9 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, t *tenancyv1alpha1.Te
 // recognise as the tenant's is never written: the error is a
 // *render.ConflictError.
 func (r *Reconciler) applyIfChanged(ctx context.Context, desired render.Object) error {
-	want, err := apply.Desired(desired, appliedHashAnnotation)
-	if err != nil {
-		return err
-	}
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(want.GroupVersionKind())
-	err = r.Reader.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return fmt.Errorf("reading %s %s: %w", want.GetKind(), objectRef(want), err)
-	default:
-		if err := render.CheckTenantObject(want.GetKind(), existing, desired); err != nil {
-			return err
-		}
-		if apply.Unchanged(want, existing, appliedHashAnnotation) {
-			return nil
-		}
-	}
-	if err := r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(FieldOwner), ctrl.ForceOwnership); err != nil {
-		return fmt.Errorf("applying %s %s: %w", want.GetKind(), objectRef(want), err)
-	}
-	return nil
+	return apply.IfChanged(ctx, r.Reader, r.Client, desired, appliedHashAnnotation, FieldOwner, func(existing *unstructured.Unstructured) error {
+		return render.CheckTenantObject(existing.GetKind(), existing, desired)
+	})
 }
 
 func objectRef(o interface {

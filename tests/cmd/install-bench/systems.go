@@ -353,9 +353,11 @@ type capwrightObjects struct {
 	dir func(version string) string
 }
 
-func (*capwrightObjects) Name() string                                     { return "flux+capwright-objects" }
-func (*capwrightObjects) User() string                                     { return "" }
-func (*capwrightObjects) Start(context.Context, *plane.Plane) (int, error) { return 0, nil }
+func (*capwrightObjects) Name() string { return "flux+capwright-objects" }
+func (*capwrightObjects) User() string { return "" }
+func (*capwrightObjects) Start(ctx context.Context, p *plane.Plane) (int, error) {
+	return 0, p.InstallProviderInstallerRole(ctx)
+}
 
 // idleManager is flux+capwright-objects with Capwright's manager running
 // beside Flux but given nothing to do: no provider CR names the objects,
@@ -407,7 +409,7 @@ func (o *capwrightObjects) Apply(ctx context.Context, c client.Client, version s
 		}
 		provider := capwrightObject(pt)
 		provider.GetSpec().Version = version
-		objs, err := render.Provider(render.Input{
+		in := render.Input{
 			Provider:         provider,
 			ArtifactURL:      "oci://" + fluxRegistry + "/" + framework.CAPIRepository + "/" + pt.Type + "-" + pt.Name,
 			Tag:              version,
@@ -416,11 +418,18 @@ func (o *capwrightObjects) Apply(ctx context.Context, c client.Client, version s
 			ComponentsFile:   clusterctl.ComponentsFile(pt.Type),
 			ProviderLabel:    clusterctl.ProviderLabelValue(pt.Type, pt.Name),
 			NamespacePatches: patches,
-		})
+		}
+		objs, err := render.Provider(in)
 		if err != nil {
 			return err
 		}
-		for _, obj := range []client.Object{objs.OCIRepository, objs.Kustomization} {
+		// The identity the Kustomization names, as the manager writes it
+		// before the Flux objects.
+		inst, err := render.ProviderInstaller(in)
+		if err != nil {
+			return err
+		}
+		for _, obj := range []client.Object{inst.ServiceAccount, inst.ClusterRoleBinding, objs.OCIRepository, objs.Kustomization} {
 			// No provider owns them here: the garbage collector would
 			// delete objects owned by one that does not exist.
 			obj.SetOwnerReferences(nil)

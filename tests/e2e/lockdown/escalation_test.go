@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	providersv1alpha1 "github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/tests/e2e/framework"
 )
@@ -43,10 +44,7 @@ func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tenancyv1alpha1.AddToScheme(c.Scheme()); err != nil {
-		t.Fatal(err)
-	}
-	for _, add := range []func(*runtime.Scheme) error{sourcev1.AddToScheme, kustomizev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{tenancyv1alpha1.AddToScheme, providersv1alpha1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme} {
 		if err := add(c.Scheme()); err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,8 @@
 // namespace's default ServiceAccount, no cross-namespace references, no
 // remote bases) with the roles `flux install` aggregates into admin, edit
 // and view, so that what a tenant may do is what it may do on a real
-// multi-tenant management cluster.
+// multi-tenant management cluster, and Capwright's own installs run under
+// the same rules.
 package lockdown
 
 import (
@@ -15,17 +16,34 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 )
 
-var env *plane.Plane
+// clusterNamespace holds the registered workload Cluster, as in the
+// guide's example of the stack identity (docs/examples).
+const clusterNamespace = "clusters"
+
+var (
+	env      *plane.Plane
+	workload *plane.WorkloadCluster
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.RunSuite(m, plane.Options{ExtraArgs: plane.FluxLockdownArgs()}, func(ctx context.Context, p *plane.Plane) error {
+	os.Exit(framework.RunSuite(m, plane.Options{AuditLog: true, ExtraArgs: plane.FluxLockdownArgs()}, func(ctx context.Context, p *plane.Plane) error {
 		if err := p.BuildCapwright(ctx); err != nil {
 			return err
 		}
 		if err := p.InstallFluxUserRoles(ctx); err != nil {
 			return err
 		}
-		_, err := p.StartCapwright(ctx, plane.CapwrightOptions{})
+		// Registered before the manager starts, which watches Clusters
+		// only when their kind is served at start-up.
+		w, err := p.StartWorkloadCluster(ctx, "lockdown-1", plane.WorkloadOptions{})
+		if err != nil {
+			return err
+		}
+		if _, err := p.RegisterWorkloadCluster(ctx, w, clusterNamespace, w.Name); err != nil {
+			return err
+		}
+		workload = w
+		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{})
 		return err
 	}, func(p *plane.Plane) { env = p }))
 }

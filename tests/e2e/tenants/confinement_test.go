@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	providersv1alpha1 "github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/plane"
@@ -135,6 +136,24 @@ func assertManagerConfined(t *testing.T, ctx context.Context, c client.Client) {
 		"may only write the Flux objects of providers and Tenants")
 	if err := as.Create(ctx, source(map[string]string{tenancyv1alpha1.TenantLabel: tenantName}), client.DryRunAll); err != nil {
 		t.Errorf("the manager creating a Tenant's OCIRepository: %v", err)
+	}
+
+	// ClusterRoleBindings: only a provider's installer binding.
+	installerBinding := func(name, saNamespace, sa string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{providersv1alpha1.ProviderKindLabel: "CoreProvider"}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: saNamespace}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: providersv1alpha1.InstallerClusterRole},
+		}
+	}
+	refused("binding the installer role to its own ServiceAccount",
+		as.Create(ctx, installerBinding("capwright-provider-installer:capwright-system:capwright-manager", "capwright-system", "capwright-manager"), client.DryRunAll),
+		"may only bind ClusterRole capwright-provider-installer to a provider's installer ServiceAccount")
+	refused("binding the installer role under another provider's name",
+		as.Create(ctx, installerBinding("capwright-provider-installer:capi-system:core-cluster-api", "kube-system", "core-cluster-api-installer"), client.DryRunAll),
+		"may only bind ClusterRole capwright-provider-installer to a provider's installer ServiceAccount")
+	if err := as.Create(ctx, installerBinding("capwright-provider-installer:capi-system:core-cluster-api", "capi-system", "core-cluster-api-installer"), client.DryRunAll); err != nil {
+		t.Errorf("the manager binding a provider's installer: %v", err)
 	}
 
 	// In a Tenant's namespace the same requests pass.

@@ -1,0 +1,90 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/render"
+)
+
+// The installer's permissions: the controller writes each provider's
+// ServiceAccount (the core group's serviceaccounts, see the tenant
+// controller's markers) and its ClusterRoleBinding, and may bind the
+// installer role and no other (bind by name: it does not hold what the
+// role grants). The admission policy of manifests/rbac holds the
+// bindings it writes to that role and to providers' ServiceAccounts.
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;create;patch;update;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=capwright-provider-installer
+
+// writeInstaller applies the identity Flux installs the provider with
+// (render.ProviderInstaller) before the Flux objects that name it, so
+// Flux's first attempt already has its permissions. Both are read
+// uncached: the controller keeps no informer of ServiceAccounts or
+// ClusterRoleBindings for this.
+func (r *Reconciler) writeInstaller(ctx context.Context, in render.Input) error {
+	inst, err := render.ProviderInstaller(in)
+	if err != nil {
+		return &renderError{fmt.Errorf("rendering the installer of %s %s/%s: %w", r.Kind.Name, in.Provider.GetNamespace(), in.Provider.GetName(), err)}
+	}
+	p := in.Provider
+	if err := r.applyUncached(ctx, inst.ServiceAccount, func(existing *unstructured.Unstructured) bool {
+		return render.ControlledBy(existing, p.GetUID())
+	}); err != nil {
+		return err
+	}
+	return r.applyUncached(ctx, inst.ClusterRoleBinding, func(existing *unstructured.Unstructured) bool {
+		return isInstallerBindingOf(existing, p, r.Kind.Name)
+	})
+}
+
+// isInstallerBindingOf tells whether a ClusterRoleBinding is the one
+// Capwright wrote for the provider: it carries the provider's kind, name
+// and namespace.
+func isInstallerBindingOf(o ctrl.Object, p v1alpha1.Provider, kind string) bool {
+	l := o.GetLabels()
+	return l[v1alpha1.ProviderKindLabel] == kind && l[v1alpha1.ProviderNameLabel] == p.GetName() &&
+		l[v1alpha1.ProviderNamespaceLabel] == p.GetNamespace()
+}
+
+// applyUncached applies desired unless it already holds what was last
+// applied; an existing object that ours does not recognise is left alone
+// and reported, like a Flux object of the provider's name that is not its.
+func (r *Reconciler) applyUncached(ctx context.Context, desired ctrl.Object, ours func(*unstructured.Unstructured) bool) error {
+	return apply.IfChanged(ctx, r.Reader, r.Client, desired, specHashAnnotation, FieldOwner, func(existing *unstructured.Unstructured) error {
+		if ours(existing) {
+			return nil
+		}
+		ref := existing.GetName()
+		if ns := existing.GetNamespace(); ns != "" {
+			ref = ns + "/" + ref
+		}
+		return fmt.Errorf("%s %s exists and was not created by Capwright for this provider; rename or delete it", existing.GetKind(), ref)
+	})
+}
+
+// deleteInstallerBinding deletes the provider's ClusterRoleBinding once
+// Flux no longer needs it (its objects are gone). The ServiceAccount goes
+// with the provider through its owner reference.
+func (r *Reconciler) deleteInstallerBinding(ctx context.Context, obj v1alpha1.Provider) error {
+	crb := &rbacv1.ClusterRoleBinding{}
+	err := r.Reader.Get(ctx, ctrl.ObjectKey{Name: render.InstallerBindingName(obj)}, crb)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading ClusterRoleBinding %s: %w", render.InstallerBindingName(obj), err)
+	case !isInstallerBindingOf(crb, obj, r.Kind.Name):
+		return nil
+	}
+	if err := apply.DeleteExactly(ctx, r.Client, crb); err != nil {
+		return fmt.Errorf("deleting ClusterRoleBinding %s: %w", crb.Name, err)
+	}
+	return nil
+}
