@@ -330,6 +330,15 @@ status:
   - {type: Ready, status: "False", reason: AccessDenied, message: "can't access 'ExternalArtifact/capi-system/core-cluster-api-additional', ExternalArtifact feature gate is disabled", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:01:00Z"}
   - {type: Stalled, status: "True", reason: AccessDenied, message: "can't access 'ExternalArtifact/capi-system/core-cluster-api-additional', ExternalArtifact feature gate is disabled", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:01:00Z"}
 `
+	// The installer role does not list a kind of the manifests (the
+	// message Flux wrote on the plane's lockdown suite).
+	ksAdditionalForbidden = `
+status:
+  observedGeneration: 2
+  lastAttemptedRevision: ADDED
+  conditions:
+  - {type: Ready, status: "False", reason: ReconciliationFailed, message: "PriorityClass/capi-critical dry-run failed (Forbidden): priorityclasses.scheduling.k8s.io \"capi-critical\" is forbidden: User \"system:serviceaccount:capi-system:core-cluster-api-installer\" cannot patch resource \"priorityclasses\" in API group \"scheduling.k8s.io\" at the cluster scope", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:01:00Z"}
+`
 	// Waiting for the provider's Kustomization (dependsOn).
 	ksAdditionalWaiting = `
 status:
@@ -361,6 +370,11 @@ func TestFoldProviderAdditionalManifests(t *testing.T) {
 		name:  "kustomize-controller without the ExternalArtifact feature gate",
 		apply: ObserveKustomization(kustomization(t, ksInstalled)), extra: ObserveKustomization(additionalKustomization(t, ksAdditionalGateDisabled)), revision: addedDigest,
 		installed: want{"False", v1alpha1.InstallFailedReason, []string{"v1.14.2 is installed, but Flux failed to apply its additional manifests", "feature gate is disabled", "--feature-gates=ExternalArtifact=true"}},
+		available: want{"False", v1alpha1.NotAvailableReason, []string{extra}},
+	}, {
+		name:  "a kind the installer role does not list",
+		apply: ObserveKustomization(kustomization(t, ksInstalled)), extra: ObserveKustomization(additionalKustomization(t, ksAdditionalForbidden)), revision: addedDigest,
+		installed: want{"False", v1alpha1.InstallFailedReason, []string{`"priorityclasses"`, "core-cluster-api-installer", `ClusterRole labelled providers.capwright.io/aggregate-to-installer: "true"`}},
 		available: want{"False", v1alpha1.NotAvailableReason, []string{extra}},
 	}, {
 		name:  "the additional manifests wait for the components",

@@ -146,7 +146,7 @@ func foldCluster(c TenantClusterInput, suspended bool, previous *tenancyv1alpha1
 	}
 	switch {
 	case apply.status == metav1.ConditionFalse:
-		return set(tenancyv1alpha1.ClusterPhaseFailed, apply.reason, "Flux failed to install the stack: "+apply.message+namespaceHint(c.Apply, apply))
+		return set(tenancyv1alpha1.ClusterPhaseFailed, apply.reason, "Flux failed to install the stack: "+apply.message+namespaceHint(c.Apply, apply)+identityHint(apply))
 	case source.status == metav1.ConditionFalse:
 		return set(tenancyv1alpha1.ClusterPhaseFailed, source.reason, "Flux cannot fetch the stack: "+source.message)
 	case apply.status == metav1.ConditionTrue && source.status == metav1.ConditionTrue && atSource:
@@ -182,6 +182,17 @@ func namespaceHint(o Observation, r readiness) string {
 		return ""
 	}
 	return "; Flux does not create the target namespace of a Kustomization: add a Namespace manifest to the artifact (kustomize renames it to spec.stack.targetNamespace)"
+}
+
+// identityHint explains a stack refused because the ServiceAccount Flux
+// impersonated on the workload cluster may not do it: under Flux's
+// multi-tenancy lockdown (--default-service-account) that is the Cluster
+// namespace's ServiceAccount, which a new workload cluster grants nothing.
+func identityHint(r readiness) string {
+	if !strings.Contains(r.message, "is forbidden: User \"system:serviceaccount:") {
+		return ""
+	}
+	return "; Flux applies the stack on the workload cluster as that ServiceAccount (Flux's multi-tenancy lockdown): grant that ServiceAccount what the stack installs on the workload cluster, e.g. with a ClusterResourceSet (docs/security.md, Flux settings for a multi-tenant site)"
 }
 
 // maxListed bounds how many clusters ClustersReady names.

@@ -184,6 +184,16 @@ status:
   - {type: Ready, status: "False", reason: ReconciliationFailed, message: "ConfigMap/platform/stack-config not found: namespaces \"platform\" not found", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
   - {type: Reconciling, status: "True", reason: ProgressingWithRetry, message: "Detecting drift for revision 1.4.2@NEW with a timeout of 5m0s", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:10Z"}
 `
+	// Under Flux's lockdown: the workload cluster does not grant the
+	// ServiceAccount kustomize-controller impersonates there (the message
+	// Flux wrote on the plane's lockdown suite).
+	tenantKSForbidden = `
+status:
+  observedGeneration: 1
+  lastAttemptedRevision: 1.4.2@NEW
+  conditions:
+  - {type: Ready, status: "False", reason: ReconciliationFailed, message: "Namespace/platform dry-run failed (Forbidden): namespaces \"platform\" is forbidden: User \"system:serviceaccount:team-b-clusters:default\" cannot patch resource \"namespaces\" in API group \"\" in the namespace \"platform\"", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
+`
 	// Every interval: the applied revision re-applied and re-checked.
 	tenantKSRecheck = `
 status:

@@ -111,6 +111,11 @@ func TestFoldTenantCluster(t *testing.T) {
 		phase: tenancyv1alpha1.ClusterPhaseFailed, reason: "ReconciliationFailed",
 		message: []string{`namespaces "platform" not found`, "add a Namespace manifest to the artifact"},
 	}, {
+		name:  "failed: the workload cluster does not grant the identity Flux impersonates",
+		in:    TenantClusterInput{Source: repo("1", tenantRepoReady), Apply: ObserveKustomization(tenantKustomization(t, tenantKSForbidden))},
+		phase: tenancyv1alpha1.ClusterPhaseFailed, reason: "ReconciliationFailed",
+		message: []string{`User "system:serviceaccount:team-b-clusters:default" cannot patch`, "grant that ServiceAccount what the stack installs on the workload cluster"},
+	}, {
 		name:  "failed: stalled",
 		in:    TenantClusterInput{Source: repo("1", tenantRepoReady), Apply: ObserveKustomization(kustomization(t, ksStalled))},
 		phase: tenancyv1alpha1.ClusterPhaseFailed, reason: "InvalidCELExpression",
