@@ -32,6 +32,25 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 )
 
+// chartDeployment is the one template of the chart provider.
+const chartDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: helmtest-controller-manager
+  namespace: {{ .Release.Namespace }}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: helmtest}
+  template:
+    metadata:
+      labels: {app: helmtest}
+    spec:
+      containers:
+      - name: manager
+        image: registry.example.com/helmtest/manager:v0.1.0
+`
+
 // stackIdentityExample is the guide's ClusterResourceSet that grants a
 // tenant stack's identity on workload clusters (docs/security.md).
 const stackIdentityExample = "docs/examples/lockdown-stack-identity.yaml"
@@ -232,8 +251,16 @@ func testProviders(ctx context.Context, t *testing.T, c client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const coreNS, bootstrapNS = "capi-system", "capi-kubeadm-bootstrap-system"
-	for _, ns := range []string{coreNS, bootstrapNS} {
+	// A provider packaged as a chart: helm-controller applies it as the
+	// installer too.
+	chartURL, err := framework.PushChart(ctx, env.Registry.Host, "charts/addon-helmtest", "addon-helmtest", "v0.1.0", map[string][]byte{
+		"templates/deployment.yaml": []byte(chartDeployment),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const coreNS, bootstrapNS, chartNS = "capi-system", "capi-kubeadm-bootstrap-system", "helmtest-system"
+	for _, ns := range []string{coreNS, bootstrapNS, chartNS} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
@@ -254,8 +281,11 @@ func testProviders(ctx context.Context, t *testing.T, c client.Client) {
 	bootstrap := &v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: bootstrapNS, Name: "kubeadm"},
 		Spec: v1alpha1.ProviderSpec{Version: plane.CAPIVersion, Source: src(bootstrapURL),
 			AdditionalManifests: &v1alpha1.ConfigMapReference{Name: extra.Name}}}
+	chart := &v1alpha1.AddonProvider{ObjectMeta: metav1.ObjectMeta{Namespace: chartNS, Name: "helmtest"},
+		Spec: v1alpha1.ProviderSpec{Version: "v0.1.0", Source: &v1alpha1.ProviderSource{Chart: &v1alpha1.ChartSource{
+			OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: chartURL, Insecure: true}}}}}
 	start := time.Now()
-	for _, p := range []client.Object{core, bootstrap} {
+	for _, p := range []client.Object{core, bootstrap, chart} {
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -271,8 +301,11 @@ func testProviders(ctx context.Context, t *testing.T, c client.Client) {
 	if ks.Spec.ServiceAccountName != installer {
 		t.Errorf("the core Kustomization's serviceAccountName is %q, want %q", ks.Spec.ServiceAccountName, installer)
 	}
-	checkInstallerWrites(t, coreNS, installer, start)
+	checkInstallerWrites(t, coreNS, installer, start, "deployments capi-controller-manager", "clusterroles capi-manager-role", "customresourcedefinitions clusters.cluster.x-k8s.io")
 	checkInstallerLimits(ctx, t, c, coreNS, installer)
+	waitProvider(ctx, t, c, chart, 3*time.Minute, "Ready", func(cond *metav1.Condition) bool { return cond.Status == metav1.ConditionTrue })
+	checkInstallerWrites(t, chartNS, render.InstallerServiceAccountName(v1alpha1.AddonProviderType, "helmtest"), start,
+		"deployments helmtest-controller-manager", "secrets sh.helm.release.v1.addon-helmtest.v1")
 
 	// The additional manifests' PriorityClass is refused, by Flux's
 	// message on the provider's Ready, until the guide's ClusterRole,
@@ -364,10 +397,10 @@ func guideInstallerRole(t *testing.T) *rbacv1.ClusterRole {
 	return nil
 }
 
-// checkInstallerWrites: the core components' Deployment and ClusterRoles
-// were written by the installer ServiceAccount, with kustomize-controller
-// impersonating it, and not by kustomize-controller as itself.
-func checkInstallerWrites(t *testing.T, namespace, installer string, since time.Time) {
+// checkInstallerWrites: the objects want ("<resource> <name>") were written
+// by the installer ServiceAccount, with Flux's controller impersonating
+// it, and Flux wrote no Deployment of the namespace as itself.
+func checkInstallerWrites(t *testing.T, namespace, installer string, since time.Time, want ...string) {
 	t.Helper()
 	user := "system:serviceaccount:" + namespace + ":" + installer
 	writes, err := env.Writes(user, since)
@@ -380,13 +413,13 @@ func checkInstallerWrites(t *testing.T, namespace, installer string, since time.
 			seen[w.Resource+" "+w.Name] = w.ImpersonatedBy
 		}
 	}
-	for _, want := range []string{"deployments capi-controller-manager", "clusterroles capi-manager-role", "customresourcedefinitions clusters.cluster.x-k8s.io"} {
+	for _, want := range want {
 		by, ok := seen[want]
 		switch {
 		case !ok:
 			t.Errorf("%s was not written by %s (its writes: %d)", want, user, len(writes))
 		case by != plane.AdminUser:
-			t.Errorf("%s was written by %s impersonated by %q, want kustomize-controller (%s)", want, user, by, plane.AdminUser)
+			t.Errorf("%s was written by %s impersonated by %q, want Flux's controller (%s)", want, user, by, plane.AdminUser)
 		}
 	}
 	flux, err := env.Writes(plane.AdminUser, since)
@@ -395,7 +428,7 @@ func checkInstallerWrites(t *testing.T, namespace, installer string, since time.
 	}
 	for _, w := range flux {
 		if w.Resource == "deployments" && w.Namespace == namespace {
-			t.Errorf("kustomize-controller wrote %s as itself; want it to impersonate the installer", w)
+			t.Errorf("Flux wrote %s as itself; want it to impersonate the installer", w)
 		}
 	}
 }
