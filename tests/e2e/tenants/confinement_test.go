@@ -138,6 +138,11 @@ func assertManagerConfined(t *testing.T, ctx context.Context, c client.Client) {
 		t.Errorf("the manager creating a Tenant's OCIRepository: %v", err)
 	}
 
+	refused("creating a provider-labelled ServiceAccount that is no installer",
+		as.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "confinement-probe",
+			Labels: map[string]string{providersv1alpha1.ProviderKindLabel: "CoreProvider"}}}, client.DryRunAll),
+		"may only write serviceaccounts in the namespaces of Tenants")
+
 	// ClusterRoleBindings: only a provider's installer binding.
 	installerBinding := func(name, saNamespace, sa string) *rbacv1.ClusterRoleBinding {
 		return &rbacv1.ClusterRoleBinding{
