@@ -47,13 +47,22 @@ func TestInstallWithFluxHelmRelease(t *testing.T) {
 	hr := &helmv2.HelmRelease{}
 	hr.SetNamespace(hrObj.GetNamespace())
 	hr.SetName(hrObj.GetName())
-	if err := framework.WaitReady(ctx, c, hr, 3*time.Minute); err != nil {
+	// helm-controller patches its conditions before the rest of its
+	// status (fluxcd/pkg runtime/patch), so Ready can be read a moment
+	// before the release history it goes with: wait for both.
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := framework.WaitReady(ctx, c, hr, 3*time.Minute); err != nil {
+			return false, err
+		}
+		return hr.Status.History.Latest() != nil, nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Flux installed the chart %s in %s", firstVersion, time.Since(start).Round(time.Millisecond))
 	// helm-controller records a chart from an OCIRepository as
 	// <semver>+<digest>, without the v.
-	if got := hr.Status.History.Latest(); got == nil || !strings.HasPrefix(got.ChartVersion, strings.TrimPrefix(firstVersion, "v")+"+") || got.AppVersion != firstVersion {
+	if got := hr.Status.History.Latest(); !strings.HasPrefix(got.ChartVersion, strings.TrimPrefix(firstVersion, "v")+"+") || got.AppVersion != firstVersion {
 		t.Errorf("HelmRelease installed chart %+v, want version %s, appVersion %s", got, firstVersion, firstVersion)
 	}
 	namespace := hr.GetReleaseNamespace()
@@ -75,7 +84,7 @@ func TestInstallWithFluxHelmRelease(t *testing.T) {
 	// example asks for CreateReplace, as Flux documents).
 	upgradeStart := time.Now()
 	retag(ctx, t, c, hr.Namespace, hr.Spec.ChartRef.Name, upgradeVersion)
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := framework.WaitReady(ctx, c, hr, 3*time.Minute); err != nil {
 			return false, err
 		}
