@@ -41,6 +41,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -87,6 +88,10 @@ var providers = []providerSpec{
 // upgrade.
 var profileDir string
 
+// showWrites prints what the system's own controller wrote during each
+// install, by verb and resource (-writes).
+var showWrites bool
+
 // result is one run of one system.
 type result struct {
 	Install, Upgrade   time.Duration
@@ -120,6 +125,7 @@ type system interface {
 
 func main() {
 	runs := flag.Int("runs", 3, "runs per system, alternating")
+	flag.BoolVar(&showWrites, "writes", false, "print what the system's own controller wrote during each install, by verb and resource")
 	flag.StringVar(&profileDir, "profile", "", "directory to write Capwright's manager CPU profile of each upgrade to (upgrade-<run>.pprof)")
 	only := flag.String("systems", "capwright,flux,flux+contract,flux+capwright-objects,cluster-api-operator", "systems to run, comma-separated; flux+capwright-objects+idle-manager (Capwright's objects with an idle manager beside them) is also known")
 	flag.Parse()
@@ -224,6 +230,11 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	if res.InstallWrites, err = writesByUser(p, s, start); err != nil {
 		return res, err
 	}
+	if showWrites && s.User() != "" {
+		if err := printWrites(p, s.Name(), s.User(), start); err != nil {
+			return res, err
+		}
+	}
 	if pid > 0 {
 		res.RSS = rss(pid)
 		res.CPUInstall = cpuSeconds(pid) - cpu0
@@ -325,6 +336,36 @@ func writesByUser(p *plane.Plane, s system, since time.Time) (map[string]int, er
 		out[u] = len(w)
 	}
 	return out, nil
+}
+
+// printWrites prints the writes of user since since, counted by verb,
+// resource and subresource, most first.
+func printWrites(p *plane.Plane, system, user string, since time.Time) error {
+	writes, err := p.Writes(user, since)
+	if err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	for _, w := range writes {
+		res := w.Resource
+		if w.Subresource != "" {
+			res += "/" + w.Subresource
+		}
+		counts[w.Verb+" "+res]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return counts[keys[i]] > counts[keys[j]] || counts[keys[i]] == counts[keys[j]] && keys[i] < keys[j]
+	})
+	fmt.Fprintf(os.Stderr, "  %s's writes during the install (%d):", system, len(writes))
+	for _, k := range keys {
+		fmt.Fprintf(os.Stderr, " %s ×%d;", k, counts[k])
+	}
+	fmt.Fprintln(os.Stderr)
+	return nil
 }
 
 // rss is a process's resident set size in bytes, 0 if unknown.
