@@ -14,6 +14,27 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 )
 
+// ProviderChartDeployment is the one template of the test provider charts:
+// the controller Deployment helmtest-controller-manager in the release's
+// namespace, with .Values.replicas replicas.
+const ProviderChartDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: helmtest-controller-manager
+  namespace: {{ .Release.Namespace }}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels: {app: helmtest}
+  template:
+    metadata:
+      labels: {app: helmtest}
+    spec:
+      containers:
+      - name: manager
+        image: registry.example.com/helmtest/manager:v0.1.0
+`
+
 // PushChart packages a Helm chart (the given files, relative to the chart
 // root; a Chart.yaml is made from name and version unless given) and pushes it to host/repository:version
 // over plain HTTP, laid out as `helm push` does. It returns the oci:// URL.

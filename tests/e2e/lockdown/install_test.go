@@ -32,25 +32,6 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 )
 
-// chartDeployment is the one template of the chart provider.
-const chartDeployment = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: helmtest-controller-manager
-  namespace: {{ .Release.Namespace }}
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: helmtest}
-  template:
-    metadata:
-      labels: {app: helmtest}
-    spec:
-      containers:
-      - name: manager
-        image: registry.example.com/helmtest/manager:v0.1.0
-`
-
 // stackIdentityExample is the guide's ClusterResourceSet that grants a
 // tenant stack's identity on workload clusters (docs/security.md).
 const stackIdentityExample = "docs/examples/lockdown-stack-identity.yaml"
@@ -254,7 +235,8 @@ func testProviders(ctx context.Context, t *testing.T, c client.Client) {
 	// A provider packaged as a chart: helm-controller applies it as the
 	// installer too.
 	chartURL, err := framework.PushChart(ctx, env.Registry.Host, "charts/addon-helmtest", "addon-helmtest", "v0.1.0", map[string][]byte{
-		"templates/deployment.yaml": []byte(chartDeployment),
+		"templates/deployment.yaml": []byte(framework.ProviderChartDeployment),
+		"values.yaml":               []byte("replicas: 1\n"),
 	})
 	if err != nil {
 		t.Fatal(err)

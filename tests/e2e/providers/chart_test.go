@@ -15,24 +15,6 @@ import (
 	"github.com/capwright/capwright/tests/e2e/framework"
 )
 
-const chartDeployment = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: helmtest-controller-manager
-  namespace: {{ .Release.Namespace }}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector:
-    matchLabels: {app: helmtest}
-  template:
-    metadata:
-      labels: {app: helmtest}
-    spec:
-      containers:
-      - name: manager
-        image: registry.example.com/helmtest/manager:v0.1.0
-`
-
 // charts runs while the core provider is Ready: a provider packaged as an
 // OCI Helm chart is installed by the real helm-controller through a
 // HelmRelease, with clusterctl's labels and the chart values of the CR.
@@ -42,7 +24,7 @@ func charts(t *testing.T, ctx context.Context, c client.Client) {
 			t.Fatal(err)
 		}
 		url, err := framework.PushChart(ctx, env.Registry.Host, "charts/addon-helmtest", "addon-helmtest", "v0.1.0", map[string][]byte{
-			"templates/deployment.yaml": []byte(chartDeployment),
+			"templates/deployment.yaml": []byte(framework.ProviderChartDeployment),
 			"values.yaml":               []byte("replicas: 1\n"),
 		})
 		if err != nil {

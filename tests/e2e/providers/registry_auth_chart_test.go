@@ -31,7 +31,7 @@ func privateChart(t *testing.T, ctx context.Context, c client.Client) {
 	for _, version := range []string{"v0.1.0", "v0.2.0"} {
 		var err error
 		url, err = framework.PushChartWith(ctx, reg.Host, reg.access(), "charts/addon-privatechart", "addon-privatechart", version, map[string][]byte{
-			"templates/deployment.yaml": []byte(chartDeployment),
+			"templates/deployment.yaml": []byte(framework.ProviderChartDeployment),
 			"values.yaml":               []byte("replicas: 1\n"),
 		})
 		if err != nil {
