@@ -68,7 +68,7 @@ func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.O
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return fmt.Errorf("reading %s %s: %w", want.GetKind(), objectRef(want), err)
+		return fmt.Errorf("reading %s %s: %w", want.GetKind(), ObjectRef(want), err)
 	default:
 		if err := check(existing); err != nil {
 			return err
@@ -78,13 +78,16 @@ func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.O
 		}
 	}
 	if err := w.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(fieldOwner), ctrl.ForceOwnership); err != nil {
-		return fmt.Errorf("applying %s %s: %w", want.GetKind(), objectRef(want), err)
+		return fmt.Errorf("applying %s %s: %w", want.GetKind(), ObjectRef(want), err)
 	}
 	return nil
 }
 
-// objectRef is namespace/name, or name for a cluster-scoped object.
-func objectRef(o ctrl.Object) string {
+// ObjectRef is namespace/name, or name for a cluster-scoped object.
+func ObjectRef(o interface {
+	GetNamespace() string
+	GetName() string
+}) string {
 	if o.GetNamespace() == "" {
 		return o.GetName()
 	}

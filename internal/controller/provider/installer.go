@@ -61,11 +61,7 @@ func (r *Reconciler) applyUncached(ctx context.Context, desired ctrl.Object, our
 		if ours(existing) {
 			return nil
 		}
-		ref := existing.GetName()
-		if ns := existing.GetNamespace(); ns != "" {
-			ref = ns + "/" + ref
-		}
-		return fmt.Errorf("%s %s exists and was not created by Capwright for this provider; rename or delete it", existing.GetKind(), ref)
+		return fmt.Errorf("%s %s exists and was not created by Capwright for this provider; rename or delete it", existing.GetKind(), apply.ObjectRef(existing))
 	})
 }
 

@@ -95,16 +95,6 @@ func (r *Reconciler) applyIfChanged(ctx context.Context, desired render.Object) 
 	})
 }
 
-func objectRef(o interface {
-	GetNamespace() string
-	GetName() string
-}) string {
-	if o.GetNamespace() == "" {
-		return o.GetName()
-	}
-	return o.GetNamespace() + "/" + o.GetName()
-}
-
 // isNoMatch tells whether err says a kind is not served.
 func isNoMatch(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "no matches for kind") || isNotServed(err))

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -55,7 +56,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (s
 				return shell.Outcome{}, err
 			}
 		}
-		names = append(names, e.Kind+" "+objectRef(e.Object))
+		names = append(names, e.Kind+" "+apply.ObjectRef(e.Object))
 	}
 	if len(existing) > 0 && len(pending) > 0 {
 		setTrue(t, tenancyv1alpha1.DeletingCondition, tenancyv1alpha1.DeletingReason,

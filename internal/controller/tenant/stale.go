@@ -86,7 +86,7 @@ func (r *Reconciler) deleteStale(ctx context.Context, t *tenancyv1alpha1.Tenant,
 		if err := r.deleteObject(ctx, e); err != nil {
 			return err
 		}
-		r.event(t, "Normal", "Deleted", fmt.Sprintf("deleted %s %s, which Tenant %s no longer needs", e.Kind, objectRef(e.Object), t.Name))
+		r.event(t, "Normal", "Deleted", fmt.Sprintf("deleted %s %s, which Tenant %s no longer needs", e.Kind, apply.ObjectRef(e.Object), t.Name))
 	}
 	return nil
 }
@@ -96,11 +96,11 @@ func (r *Reconciler) deleteStale(ctx context.Context, t *tenancyv1alpha1.Tenant,
 func (r *Reconciler) deleteObject(ctx context.Context, e render.ExistingObject) error {
 	obj, ok := e.Object.(ctrl.Object)
 	if !ok {
-		return fmt.Errorf("cannot delete %s %s", e.Kind, objectRef(e.Object))
+		return fmt.Errorf("cannot delete %s %s", e.Kind, apply.ObjectRef(e.Object))
 	}
 	err := apply.DeleteExactly(ctx, r.Client, obj)
 	if err != nil {
-		return fmt.Errorf("deleting %s %s: %w", e.Kind, objectRef(e.Object), err)
+		return fmt.Errorf("deleting %s %s: %w", e.Kind, apply.ObjectRef(e.Object), err)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,21 +134,13 @@ func testTenantStack(ctx context.Context, t *testing.T, c client.Client) {
 // ConfigMap to Clusters of the same namespace. It returns the binding.
 func stackIdentityBinding(t *testing.T) *rbacv1.ClusterRoleBinding {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(env.RepoRoot(), stackIdentityExample))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cm *corev1.ConfigMap
 	var crs *unstructured.Unstructured
-	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-		u := &unstructured.Unstructured{}
-		if err := sigsyaml.Unmarshal(doc, &u.Object); err != nil {
-			t.Fatalf("%s: %v", stackIdentityExample, err)
-		}
+	for _, u := range stackIdentityObjects(t) {
 		switch u.GetKind() {
 		case "ConfigMap":
 			cm = &corev1.ConfigMap{}
-			if err := sigsyaml.UnmarshalStrict(doc, cm); err != nil {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cm); err != nil {
 				t.Fatal(err)
 			}
 		case "ClusterResourceSet":
@@ -170,6 +163,21 @@ func stackIdentityBinding(t *testing.T) *rbacv1.ClusterRoleBinding {
 		t.Fatalf("%s: the binding grants %+v; want the default ServiceAccount of %s (kustomize-controller's --default-service-account)", stackIdentityExample, binding.Subjects, clusterNamespace)
 	}
 	return binding
+}
+
+// stackIdentityObjects are the objects of the guide's example.
+func stackIdentityObjects(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	f, err := os.Open(filepath.Join(env.RepoRoot(), stackIdentityExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	objs, err := plane.DecodeYAML(f)
+	if err != nil {
+		t.Fatalf("%s: %v", stackIdentityExample, err)
+	}
+	return objs
 }
 
 func waitClusterLine(ctx context.Context, t *testing.T, c client.Client, tenant string, timeout time.Duration, what string, ok func(*tenancyv1alpha1.TenantClusterStatus) bool) tenancyv1alpha1.TenantClusterStatus {
@@ -452,15 +460,7 @@ func checkStackIdentityExample(ctx context.Context, t *testing.T, c client.Clien
 		t.Fatal(err)
 	}
 	defer manager.Stop()
-	data, err := os.ReadFile(filepath.Join(env.RepoRoot(), stackIdentityExample))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
-		u := &unstructured.Unstructured{}
-		if err := sigsyaml.Unmarshal(doc, &u.Object); err != nil {
-			t.Fatal(err)
-		}
+	for _, u := range stackIdentityObjects(t) {
 		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 			err := c.Create(ctx, u.DeepCopy(), client.DryRunAll, client.FieldValidation("Strict"))
 			if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
