@@ -83,15 +83,17 @@ type fakeEnv struct {
 	// secretReads are the Secrets read, as namespace/name ("*" for a
 	// list).
 	secretReads []string
-	// inventoryReads counts reads of clusterctl inventory objects.
-	inventoryReads int
+	// uncachedReads counts the reads of objects read as unstructured
+	// (the clusterctl inventory, the installer's ServiceAccount and
+	// ClusterRoleBinding), by kind.
+	uncachedReads map[string]int
 }
 
 // newFakeEnv starts a fake API server holding objs, and a reconciler of
 // kind on it that records every write.
 func newFakeEnv(t *testing.T, kind Kind, objs ...ctrl.Object) *fakeEnv {
 	t.Helper()
-	env := &fakeEnv{t: t, events: record.NewFakeRecorder(100)}
+	env := &fakeEnv{t: t, events: record.NewFakeRecorder(100), uncachedReads: map[string]int{}}
 	scheme := testScheme(t)
 	kindOf := func(o runtime.Object) string {
 		gvk, err := apiutil.GVKForObject(o, scheme)
@@ -113,9 +115,7 @@ func newFakeEnv(t *testing.T, kind Kind, objs ...ctrl.Object) *fakeEnv {
 				case *corev1.Secret:
 					env.secretReads = append(env.secretReads, key.String())
 				case *unstructured.Unstructured:
-					if o.GroupVersionKind() == inventoryGVK {
-						env.inventoryReads++
-					}
+					env.uncachedReads[o.GetKind()]++
 				}
 				env.mu.Unlock()
 				return c.Get(ctx, key, o, opts...)
@@ -200,6 +200,13 @@ func newFakeEnv(t *testing.T, kind Kind, objs ...ctrl.Object) *fakeEnv {
 	env.client = c
 	env.r = &Reconciler{Client: c, Reader: c, Kind: kind, Kinds: Kinds(), Fetcher: &artifact.Fetcher{}, Cache: &ArtifactCache{}, Recorder: env.events}
 	return env
+}
+
+// reads is how often objects of kind were read as unstructured.
+func (e *fakeEnv) reads(kind string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.uncachedReads[kind]
 }
 
 func (e *fakeEnv) record(w write) {

@@ -26,22 +26,40 @@ import (
 // writeInstaller applies the identity Flux installs the provider with
 // (render.ProviderInstaller) before the Flux objects that name it, so
 // Flux's first attempt already has its permissions. Both are read
-// uncached: the controller keeps no informer of ServiceAccounts or
-// ClusterRoleBindings for this.
+// uncached (the controller keeps no informer of ServiceAccounts or
+// ClusterRoleBindings for this), so what was found or applied is
+// remembered and read again only each half resync interval, when it
+// changes, or after Flux failed to install (someone may have removed it).
 func (r *Reconciler) writeInstaller(ctx context.Context, in render.Input) error {
 	inst, err := render.ProviderInstaller(in)
 	if err != nil {
 		return &renderError{fmt.Errorf("rendering the installer of %s %s/%s: %w", r.Kind.Name, in.Provider.GetNamespace(), in.Provider.GetName(), err)}
 	}
 	p := in.Provider
+	sa, err := apply.Desired(inst.ServiceAccount, specHashAnnotation)
+	if err != nil {
+		return err
+	}
+	crb, err := apply.Desired(inst.ClusterRoleBinding, specHashAnnotation)
+	if err != nil {
+		return err
+	}
+	key := sa.GetAnnotations()[specHashAnnotation] + "/" + crb.GetAnnotations()[specHashAnnotation]
+	if r.installers.fresh(p.GetUID(), key, r.resyncInterval(p)/2) {
+		return nil
+	}
 	if err := r.applyUncached(ctx, inst.ServiceAccount, func(existing *unstructured.Unstructured) bool {
 		return render.ControlledBy(existing, p.GetUID())
 	}); err != nil {
 		return err
 	}
-	return r.applyUncached(ctx, inst.ClusterRoleBinding, func(existing *unstructured.Unstructured) bool {
+	if err := r.applyUncached(ctx, inst.ClusterRoleBinding, func(existing *unstructured.Unstructured) bool {
 		return isInstallerBindingOf(existing, p, r.Kind.Name)
-	})
+	}); err != nil {
+		return err
+	}
+	r.installers.done(p.GetUID(), key)
+	return nil
 }
 
 // isInstallerBindingOf tells whether a ClusterRoleBinding is the one
@@ -69,6 +87,7 @@ func (r *Reconciler) applyUncached(ctx context.Context, desired ctrl.Object, our
 // Flux no longer needs it (its objects are gone). The ServiceAccount goes
 // with the provider through its owner reference.
 func (r *Reconciler) deleteInstallerBinding(ctx context.Context, obj v1alpha1.Provider) error {
+	r.installers.forget(obj.GetUID())
 	crb := &rbacv1.ClusterRoleBinding{}
 	err := r.Reader.Get(ctx, ctrl.ObjectKey{Name: render.InstallerBindingName(obj)}, crb)
 	switch {

@@ -128,3 +128,54 @@ func TestFinalizeRemovesTheInstallerBinding(t *testing.T) {
 		t.Errorf("a binding of the installer's name that is not the provider's: %v, want it kept", err)
 	}
 }
+
+// TestInstallerIsReadOncePerSpec: the installer's ServiceAccount and
+// binding are read uncached, so a provider that reconciles on every
+// status change of its Flux objects reads them once, not every time; once
+// Flux fails to install, the next reconcile reads them again and restores
+// a binding someone removed.
+func TestInstallerIsReadOncePerSpec(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	core := coreProvider(pushCore(t, reg, "v1.14.2", "v1beta2").URL, "v1.14.2")
+	env := newFakeEnv(t, kindFor(core), core)
+	for range 5 {
+		if _, err := env.reconcile(core); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, kind := range []string{"ServiceAccount", "ClusterRoleBinding"} {
+		if n := env.reads(kind); n != 1 {
+			t.Errorf("five reconciles read the installer's %s %d times, want once", kind, n)
+		}
+	}
+
+	ctx := context.Background()
+	crb := &rbacv1.ClusterRoleBinding{}
+	if err := env.client.Get(ctx, ctrl.ObjectKey{Name: "capwright-provider-installer:capi-system:core-cluster-api"}, crb); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.client.Delete(ctx, crb); err != nil {
+		t.Fatal(err)
+	}
+	var ks kustomizev1.Kustomization
+	if err := env.client.Get(ctx, ctrl.ObjectKey{Namespace: "capi-system", Name: "core-cluster-api"}, &ks); err != nil {
+		t.Fatal(err)
+	}
+	ks.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "ReconciliationFailed",
+		ObservedGeneration: ks.Generation, LastTransitionTime: metav1.Now(),
+		Message: `deployments.apps "capi-controller-manager" is forbidden: User "system:serviceaccount:capi-system:core-cluster-api-installer" cannot patch resource`}}
+	if err := env.client.Status().Update(ctx, &ks); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := env.reconcile(core); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := condition(env.get(core), v1alpha1.InstalledCondition); c == nil || c.Reason != v1alpha1.InstallFailedReason {
+		t.Fatalf("Installed %+v, want InstallFailed", c)
+	}
+	if err := env.client.Get(ctx, ctrl.ObjectKeyFromObject(crb), &rbacv1.ClusterRoleBinding{}); err != nil {
+		t.Errorf("the installer binding after Flux failed: %v, want it restored", err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -66,10 +65,8 @@ func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider)
 	// dozen times or more per upgrade, so what was recorded is remembered
 	// and read again only every half resync interval (someone else may
 	// have changed it), or when the version moves.
-	if rec, ok := r.inventories.Load(obj.GetUID()); ok {
-		if rec := rec.(inventoryRecord); rec.version == version && time.Since(rec.at) < r.resyncInterval(obj)/2 {
-			return nil
-		}
+	if r.inventories.fresh(obj.GetUID(), version, r.resyncInterval(obj)/2) {
+		return nil
 	}
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(inventoryGVK)
@@ -85,20 +82,13 @@ func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider)
 			return err
 		}
 	}
-	r.inventories.Store(obj.GetUID(), inventoryRecord{version: version, at: time.Now()})
+	r.inventories.done(obj.GetUID(), version)
 	return nil
-}
-
-// inventoryRecord is the version a provider's inventory object was last
-// found or written at, and when.
-type inventoryRecord struct {
-	version string
-	at      time.Time
 }
 
 // deleteInventory removes the provider's inventory object.
 func (r *Reconciler) deleteInventory(ctx context.Context, obj v1alpha1.Provider) error {
-	r.inventories.Delete(obj.GetUID())
+	r.inventories.forget(obj.GetUID())
 	inv := &unstructured.Unstructured{}
 	inv.SetGroupVersionKind(inventoryGVK)
 	inv.SetNamespace(obj.GetNamespace())

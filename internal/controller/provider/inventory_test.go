@@ -15,11 +15,7 @@ func TestInventoryIsReadOncePerVersion(t *testing.T) {
 	docker := dockerProvider("oci://registry.invalid/capwright/manifests/infrastructure-docker", "v1.14.2")
 	docker.Status.InstalledVersion = "v1.14.2"
 	env := newFakeEnv(t, kindFor(docker), docker)
-	reads := func() int {
-		env.mu.Lock()
-		defer env.mu.Unlock()
-		return env.inventoryReads
-	}
+	reads := func() int { return env.reads(inventoryGVK.Kind) }
 	record := func() {
 		t.Helper()
 		if err := env.r.recordInventory(ctx, docker); err != nil {
@@ -43,7 +39,7 @@ func TestInventoryIsReadOncePerVersion(t *testing.T) {
 
 	// Half a resync interval later it is read again, and not written
 	// while it is as recorded.
-	env.r.inventories.Store(docker.UID, inventoryRecord{version: "v1.14.3", at: time.Now().Add(-6 * time.Minute)})
+	env.r.inventories.m.Store(docker.UID, recentCheck{key: "v1.14.3", at: time.Now().Add(-6 * time.Minute)})
 	record()
 	if n, w := reads(), len(env.fluxWrites()); n != 3 || w != 2 {
 		t.Errorf("after half the resync interval: %d inventory reads and %d writes in all, want 3 and 2", n, w)

@@ -7,7 +7,6 @@ package provider
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -80,9 +79,10 @@ type Reconciler struct {
 	// written keeps the shell from acting on a read older than its own
 	// last write.
 	written shell.Written
-	// inventories remembers each provider's recorded clusterctl
-	// inventory (types.UID → inventoryRecord).
-	inventories sync.Map
+	// inventories remembers the version each provider's clusterctl
+	// inventory was recorded at; installers, the hash of the installer
+	// identity last found or applied.
+	inventories, installers recentChecks
 }
 
 // Reconcile runs the reconcile shell with the provider's steps.
@@ -210,6 +210,11 @@ func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art 
 	obj.SetConditions(conds)
 	status.InstalledVersion = res.InstalledVersion
 	status.FluxObjects = res.FluxObjects
+	if res.Installed.Reason == v1alpha1.InstallFailedReason {
+		// Flux may have failed for want of the installer's permissions:
+		// its next attempt should find them restored.
+		r.installers.forget(obj.GetUID())
+	}
 }
 
 // observe gets a Flux object; a missing one is an observation too.
