@@ -20,9 +20,28 @@ type Event struct {
 	Metadata              map[string]string
 }
 
-// Transitions are the events for every condition of after whose status or
-// reason differs from before; Unknown conditions (nothing known yet) make
-// none. warning tells which conditions are Warnings.
+// Condition types whose news Transitions knows by name: Ready, which sums
+// up the others, and Cluster API's negative-polarity conditions, which
+// every Capwright kind has (True is the state worth telling).
+const (
+	ready    = "Ready"
+	paused   = "Paused"
+	deleting = "Deleting"
+)
+
+// Transitions are the events for the conditions of after that changed
+// status or reason since before and bring news, as Flux's controllers
+// record them: what needs attention, and what a person would want told.
+//
+//   - Ready: every change, except its first progress on a new object
+//     (Installing, waiting): nothing has happened yet.
+//   - Paused and Deleting: becoming True, and leaving True; not their
+//     first False on a new object.
+//   - Any other condition: becoming a Warning. Its progress and its
+//     recovery are Ready's news, told once there.
+//
+// Unknown conditions (nothing known yet) make none. warning tells which
+// conditions are Warnings.
 func Transitions(before, after []metav1.Condition, warning func(metav1.Condition) bool) []Event {
 	var out []Event
 	for _, c := range after {
@@ -30,8 +49,22 @@ func Transitions(before, after []metav1.Condition, warning func(metav1.Condition
 		if (old != nil && old.Status == c.Status && old.Reason == c.Reason) || c.Status == metav1.ConditionUnknown {
 			continue
 		}
+		known := old != nil && old.Status != metav1.ConditionUnknown
+		isWarning := warning(c)
+		var news bool
+		switch c.Type {
+		case ready:
+			news = known || isWarning || c.Status == metav1.ConditionTrue
+		case paused, deleting:
+			news = isWarning || c.Status == metav1.ConditionTrue || (known && old.Status == metav1.ConditionTrue)
+		default:
+			news = isWarning
+		}
+		if !news {
+			continue
+		}
 		eventType := corev1.EventTypeNormal
-		if warning(c) {
+		if isWarning {
 			eventType = corev1.EventTypeWarning
 		}
 		msg := fmt.Sprintf("%s=%s", c.Type, c.Status)
