@@ -196,8 +196,12 @@ func (s *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	s.Steps.Summarize(obj)
 	setKstatus(obj, out.Stalled)
 
-	if perr := s.writeStatus(ctx, before, obj); perr != nil && !apierrors.IsNotFound(perr) {
+	deferred, perr := s.writeStatus(ctx, before, obj)
+	if perr != nil && !apierrors.IsNotFound(perr) {
 		err = errors.Join(err, perr)
+	}
+	if deferred > 0 && (out.Result.RequeueAfter == 0 || deferred < out.Result.RequeueAfter) {
+		out.Result.RequeueAfter = deferred
 	}
 	s.record(before, obj)
 	s.Metrics.ObjectState(s.Steps.State(obj))
@@ -221,21 +225,37 @@ func (s *Reconciler[T]) removeFinalizer(ctx context.Context, obj T) error {
 	return nil
 }
 
+// progressEvery is how often, at most, a status that only rewords its
+// conditions is written for one object. While Flux fetches, applies and
+// checks, its steps ("building artifact", "stored artifact", "Running
+// health checks …") follow each other within a second or two; mirrored
+// one by one, each is a status write and a watch event for every object
+// being installed. A change of any condition's status or reason, or of
+// any other status field, is written at once.
+const progressEvery = 2 * time.Second
+
 // writeStatus writes the status when it differs from what was read: one
 // write for conditions and the other fields together. The first status is
 // written whole (an update): a merge patch leaves out fields still at
-// their zero value, and kubectl's columns would show nothing for them.
-func (s *Reconciler[T]) writeStatus(ctx context.Context, before, obj T) error {
+// their zero value, and kubectl's columns would show nothing for them. A
+// status that only rewords its conditions within progressEvery of the
+// last write is not written yet: deferred says when to look again.
+func (s *Reconciler[T]) writeStatus(ctx context.Context, before, obj T) (deferred time.Duration, err error) {
 	old, err := statusOf(before)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	now, err := statusOf(obj)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if equality.Semantic.DeepEqual(old, now) {
-		return nil
+		return 0, nil
+	}
+	if last, ok := s.Written.statusWrittenAt(obj.GetUID()); ok && rewordedOnly(old, now) {
+		if wait := progressEvery - s.now().Sub(last); wait > 0 {
+			return wait, nil
+		}
 	}
 	opts := []client.SubResourcePatchOption{}
 	if s.FieldOwner != "" {
@@ -249,8 +269,49 @@ func (s *Reconciler[T]) writeStatus(ctx context.Context, before, obj T) error {
 	}
 	if err == nil {
 		s.Written.wrote(obj.GetUID(), read, obj.GetResourceVersion())
+		s.Written.statusWritten(obj.GetUID(), s.now())
 	}
-	return err
+	return 0, err
+}
+
+// rewordedOnly tells whether two statuses differ only in the messages of
+// their conditions.
+func rewordedOnly(old, now any) bool {
+	return equality.Semantic.DeepEqual(withoutMessages(old), withoutMessages(now))
+}
+
+// withoutMessages is a copy of an unstructured status whose conditions
+// carry no message.
+func withoutMessages(status any) any {
+	m, ok := status.(map[string]any)
+	if !ok {
+		return status
+	}
+	conds, ok := m["conditions"].([]any)
+	if !ok {
+		return status
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	stripped := make([]any, len(conds))
+	for i, c := range conds {
+		cm, ok := c.(map[string]any)
+		if !ok {
+			stripped[i] = c
+			continue
+		}
+		cc := make(map[string]any, len(cm))
+		for k, v := range cm {
+			if k != "message" {
+				cc[k] = v
+			}
+		}
+		stripped[i] = cc
+	}
+	out["conditions"] = stripped
+	return out
 }
 
 // record emits an event for every condition that changed status or

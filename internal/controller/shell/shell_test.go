@@ -29,6 +29,8 @@ type fakeSteps struct {
 	ready    metav1.ConditionStatus
 	requests []string
 	finalize Outcome
+	// message words the steps' condition; "" says "the steps say <reason>".
+	message string
 }
 
 func (f *fakeSteps) Init(t *tenancyv1alpha1.Tenant) {
@@ -46,7 +48,11 @@ func (f *fakeSteps) Reconcile(_ context.Context, t *tenancyv1alpha1.Tenant, requ
 	case f.ready == metav1.ConditionTrue:
 		reason = "Succeeded"
 	}
-	apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: "Done", Status: f.ready, Reason: reason, Message: "the steps say " + reason, ObservedGeneration: t.Generation})
+	msg := f.message
+	if msg == "" {
+		msg = "the steps say " + reason
+	}
+	apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: "Done", Status: f.ready, Reason: reason, Message: msg, ObservedGeneration: t.Generation})
 	return f.outcome, nil
 }
 
@@ -332,5 +338,46 @@ func TestWrittenRecordsOnlyChangingWrites(t *testing.T) {
 	none.wrote("a", "1", "2")
 	if none.isStale("a", "1") {
 		t.Error("a nil record found a stale read")
+	}
+}
+
+// TestRewordingIsWrittenAtMostEveryInterval: while Flux works, its steps
+// reword a condition within a second or two; such a status is written at
+// most every progressEvery (the reconcile looks again when it is due),
+// while a change of status or reason is written at once.
+func TestRewordingIsWrittenAtMostEveryInterval(t *testing.T) {
+	ctx := context.Background()
+	steps := &fakeSteps{ready: metav1.ConditionFalse, message: "building artifact", outcome: Outcome{Result: reconcile.Result{RequeueAfter: time.Minute}}}
+	s, c, w, _ := newShell(t, steps, tenant())
+	clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	s.Now = func() time.Time { return clock }
+	s.Written = &Written{}
+	message := func() string {
+		return apimeta.FindStatusCondition(get(t, c).Status.Conditions, "Done").Message
+	}
+
+	if _, err := s.Reconcile(ctx, req); err != nil || w.statusWrites != 1 {
+		t.Fatalf("first reconcile: %v, %d status writes; want 1", err, w.statusWrites)
+	}
+
+	steps.message = "stored artifact"
+	clock = clock.Add(500 * time.Millisecond)
+	res, err := s.Reconcile(ctx, req)
+	if err != nil || w.statusWrites != 1 || message() != "building artifact" {
+		t.Fatalf("rewording 0.5 s later: %v, %d status writes, message %q; want it not written yet", err, w.statusWrites, message())
+	}
+	if res.RequeueAfter != progressEvery-500*time.Millisecond {
+		t.Errorf("rewording 0.5 s later: requeue after %v, want %v", res.RequeueAfter, progressEvery-500*time.Millisecond)
+	}
+
+	clock = clock.Add(progressEvery)
+	if _, err := s.Reconcile(ctx, req); err != nil || w.statusWrites != 2 || message() != "stored artifact" {
+		t.Fatalf("when due: %v, %d status writes, message %q; want the new wording written", err, w.statusWrites, message())
+	}
+
+	steps.ready = metav1.ConditionTrue
+	clock = clock.Add(100 * time.Millisecond)
+	if _, err := s.Reconcile(ctx, req); err != nil || w.statusWrites != 3 {
+		t.Fatalf("Ready 0.1 s later: %v, %d status writes; want it written at once", err, w.statusWrites)
 	}
 }

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -14,9 +15,39 @@ import (
 // again, what the write recorded: a reconcile request handled twice, a
 // transition recorded as two events. The shell skips such a stale read and
 // looks again shortly. The zero value is ready to use.
+//
+// It also remembers when the shell last wrote each object's status, so a
+// status that only rewords its conditions is written at most every
+// progressEvery.
 type Written struct {
-	mu    sync.Mutex
-	stale map[types.UID][]string
+	mu         sync.Mutex
+	stale      map[types.UID][]string
+	lastStatus map[types.UID]time.Time
+}
+
+// statusWritten records that the object's status was written at.
+func (w *Written) statusWritten(uid types.UID, at time.Time) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lastStatus == nil {
+		w.lastStatus = map[types.UID]time.Time{}
+	}
+	w.lastStatus[uid] = at
+}
+
+// statusWrittenAt is when the object's status was last written, and
+// whether that is known.
+func (w *Written) statusWrittenAt(uid types.UID) (time.Time, bool) {
+	if w == nil {
+		return time.Time{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.lastStatus[uid]
+	return at, ok
 }
 
 // wrote records that a write moved the object from resourceVersion before
@@ -61,4 +92,5 @@ func (w *Written) forget(uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.stale, uid)
+	delete(w.lastStatus, uid)
 }
