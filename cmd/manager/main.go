@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	kuberecorder "k8s.io/client-go/tools/record"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -117,6 +118,8 @@ func run(o *options) error {
 		// successor wait out the lease, as Flux's controllers do
 		// (--leader-election-release-on-cancel, true by default).
 		LeaderElectionReleaseOnCancel: o.leaderElection.ReleaseOnCancel,
+		// Of the kinds Tenants manage, only what Capwright wrote.
+		Cache: cache.Options{ByObject: tenant.CacheByObject()},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read when needed, not cached cluster-wide.
 			DisableFor: []client.Object{&corev1.Secret{}},

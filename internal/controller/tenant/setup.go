@@ -10,9 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -89,6 +92,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 				builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrl.Object) bool { return isKubeconfigSecret(o.GetName()) })))
 	}
 	return b.Complete(r)
+}
+
+// CacheByObject restricts the manager's cache of the management kinds to
+// the objects Capwright wrote for tenants (those carrying the tenant
+// label): the controller watches them only to put back what is changed or
+// deleted, and reads them uncached. Without it, every Namespace,
+// ServiceAccount, RoleBinding and ResourceQuota of the cluster would be
+// listed, held and streamed to the manager; while Flux installs a provider,
+// each of its ServiceAccounts and RoleBindings would be a watch event.
+func CacheByObject() map[ctrl.Object]cache.ByObject {
+	labelled, err := labels.NewRequirement(tenancyv1alpha1.TenantLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key
+	}
+	selector := labels.NewSelector().Add(*labelled)
+	out := map[ctrl.Object]cache.ByObject{}
+	for _, gvk := range managementKinds {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		out[m] = cache.ByObject{Label: selector}
+	}
+	return out
 }
 
 // managementKinds are the kinds of the tenant's management objects.
