@@ -86,6 +86,22 @@ func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider)
 	return nil
 }
 
+// inventoryVersion is the version clusterctl's inventory records for the
+// provider; "" when there is no inventory object (or no inventory CRD).
+func (r *Reconciler) inventoryVersion(ctx context.Context, obj v1alpha1.Provider) (string, error) {
+	inv := &unstructured.Unstructured{}
+	inv.SetGroupVersionKind(inventoryGVK)
+	err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: inventoryName(obj)}, inv)
+	if apierrors.IsNotFound(err) || isNoMatch(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	v, _, _ := unstructured.NestedString(inv.Object, "version")
+	return v, nil
+}
+
 // deleteInventory removes the provider's inventory object.
 func (r *Reconciler) deleteInventory(ctx context.Context, obj v1alpha1.Provider) error {
 	r.inventories.forget(obj.GetUID())

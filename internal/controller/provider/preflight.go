@@ -10,6 +10,7 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/kustomize"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -249,11 +250,41 @@ func (r *Reconciler) checkContract(_ context.Context, obj v1alpha1.Provider, res
 	return nil
 }
 
-func (r *Reconciler) checkUpgrade(_ context.Context, obj v1alpha1.Provider, _ *PreflightResult) *preflightError {
-	if err := clusterctl.CheckUpgrade(obj.GetStatus().InstalledVersion, obj.GetSpec().Version); err != nil {
-		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.DowngradeReason, Message: err.Error(), Retry: 10 * time.Minute}
+// checkUpgrade refuses a downgrade across minor versions. The installed
+// version is status.installedVersion; when that is empty (a first
+// install, a provider adopted from clusterctl, a provider restored from a
+// backup without its status) and the provider's OCIRepository does not
+// already pin what preflight resolved, it is the version clusterctl's
+// inventory records, so a lost status does not switch the guard off.
+func (r *Reconciler) checkUpgrade(ctx context.Context, obj v1alpha1.Provider, res *PreflightResult) *preflightError {
+	installed, recorded := obj.GetStatus().InstalledVersion, ""
+	if installed == "" && !r.sourcePins(ctx, obj, res.Digest) {
+		v, err := r.inventoryVersion(ctx, obj)
+		if err != nil {
+			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.ReconcilingReason, Waiting: true, Retry: 30 * time.Second,
+				Message: fmt.Sprintf("cannot read clusterctl's inventory Provider %s/%s to check for a downgrade: %v", obj.GetNamespace(), inventoryName(obj), err)}
+		}
+		installed, recorded = v, v
+	}
+	if err := clusterctl.CheckUpgrade(installed, obj.GetSpec().Version); err != nil {
+		msg := err.Error()
+		if recorded != "" {
+			msg += fmt.Sprintf(" (%s is what clusterctl's inventory Provider %s/%s records as installed; status.installedVersion is empty)",
+				recorded, obj.GetNamespace(), inventoryName(obj))
+		}
+		return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.DowngradeReason, Message: msg, Retry: 10 * time.Minute}
 	}
 	return nil
+}
+
+// sourcePins tells whether the provider's OCIRepository already pins
+// digest: what it installs is then what preflight resolved.
+func (r *Reconciler) sourcePins(ctx context.Context, obj v1alpha1.Provider, digest string) bool {
+	var repo sourcev1.OCIRepository
+	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, &repo); err != nil {
+		return false
+	}
+	return repo.Spec.Reference != nil && repo.Spec.Reference.Digest == digest
 }
 
 // checkUnique refuses a second provider of the same type and name anywhere

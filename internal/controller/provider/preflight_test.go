@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -123,6 +124,17 @@ func TestPreflightRefusals(t *testing.T) {
 			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionFalse, reason: v1alpha1.DowngradeReason,
 			message: []string{"downgrading from v1.14.2 to v1.13.6 crosses minor versions", "set the version back to v1.14.x or later"},
 			stalls:  true, requeue: 10 * time.Minute,
+		},
+		{
+			name: "downgrade across minors with the status lost: clusterctl's inventory remembers",
+			setup: func(t *testing.T, reg *registrytest.Registry) (v1alpha1.Provider, []ctrl.Object) {
+				p := pushCore(t, reg, "v1.13.6", "v1beta2")
+				return coreProvider(p.URL, "v1.13.6"), []ctrl.Object{inventoryObject("capi-system", "cluster-api", "v1.14.2")}
+			},
+			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionFalse, reason: v1alpha1.DowngradeReason,
+			message: []string{"downgrading from v1.14.2 to v1.13.6 crosses minor versions",
+				"v1.14.2 is what clusterctl's inventory Provider capi-system/cluster-api records as installed; status.installedVersion is empty"},
+			stalls: true, requeue: 10 * time.Minute,
 		},
 		{
 			name: "duplicate provider of the same type and name",
@@ -441,4 +453,13 @@ func TestPreflightPassesAndPinsTheCheckedDigest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inventoryObject is clusterctl's inventory Provider recording version.
+func inventoryObject(namespace, name, version string) *unstructured.Unstructured {
+	inv := &unstructured.Unstructured{Object: map[string]any{"providerName": name, "type": "CoreProvider", "version": version}}
+	inv.SetGroupVersionKind(inventoryGVK)
+	inv.SetNamespace(namespace)
+	inv.SetName(name)
+	return inv
 }

@@ -130,6 +130,9 @@ func TestProviderLifecycle(t *testing.T) {
 	})
 
 	refusals(t, ctx, c)
+	t.Run("a downgrade is refused, also once the status is lost", func(t *testing.T) {
+		downgradeRefused(t, ctx, c, core, newVersion, oldVersion)
+	})
 	t.Run("kstatus", func(t *testing.T) { kstatusWait(t, ctx, c) })
 	t.Run("events reach an Alert through notification-controller", func(t *testing.T) { alertsReceiveEvents(t, ctx, c) })
 	t.Run("additional manifests", func(t *testing.T) { additionalManifests(t, ctx, c) })
