@@ -49,14 +49,15 @@ func Transitions(before, after []metav1.Condition, warning func(metav1.Condition
 		if (old != nil && old.Status == c.Status && old.Reason == c.Reason) || c.Status == metav1.ConditionUnknown {
 			continue
 		}
-		known := old != nil && old.Status != metav1.ConditionUnknown
 		isWarning := warning(c)
 		var news bool
 		switch c.Type {
 		case ready:
+			known := old != nil && old.Status != metav1.ConditionUnknown
 			news = known || isWarning || c.Status == metav1.ConditionTrue
 		case paused, deleting:
-			news = isWarning || c.Status == metav1.ConditionTrue || (known && old.Status == metav1.ConditionTrue)
+			wasTrue := old != nil && old.Status == metav1.ConditionTrue
+			news = isWarning || c.Status == metav1.ConditionTrue || wasTrue
 		default:
 			news = isWarning
 		}

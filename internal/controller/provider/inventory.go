@@ -86,16 +86,26 @@ func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider)
 	return nil
 }
 
-// inventoryVersion is the version clusterctl's inventory records for the
-// provider; "" when there is no inventory object (or no inventory CRD).
-func (r *Reconciler) inventoryVersion(ctx context.Context, obj v1alpha1.Provider) (string, error) {
+// inventory reads the provider's clusterctl inventory object; nil when
+// there is none (or no inventory CRD).
+func (r *Reconciler) inventory(ctx context.Context, obj v1alpha1.Provider) (*unstructured.Unstructured, error) {
 	inv := &unstructured.Unstructured{}
 	inv.SetGroupVersionKind(inventoryGVK)
 	err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: inventoryName(obj)}, inv)
 	if apierrors.IsNotFound(err) || isNoMatch(err) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// inventoryVersion is the version clusterctl's inventory records for the
+// provider; "" when there is no inventory object.
+func (r *Reconciler) inventoryVersion(ctx context.Context, obj v1alpha1.Provider) (string, error) {
+	inv, err := r.inventory(ctx, obj)
+	if inv == nil || err != nil {
 		return "", err
 	}
 	v, _, _ := unstructured.NestedString(inv.Object, "version")
@@ -105,15 +115,8 @@ func (r *Reconciler) inventoryVersion(ctx context.Context, obj v1alpha1.Provider
 // deleteInventory removes the provider's inventory object.
 func (r *Reconciler) deleteInventory(ctx context.Context, obj v1alpha1.Provider) error {
 	r.inventories.forget(obj.GetUID())
-	inv := &unstructured.Unstructured{}
-	inv.SetGroupVersionKind(inventoryGVK)
-	inv.SetNamespace(obj.GetNamespace())
-	inv.SetName(inventoryName(obj))
-	err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(inv), inv)
-	if apierrors.IsNotFound(err) || isNoMatch(err) {
-		return nil
-	}
-	if err != nil {
+	inv, err := r.inventory(ctx, obj)
+	if inv == nil || err != nil {
 		return err
 	}
 	return apply.DeleteExactly(ctx, r.Client, inv)
