@@ -45,7 +45,9 @@ type CapwrightOptions struct {
 // Capwright is the running Capwright manager.
 type Capwright struct {
 	proc    *process
+	tracker *tracker
 	metrics string
+	storage string
 }
 
 // MetricsURL is where the manager serves its Prometheus metrics, e.g.
@@ -54,6 +56,26 @@ func (c *Capwright) MetricsURL() string { return c.metrics }
 
 // Stop stops the manager.
 func (c *Capwright) Stop() { c.proc.stop(10 * time.Second) }
+
+// Kill SIGKILLs the manager, as a crash or an OOM kill does.
+func (c *Capwright) Kill() { c.proc.kill() }
+
+// Restart starts a stopped or killed manager again with the same
+// arguments and returns once it is ready; a running one is killed first.
+func (c *Capwright) Restart(ctx context.Context) error {
+	c.proc.kill()
+	next, err := c.tracker.restart(ctx, c.proc)
+	if err != nil {
+		return err
+	}
+	c.proc = next
+	return nil
+}
+
+// ArtifactStorage is the directory the manager stores the artifacts it
+// serves to Flux in (its --artifact-storage-path; in a cluster, an
+// emptyDir that a new pod starts without).
+func (c *Capwright) ArtifactStorage() string { return c.storage }
 
 // RepoRoot is the repository root: the parent of the default bin/.
 func (p *Plane) RepoRoot() string { return filepath.Dir(p.opts.BinDir) }
@@ -149,6 +171,7 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	if err != nil {
 		return nil, err
 	}
+	storage := filepath.Join(p.RunDir, "capwright-artifacts")
 	proc, err := startProcess(processSpec{
 		Name:   "capwright-manager",
 		Binary: opts.Binary,
@@ -157,7 +180,7 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 			"--health-addr=127.0.0.1:" + strconv.Itoa(probePort),
 			// Artifacts of additional manifests, fetched by the plane's
 			// kustomize-controller over loopback.
-			"--artifact-storage-path=" + filepath.Join(p.RunDir, "capwright-artifacts"),
+			"--artifact-storage-path=" + storage,
 			"--artifact-bind-address=127.0.0.1:" + strconv.Itoa(artifactPort),
 		}, opts.Args...),
 		Env:    []string{"KUBECONFIG=" + kubeconfig},
@@ -173,7 +196,7 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	}
 	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	p.logf("capwright manager running (log %s, metrics %s)", p.LogPath("capwright-manager"), metrics)
-	return &Capwright{proc: proc, metrics: metrics}, nil
+	return &Capwright{proc: proc, tracker: p.tracker, metrics: metrics, storage: storage}, nil
 }
 
 // InstallProviderInstallerRole applies the ClusterRole Capwright binds

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,6 +95,39 @@ func (t *tracker) stopAll() {
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].stop(10 * time.Second)
 	}
+}
+
+// find is the last process started under name.
+func (t *tracker) find(name string) (*process, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var names []string
+	for i := len(t.procs) - 1; i >= 0; i-- {
+		if t.procs[i].name == name {
+			return t.procs[i], nil
+		}
+		names = append(names, t.procs[i].name)
+	}
+	return nil, fmt.Errorf("the plane has no component %q; it has %s", name, strings.Join(names, ", "))
+}
+
+// restart starts the ended process p again and tracks the new one in its
+// place.
+func (t *tracker) restart(ctx context.Context, p *process) (*process, error) {
+	next, err := p.restart(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range t.procs {
+		if t.procs[i] == p {
+			t.procs[i] = next
+			return next, nil
+		}
+	}
+	t.procs = append(t.procs, next)
+	return next, nil
 }
 
 // PIDs returns the process ids of every component started so far.
@@ -239,12 +273,39 @@ func (p *Plane) Stop() error {
 		p.tracker.stopAll()
 		p.cancel()
 		if p.Registry != nil {
-			errs = append(errs, p.Registry.close())
+			errs = append(errs, p.Registry.Close())
 		}
 		p.inProcess.Wait()
 		p.stopErr = errors.Join(errs...)
 	})
 	return p.stopErr
+}
+
+// Kill SIGKILLs the component process named name (its log's name: etcd,
+// kube-apiserver, kube-controller-manager, source-controller,
+// kustomize-controller, helm-controller, capwright-manager…), as a crash
+// or an OOM kill does. Restart brings it back.
+func (p *Plane) Kill(name string) error {
+	proc, err := p.tracker.find(name)
+	if err != nil {
+		return err
+	}
+	proc.kill()
+	return nil
+}
+
+// Restart starts the component process named name again with the
+// arguments it had, killing it first if it still runs, and returns once
+// it passes the readiness check it was started with. Its state on disk
+// (etcd's data, source-controller's storage) is what it left.
+func (p *Plane) Restart(ctx context.Context, name string) error {
+	proc, err := p.tracker.find(name)
+	if err != nil {
+		return err
+	}
+	proc.kill()
+	_, err = p.tracker.restart(ctx, proc)
+	return err
 }
 
 // PIDs lists the process ids of every component process the plane started,

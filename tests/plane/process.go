@@ -34,6 +34,10 @@ type process struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	exitErr error
+	// spec started the process, and ready is the check waitReady was
+	// given: what restart needs to start it again.
+	spec  processSpec
+	ready func(context.Context) error
 }
 
 // ComponentError is returned when a component cannot start or dies: it names
@@ -82,7 +86,7 @@ func startProcess(spec processSpec) (*process, error) {
 		logFile.Close()
 		return nil, &ComponentError{Component: spec.Name, Cause: fmt.Errorf("starting: %w", err), LogPath: logPath}
 	}
-	p := &process{name: spec.Name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: spec.Name, logPath: logPath, cmd: cmd, done: make(chan struct{}), spec: spec}
 	go func() {
 		p.exitErr = cmd.Wait()
 		logFile.Close()
@@ -109,6 +113,7 @@ func (p *process) failure(cause error) *ComponentError {
 // waitReady polls check until it succeeds, the process exits, or the timeout
 // passes; the error names the component and its log either way.
 func (p *process) waitReady(ctx context.Context, timeout time.Duration, check func(context.Context) error) error {
+	p.ready = check
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -143,6 +148,37 @@ func (p *process) stop(grace time.Duration) {
 	}
 	// Anything the component forked into its group goes too.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// kill ends the process group at once, as a crash or an OOM kill does.
+func (p *process) kill() {
+	if p.exited() {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// restart starts the process again with its spec, once it has ended
+// (kill or stop it first), and waits for the readiness check it was
+// started with; the new process logs to the same file.
+func (p *process) restart(ctx context.Context) (*process, error) {
+	if !p.exited() {
+		return nil, fmt.Errorf("component %s still runs: kill or stop it first", p.name)
+	}
+	next, err := startProcess(p.spec)
+	if err != nil {
+		return nil, err
+	}
+	check := p.ready
+	if check == nil {
+		check = func(context.Context) error { return nil }
+	}
+	if err := next.waitReady(ctx, 90*time.Second, check); err != nil {
+		next.stop(10 * time.Second)
+		return nil, err
+	}
+	return next, nil
 }
 
 // pid is the process id, which is also its process group id.

@@ -27,8 +27,15 @@ type Registry struct {
 	// serving certificate (what a client trusts: ca.crt); nil for plain
 	// HTTP.
 	CACertPEM []byte
-	server    *http.Server
 	auth      *basicAuth
+
+	// The handler keeps the registry's content across Stop and Start.
+	handler http.Handler
+	tls     *tls.Config
+	gate    gate
+
+	mu     sync.Mutex
+	server *http.Server
 }
 
 // RegistryOptions choose how a registry is reached. The zero value is the
@@ -62,29 +69,76 @@ func startRegistry(opts RegistryOptions) (*Registry, error) {
 		r.auth = &basicAuth{next: handler, username: opts.Username, password: opts.Password}
 		handler = r.auth
 	}
-	// ErrorLog discards the TLS handshake errors of clients that distrust
-	// the CA, which some tests cause on purpose.
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	r.gate.next = handler
+	r.handler = &r.gate
 	if opts.CA != nil {
 		pair, err := opts.CA.servingCertificate()
 		if err != nil {
 			return nil, &ComponentError{Component: "registry", Cause: err}
 		}
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+		r.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
 		r.CACertPEM = opts.CA.CertPEM()
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err := r.listen("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// listen serves the registry on addr.
+func (r *Registry) listen(addr string) error {
+	// ErrorLog discards the TLS handshake errors of clients that distrust
+	// the CA, which some tests cause on purpose.
+	srv := &http.Server{Handler: r.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0), TLSConfig: r.tls}
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, &ComponentError{Component: "registry", Cause: err}
+		return &ComponentError{Component: "registry", Cause: err}
 	}
 	if srv.TLSConfig != nil {
 		go func() { _ = srv.ServeTLS(l, "", "") }()
 	} else {
 		go func() { _ = srv.Serve(l) }()
 	}
-	r.Host, r.server = l.Addr().String(), srv
-	return r, nil
+	r.mu.Lock()
+	r.server = srv
+	r.mu.Unlock()
+	if r.Host == "" {
+		r.Host = l.Addr().String()
+	}
+	return nil
 }
+
+// Stop takes the registry off the network, as an outage does: connections
+// are refused until Start. What it holds is kept.
+func (r *Registry) Stop() error {
+	r.mu.Lock()
+	srv := r.server
+	r.server = nil
+	r.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Close()
+}
+
+// Start serves a stopped registry again, on the same host and port.
+func (r *Registry) Start() error {
+	r.mu.Lock()
+	running := r.server != nil
+	r.mu.Unlock()
+	if running {
+		return nil
+	}
+	return r.listen(r.Host)
+}
+
+// Hang makes the registry accept connections and requests but answer
+// none until Answer (a registry that is overloaded or stuck behind a
+// proxy). Clients that give up get nothing.
+func (r *Registry) Hang() { r.gate.hang() }
+
+// Answer ends Hang: requests waiting are answered, new ones too.
+func (r *Registry) Answer() { r.gate.answer() }
 
 // SetCredentials makes username and password the only credentials the
 // registry accepts from now on (a password rotation).
@@ -105,16 +159,62 @@ func (r *Registry) AuthLog(since time.Time) []AuthEntry {
 	return r.auth.entries(since)
 }
 
-// Close stops the registry.
-func (r *Registry) Close() error { return r.close() }
-
-func (r *Registry) close() error {
+// Close stops the registry for good.
+func (r *Registry) Close() error {
+	r.gate.answer()
+	r.mu.Lock()
+	srv := r.server
+	r.server = nil
+	r.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.server.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// gate holds requests while the registry hangs.
+type gate struct {
+	next http.Handler
+
+	mu sync.Mutex
+	// held is closed when the registry answers again; nil while it does.
+	held chan struct{}
+}
+
+func (g *gate) hang() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held == nil {
+		g.held = make(chan struct{})
+	}
+}
+
+func (g *gate) answer() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held != nil {
+		close(g.held)
+		g.held = nil
+	}
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	g.mu.Lock()
+	held := g.held
+	g.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-req.Context().Done():
+			return
+		}
+	}
+	g.next.ServeHTTP(w, req)
 }
 
 // AuthResult is how a registry with basic auth judged a request.

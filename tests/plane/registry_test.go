@@ -131,3 +131,58 @@ func TestPrivateRegistry(t *testing.T) {
 		t.Error("SetCredentials on the plain registry succeeded")
 	}
 }
+
+// TestRegistryOutages takes a registry down and up again, and makes it
+// hang: while stopped, connections are refused; started again, it serves
+// what it held on the same host; hanging, it answers nothing until Answer.
+func TestRegistryOutages(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reg, err := StartRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = reg.Close() }()
+	repo, err := remote.NewRepository(reg.Host + "/outage/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.PlainHTTP = true
+	blob := []byte(`{}`)
+	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeEmptyJSON, Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	if err := repo.Blobs().Push(ctx, desc, bytes.NewReader(blob)); err != nil {
+		t.Fatal(err)
+	}
+	exists := func(ctx context.Context) error {
+		_, err := repo.Blobs().Resolve(ctx, desc.Digest.String())
+		return err
+	}
+
+	host := reg.Host
+	if err := reg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exists(ctx); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("a stopped registry: %v, want connection refused", err)
+	}
+	if err := reg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if reg.Host != host {
+		t.Errorf("started again on %s, not on %s", reg.Host, host)
+	}
+	if err := exists(ctx); err != nil {
+		t.Errorf("the registry started again lost its content: %v", err)
+	}
+
+	reg.Hang()
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	if err := exists(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a hanging registry: %v, want no answer before the deadline", err)
+	}
+	reg.Answer()
+	if err := exists(ctx); err != nil {
+		t.Errorf("a registry that answers again: %v", err)
+	}
+}
