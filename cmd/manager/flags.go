@@ -12,6 +12,7 @@ import (
 	flag "github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/capwright/capwright/internal/controller/provider"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -33,6 +34,7 @@ type options struct {
 
 	metricsAddr, healthAddr, eventsAddr string
 	concurrent                          int
+	registryTimeout                     time.Duration
 	resync                              time.Duration
 
 	mirrorFile, maxSize                  string
@@ -56,6 +58,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.eventsAddr, "events-addr", "", "The address of notification-controller's event receiver, to forward events to as Flux's controllers do (e.g. http://notification-controller.flux-system.svc.cluster.local./).")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "The number of providers of one kind, and of Tenants, reconciled at once.")
 	fs.DurationVar(&o.resync, "resync-interval", 10*time.Minute, "How often an unchanged provider's artifact tag is re-resolved and an unchanged Tenant looked at again, at most (spec.interval may be shorter).")
+	fs.DurationVar(&o.registryTimeout, "registry-timeout", provider.DefaultRegistryTimeout, "The longest a provider's reconcile waits for its registry (resolving the tag, fetching the artifact); a registry that does not answer in time fails that reconcile only.")
 	fs.StringVar(&o.maxSize, "max-artifact-size", "64Mi", "The largest provider artifact read from a registry, compressed or unpacked.")
 	fs.StringArrayVar(&o.mirrors, "registry-mirror", nil, "A FROM=TO registry mirror rule for artifacts and container images (repeatable), e.g. registry.k8s.io=mirror.example.com/k8s.")
 	fs.StringArrayVar(&o.insecure, "insecure-registry", nil, "HOST[:PORT] of a registry reached over plain HTTP, e.g. an internal mirror (repeatable); TLS verification is never switched off for HTTPS registries.")

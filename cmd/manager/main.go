@@ -154,6 +154,7 @@ func run(o *options) error {
 			InsecureRegistries: o.insecure,
 			Recorder:           recorder,
 			ResyncInterval:     o.resync,
+			RegistryTimeout:    o.registryTimeout,
 			Artifacts:          storage,
 			RESTMapper:         mgr.GetRESTMapper(),
 			Timelines:          timelines,

@@ -1,8 +1,13 @@
 package artifact
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 
@@ -110,4 +115,31 @@ func registryDetail(resp *errcode.ErrorResponse) string {
 		parts = append(parts, e.Error())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Unreachable tells whether err means the registry could not be reached
+// or did not answer in time — refused or reset connections, timeouts,
+// names that do not resolve, server errors (HTTP 5xx) and throttling
+// (429) — rather than an answer about the content (not found, refused
+// access, a bad artifact) or a TLS setup that does not verify. It is what
+// may pass while what was fetched before still stands.
+func Unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var certErr *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	if errors.As(err, &certErr) || errors.As(err, &unknownAuthority) || errors.As(err, &hostname) {
+		return false
+	}
+	var resp *errcode.ErrorResponse
+	if errors.As(err, &resp) {
+		return resp.StatusCode >= http.StatusInternalServerError || resp.StatusCode == http.StatusTooManyRequests
+	}
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.As(err, &opErr) || errors.As(err, &dnsErr) || (errors.As(err, &netErr) && netErr.Timeout())
 }

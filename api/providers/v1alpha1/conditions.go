@@ -57,6 +57,10 @@ const (
 	DigestMismatchReason       = "DigestMismatch"
 	TagMovedReason             = "TagMoved"
 	AuthenticationFailedReason = "AuthenticationFailed"
+	// RegistryUnreachableReason keeps ArtifactResolved True: the registry
+	// cannot be reached to check the tag again, and the revision checked
+	// and installed for this version stays.
+	RegistryUnreachableReason = "RegistryUnreachable"
 
 	// Compatible.
 	CompatibleReason           = "Compatible"

@@ -45,6 +45,10 @@ type PreflightResult struct {
 	// AdditionalManifests is the packed artifact of spec.additionalManifests
 	// (tar+gzip); nil without them.
 	AdditionalManifests []byte
+	// Unreachable, when set, says why the registry could not be asked
+	// again: the result is the revision checked and installed before,
+	// which stays (see stillInstalled).
+	Unreachable string
 }
 
 // preflightError is a refusal: the condition and reason it sets and when
@@ -97,8 +101,12 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 		return nil, r.refuse(obj, perr)
 	}
 	obj.GetStatus().LastAttemptedRevision = res.Revision
-	setTrue(obj, v1alpha1.ArtifactResolvedCondition, v1alpha1.ResolvedReason,
-		fmt.Sprintf("%s:%s resolved to %s and follows the provider-artifact layout", strings.TrimPrefix(res.URL, "oci://"), res.Tag, res.Digest))
+	if res.Unreachable != "" {
+		setTrue(obj, v1alpha1.ArtifactResolvedCondition, v1alpha1.RegistryUnreachableReason, res.Unreachable)
+	} else {
+		setTrue(obj, v1alpha1.ArtifactResolvedCondition, v1alpha1.ResolvedReason,
+			fmt.Sprintf("%s:%s resolved to %s and follows the provider-artifact layout", strings.TrimPrefix(res.URL, "oci://"), res.Tag, res.Digest))
+	}
 
 	for _, check := range []func(context.Context, v1alpha1.Provider, *PreflightResult) *preflightError{
 		r.checkContract,
@@ -164,25 +172,11 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 	}
 	res := r.recentlyResolved(obj, ref)
 	if res == nil {
-		access, err := r.registryAccess(ctx, obj)
-		if err != nil {
-			return nil, fail(v1alpha1.AuthenticationFailedReason, "%v", err)
+		var perr *preflightError
+		if res, perr = r.fetchArtifact(ctx, obj, ref); perr != nil {
+			return nil, perr
 		}
-		if isChart(obj) {
-			// A chart is Helm's to read; preflight pins the digest the tag names.
-			digest, err := r.Fetcher.Resolve(ctx, ref, access)
-			if err != nil {
-				return nil, fail(fetchFailureReason(err), "chart %s: %v%s", ref.String(), err, accessHint(obj, err))
-			}
-			res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: digest, Revision: spec.Version + "@" + digest}
-		} else {
-			pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace())
-			if err != nil {
-				return nil, fail(fetchFailureReason(err), "artifact %s: %v%s", ref.String(), err, accessHint(obj, err))
-			}
-			res = &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa}
-		}
-		r.Resolutions.put(obj, ref.String(), res.Digest, time.Now())
+		r.Resolutions.put(obj, ref.String(), res.Digest, res.Unreachable, time.Now())
 	}
 
 	// The digest checked for this version when it was installed stays
@@ -196,23 +190,102 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 	return res, nil
 }
 
+// fetchArtifact asks the registry what ref names now and, for
+// components, fetches and checks the artifact (once per digest: the cache
+// keeps it). The registry has at most RegistryTimeout to answer. When it
+// cannot be reached, the revision installed for this spec stays, if there
+// is one (stillInstalled).
+func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, ref artifact.Reference) (*PreflightResult, *preflightError) {
+	spec := obj.GetSpec()
+	timeout := r.registryTimeout()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	fail := func(what string, err error) *preflightError {
+		msg := fmt.Sprintf("%s %s: %v", what, ref.String(), err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			msg += fmt.Sprintf("; the registry did not answer within %s (the manager's --registry-timeout)", timeout)
+		}
+		return &preflightError{Condition: v1alpha1.ArtifactResolvedCondition, Reason: fetchFailureReason(err), Message: msg + accessHint(obj, err)}
+	}
+	access, err := r.registryAccess(ctx, obj)
+	if err != nil {
+		return nil, &preflightError{Condition: v1alpha1.ArtifactResolvedCondition, Reason: v1alpha1.AuthenticationFailedReason, Message: err.Error()}
+	}
+	if isChart(obj) {
+		// A chart is Helm's to read; preflight pins the digest the tag names.
+		digest, err := r.Fetcher.Resolve(ctx, ref, access)
+		if err != nil {
+			if res := r.stillInstalled(obj, ref, err); res != nil {
+				return res, nil
+			}
+			return nil, fail("chart", err)
+		}
+		return &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: digest, Revision: spec.Version + "@" + digest}, nil
+	}
+	pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace())
+	if err != nil {
+		if res := r.stillInstalled(obj, ref, err); res != nil {
+			return res, nil
+		}
+		return nil, fail("artifact", err)
+	}
+	return &PreflightResult{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa}, nil
+}
+
+// DefaultRegistryTimeout bounds the registry's share of one reconcile when
+// the manager sets no RegistryTimeout.
+const DefaultRegistryTimeout = 2 * time.Minute
+
+func (r *Reconciler) registryTimeout() time.Duration {
+	if r.RegistryTimeout > 0 {
+		return r.RegistryTimeout
+	}
+	return DefaultRegistryTimeout
+}
+
+// stillInstalled is the revision checked and installed for the provider's
+// spec, when err says the registry cannot be reached to check it again
+// (artifact.Unreachable): Flux keeps running what it applied, so the
+// provider stays Ready with it, and preflight goes on with what it checked
+// then. nil when the registry did answer (a tag gone, access refused), when
+// the spec asks for something other than what is installed, or when the
+// components checked then are no longer cached (a restarted manager).
+func (r *Reconciler) stillInstalled(obj v1alpha1.Provider, ref artifact.Reference, err error) *PreflightResult {
+	spec, status := obj.GetSpec(), obj.GetStatus()
+	prev := status.Artifact
+	if !artifact.Unreachable(err) || prev == nil || status.InstalledVersion != spec.Version || prev.URL != ref.URL() ||
+		!strings.HasPrefix(prev.Revision, spec.Version+"@") || (ref.Digest != "" && ref.Digest != prev.Digest) {
+		return nil
+	}
+	msg := fmt.Sprintf("cannot reach the registry to check %s again (%v); %s, checked when it was installed, stays installed, and the tag is checked again within %s",
+		ref.String(), err, prev.Revision, r.resyncInterval(obj))
+	if isChart(obj) {
+		return &PreflightResult{URL: prev.URL, Tag: spec.Version, Digest: prev.Digest, Revision: prev.Revision, Unreachable: msg}
+	}
+	pa := r.Cache.Cached(prev.Digest, obj.ProviderType(), obj.GetName(), spec.Version)
+	if pa == nil {
+		return nil
+	}
+	return &PreflightResult{URL: prev.URL, Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa, Unreachable: msg}
+}
+
 // recentlyResolved is the result of resolving ref again when the
 // provider resolved it recently (Resolutions) and its artifact is cached;
 // nil otherwise.
 func (r *Reconciler) recentlyResolved(obj v1alpha1.Provider, ref artifact.Reference) *PreflightResult {
-	digest, ok := r.Resolutions.get(obj, ref.String(), r.resyncInterval(obj)/2, time.Now())
+	digest, unreachable, ok := r.Resolutions.get(obj, ref.String(), r.resyncInterval(obj)/2, time.Now())
 	if !ok {
 		return nil
 	}
 	version := obj.GetSpec().Version
 	if isChart(obj) {
-		return &PreflightResult{URL: ref.URL(), Tag: version, Digest: digest, Revision: version + "@" + digest}
+		return &PreflightResult{URL: ref.URL(), Tag: version, Digest: digest, Revision: version + "@" + digest, Unreachable: unreachable}
 	}
 	pa := r.Cache.Cached(digest, obj.ProviderType(), obj.GetName(), version)
 	if pa == nil {
 		return nil
 	}
-	return &PreflightResult{URL: ref.URL(), Tag: version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa}
+	return &PreflightResult{URL: ref.URL(), Tag: version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa, Unreachable: unreachable}
 }
 
 func fetchFailureReason(err error) string {

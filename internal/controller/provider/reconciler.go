@@ -55,6 +55,9 @@ type Reconciler struct {
 	// provider does not say so itself (a plain-HTTP mirror of catalog
 	// providers).
 	InsecureRegistries []string
+	// RegistryTimeout bounds the registry's share of one reconcile
+	// (resolving, fetching); default DefaultRegistryTimeout.
+	RegistryTimeout time.Duration
 	// ResyncInterval bounds how long a tag move goes unnoticed when
 	// spec.interval is longer.
 	ResyncInterval time.Duration

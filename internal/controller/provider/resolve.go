@@ -28,27 +28,32 @@ type resolution struct {
 	request    string
 	ref        string
 	digest     string
-	at         time.Time
+	// unreachable is why the registry could not be asked, when digest is
+	// the installed one (PreflightResult.Unreachable).
+	unreachable string
+	at          time.Time
 }
 
 // get returns the digest ref resolved to for the provider's current
-// generation and reconcile request, if it was resolved within maxAge.
-func (r *Resolutions) get(obj v1alpha1.Provider, ref string, maxAge time.Duration, now time.Time) (string, bool) {
+// generation and reconcile request, if it was resolved within maxAge, and
+// why the registry could not be asked when the digest is the installed one.
+func (r *Resolutions) get(obj v1alpha1.Provider, ref string, maxAge time.Duration, now time.Time) (digest, unreachable string, ok bool) {
 	if r == nil {
-		return "", false
+		return "", "", false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res, ok := r.m[obj.GetUID()]
 	if !ok || res.generation != obj.GetGeneration() || res.request != obj.GetAnnotations()[meta.ReconcileRequestAnnotation] ||
 		res.ref != ref || now.Sub(res.at) >= maxAge {
-		return "", false
+		return "", "", false
 	}
-	return res.digest, true
+	return res.digest, res.unreachable, true
 }
 
-// put records that ref resolved to digest.
-func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest string, now time.Time) {
+// put records that ref resolved to digest, or that the registry could not
+// be reached (unreachable says why) and digest is the installed one.
+func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest, unreachable string, now time.Time) {
 	if r == nil {
 		return
 	}
@@ -58,7 +63,7 @@ func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest string, now time.Ti
 		r.m = map[types.UID]resolution{}
 	}
 	r.m[obj.GetUID()] = resolution{generation: obj.GetGeneration(), request: obj.GetAnnotations()[meta.ReconcileRequestAnnotation],
-		ref: ref, digest: digest, at: now}
+		ref: ref, digest: digest, unreachable: unreachable, at: now}
 }
 
 // forget drops the provider's resolution (it is deleted).

@@ -21,7 +21,7 @@ func TestResolutionsAreAskedAgainWhenTheyMayBeStale(t *testing.T) {
 		return o
 	}
 	var r Resolutions
-	r.put(p(1, ""), ref, digest, t0)
+	r.put(p(1, ""), ref, digest, "", t0)
 	for _, tt := range []struct {
 		name string
 		obj  v1alpha1.Provider
@@ -35,17 +35,17 @@ func TestResolutionsAreAskedAgainWhenTheyMayBeStale(t *testing.T) {
 		{"a reconcile request", p(1, "2026-11-23T10:00:00Z"), ref, time.Second, false},
 		{"another reference", p(1, ""), "registry.example.com/core:v1.14.3", time.Second, false},
 	} {
-		got, ok := r.get(tt.obj, tt.ref, time.Minute, t0.Add(tt.at))
+		got, _, ok := r.get(tt.obj, tt.ref, time.Minute, t0.Add(tt.at))
 		if ok != tt.want || (ok && got != digest) {
 			t.Errorf("%s: get = %q, %v; want found=%v", tt.name, got, ok, tt.want)
 		}
 	}
 	r.forget(p(1, ""))
-	if _, ok := r.get(p(1, ""), ref, time.Minute, t0); ok {
+	if _, _, ok := r.get(p(1, ""), ref, time.Minute, t0); ok {
 		t.Error("a forgotten provider's resolution is still found")
 	}
 	var none *Resolutions
-	if _, ok := none.get(p(1, ""), ref, time.Minute, t0); ok {
+	if _, _, ok := none.get(p(1, ""), ref, time.Minute, t0); ok {
 		t.Error("a nil Resolutions found something")
 	}
 }

@@ -91,6 +91,9 @@ func isWarning(c metav1.Condition) bool {
 		return false
 	case v1alpha1.DeletingCondition:
 		return c.Reason == v1alpha1.DeletionBlockedReason
+	case v1alpha1.ArtifactResolvedCondition:
+		// Ready holds, but the registry cannot be reached: worth a warning.
+		return c.Reason == v1alpha1.RegistryUnreachableReason || (c.Status == metav1.ConditionFalse && !progressReasons[c.Reason])
 	default:
 		return c.Status == metav1.ConditionFalse && !progressReasons[c.Reason]
 	}

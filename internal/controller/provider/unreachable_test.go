@@ -1,0 +1,102 @@
+package provider
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/artifact/registrytest"
+)
+
+// TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown checks what
+// preflight makes of a registry that cannot be reached: the revision
+// installed for the spec stays, ArtifactResolved stays True with reason
+// RegistryUnreachable, and the Flux objects are the ones the checked
+// artifact renders. What the registry itself refuses, and a version that
+// is not installed yet, still fail.
+func TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.New(t, registrytest.Options{})
+	art := pushCore(t, reg, "v1.14.2", "v1beta2")
+	core := coreProvider(art.URL, "v1.14.2")
+	env := newFakeEnv(t, kindFor(core), core)
+	if _, err := env.reconcile(core); err != nil {
+		t.Fatal(err)
+	}
+	installed := env.get(core)
+	// As the fold leaves it once Flux applied the revision.
+	installed.GetStatus().InstalledVersion = "v1.14.2"
+	writes := len(env.fluxWrites())
+	reg.Close()
+
+	res, perr := env.r.preflight(ctx, installed)
+	if perr != nil {
+		t.Fatalf("preflight with the registry down refused the installed provider: %s: %s", perr.Reason, perr.Message)
+	}
+	if res.Digest != art.Digest || res.Artifact == nil {
+		t.Errorf("preflight went on with %s (artifact %v), want the installed %s", res.Digest, res.Artifact != nil, art.Digest)
+	}
+	c := condition(installed, v1alpha1.ArtifactResolvedCondition)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.RegistryUnreachableReason ||
+		!strings.Contains(c.Message, "cannot reach the registry") || !strings.Contains(c.Message, "v1.14.2@"+art.Digest+", checked when it was installed, stays installed") {
+		t.Errorf("ArtifactResolved = %+v, want True RegistryUnreachable naming the installed revision", c)
+	}
+	if !isWarning(*c) {
+		t.Errorf("ArtifactResolved %s is not a Warning: the outage would go unannounced", c.Reason)
+	}
+	if _, err := env.r.reconcile(ctx, installed, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range env.fluxWrites()[writes:] {
+		if w.Kind == sourcev1.OCIRepositoryKind || w.Kind == kustomizev1.KustomizationKind {
+			t.Errorf("a reconcile with the registry down rewrote a Flux object: %v", w)
+		}
+	}
+
+	t.Run("a version not installed yet waits for the registry", func(t *testing.T) {
+		upgrade := installed.DeepCopyObject().(v1alpha1.Provider)
+		upgrade.GetSpec().Version = "v1.14.3"
+		if _, perr := env.r.preflight(ctx, upgrade); perr == nil || perr.Reason != v1alpha1.ResolveFailedReason {
+			t.Errorf("preflight of v1.14.3 with the registry down = %+v, want ResolveFailed", perr)
+		}
+	})
+
+	t.Run("a registry that answers that the tag is gone is not an outage", func(t *testing.T) {
+		other := registrytest.New(t, registrytest.Options{})
+		moved := installed.DeepCopyObject().(v1alpha1.Provider)
+		moved.GetSpec().Source = ociSource("oci://" + other.Host + "/capwright/manifests/core-cluster-api")
+		moved.GetStatus().Artifact.URL = moved.GetSpec().Source.OCI.URL
+		if _, perr := env.r.preflight(ctx, moved); perr == nil || perr.Reason != v1alpha1.ResolveFailedReason || !strings.Contains(perr.Message, "not found") {
+			t.Errorf("preflight with the tag gone = %+v, want ResolveFailed: not found", perr)
+		}
+	})
+}
+
+// TestARegistryThatDoesNotAnswerIsBoundedByTheRegistryTimeout checks that
+// a registry that accepts requests and never answers fails the reconcile
+// after RegistryTimeout, saying so, rather than holding it.
+func TestARegistryThatDoesNotAnswerIsBoundedByTheRegistryTimeout(t *testing.T) {
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { <-req.Context().Done() }))
+	t.Cleanup(stuck.Close)
+	p := coreProvider("oci://"+strings.TrimPrefix(stuck.URL, "http://")+"/capwright/manifests/core-cluster-api", "v1.14.2")
+	env := newFakeEnv(t, kindFor(p), p)
+	env.r.RegistryTimeout = 300 * time.Millisecond
+
+	start := time.Now()
+	_, perr := env.r.preflight(context.Background(), p)
+	took := time.Since(start)
+	if perr == nil || perr.Reason != v1alpha1.ResolveFailedReason || !strings.Contains(perr.Message, "the registry did not answer within 300ms (the manager's --registry-timeout)") {
+		t.Fatalf("preflight against a registry that does not answer = %+v, want ResolveFailed naming the timeout", perr)
+	}
+	if took > 10*time.Second {
+		t.Errorf("preflight took %s with a registry timeout of 300ms", took)
+	}
+}
