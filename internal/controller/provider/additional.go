@@ -114,6 +114,37 @@ func (r *Reconciler) storeAdditionalArtifact(ctx context.Context, obj v1alpha1.P
 	return nil
 }
 
+// restoreAdditional serves again the additional manifests Flux was last
+// given, when the artifact storage lost them (a new manager pod starts
+// with an empty volume) and preflight cannot pass to store them (the
+// registry is down, say): the artifact the ExternalArtifact points
+// kustomize-controller at is packed again from the ConfigMap, if the
+// ConfigMap still packs to that very digest. Anything newer waits for
+// preflight.
+func (r *Reconciler) restoreAdditional(ctx context.Context, obj v1alpha1.Provider) error {
+	if obj.GetSpec().AdditionalManifests == nil || r.Artifacts == nil || isChart(obj) {
+		return nil
+	}
+	key := additionalKey(obj)
+	var ea sourcev1.ExternalArtifact
+	if err := r.Client.Get(ctx, key, &ea); err != nil {
+		return ctrl.IgnoreNotFound(err)
+	}
+	served := ea.Status.Artifact
+	if served == nil || !render.ControlledBy(&ea, obj.GetUID()) || r.Artifacts.Exists(*served) {
+		return nil
+	}
+	var res PreflightResult
+	if perr := r.checkAdditionalManifests(ctx, obj, &res); perr != nil {
+		return nil // the ConfigMap no longer packs: preflight says why
+	}
+	art, err := r.Artifacts.Artifact(sourcev1.ExternalArtifactKind, key.Namespace, key.Name, res.AdditionalManifests, time.Now())
+	if err != nil || art.Digest != served.Digest || art.Path != served.Path {
+		return err
+	}
+	return r.Artifacts.Store(art, res.AdditionalManifests)
+}
+
 // additionalKey names the ExternalArtifact and Kustomization of
 // spec.additionalManifests.
 func additionalKey(obj v1alpha1.Provider) ctrl.ObjectKey {

@@ -124,7 +124,11 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	pre, perr := r.preflight(ctx, obj)
 	if perr != nil {
 		logger.Info("preflight refused the provider", "reason", perr.Reason, "message", perr.Message)
-		// Nothing new is written; what Flux installed before stays.
+		// Nothing new is written; what Flux installed before stays, and
+		// so do the additional manifests it was given.
+		if err := r.restoreAdditional(ctx, obj); err != nil {
+			logger.Error(err, "serving the additional manifests again")
+		}
 		r.foldHealth(ctx, obj, status.Artifact)
 		if perr.stalls() {
 			return shell.Stalled(perr.Reason, perr.Message, perr.retryAfter()), nil
