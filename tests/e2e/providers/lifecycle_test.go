@@ -320,17 +320,6 @@ func conditionMessage(p v1alpha1.Provider, condType string) string {
 	return ""
 }
 
-func waitGone(t testing.TB, ctx context.Context, c client.Client, obj client.Object, timeout time.Duration) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		return apierrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Fatalf("%T %s/%s still exists after %s", obj, obj.GetNamespace(), obj.GetName(), timeout)
-	}
-}
-
 // logWrites reports the manager's API writes since start, by resource.
 func logWrites(t *testing.T, since time.Time) {
 	t.Helper()

@@ -2,7 +2,6 @@ package providers
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,52 +16,6 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/tests/e2e/framework"
 )
-
-// testComponents is a small infrastructure provider: a namespace, a config
-// and a Deployment, with the given extra text in the ConfigMap.
-func testComponents(namespace, extra string) []byte {
-	return []byte(fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: test-settings
-  namespace: %[1]s
-data:
-  setting: "%[2]s"
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: test-controller-manager
-  namespace: %[1]s
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: test}
-  template:
-    metadata:
-      labels: {app: test}
-    spec:
-      containers:
-      - name: manager
-        image: registry.example.com/test/manager:v0.1.0
-        args: ["--leader-elect"]
-`, namespace, extra))
-}
-
-func testMetadata(contract string) []byte {
-	return []byte(fmt.Sprintf(`apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3
-kind: Metadata
-releaseSeries:
-- major: 0
-  minor: 1
-  contract: %s
-`, contract))
-}
 
 // refusals runs while the core provider is Ready: preflight refuses what
 // cannot work and writes nothing for it.
@@ -220,12 +173,4 @@ func poke(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provide
 	if err := framework.Poke(ctx, c, p.(client.Object)); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func deleteAndWait(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider) {
-	t.Helper()
-	if err := c.Delete(ctx, p.(client.Object)); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, ctx, c, p.(client.Object), 3*time.Minute)
 }
