@@ -242,11 +242,11 @@ func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
 }
 
 // setupTenants sets up the Tenant controller. Clusters and kubeconfig
-// Secrets are watched only when the Cluster API's Cluster kind is served
-// at start-up: a watch on a kind that is not served would stop the whole
-// manager. Without it the manager still runs its provider controllers
-// (which install Cluster API in the first place), and every Tenant says
-// on its own status that no cluster can be selected yet.
+// Secrets are watched once the Cluster API's Cluster kind is served —
+// from the start, or as soon as it is installed (often by the manager's
+// own provider controllers): a watch on a kind that is not served would
+// stop the whole manager. Until then every Tenant says on its own status
+// that no cluster can be selected yet.
 func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, o *options) error {
 	log := ctrlruntime.Log.WithName("setup")
 	watch, err := served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
@@ -267,8 +267,11 @@ func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecord
 	if watch {
 		r.Clusters = mgr.GetCache()
 	} else {
-		log.Info("Cluster API's Cluster kind is not served: Tenants poll for Clusters every minute; restart the manager after installing Cluster API to watch them",
+		log.Info("Cluster API's Cluster kind is not served yet: Tenants look for Clusters every minute, and watch them once Cluster API is installed",
 			"kind", render.ClusterAPIVersion+", Kind="+render.ClusterKind)
+		r.ClusterAPIServed = func() (bool, error) {
+			return served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
+		}
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 		return fmt.Errorf("setting up the Tenant controller: %w", err)

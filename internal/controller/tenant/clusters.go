@@ -42,8 +42,9 @@ func NewSecretMetadata() *metav1.PartialObjectMetadata {
 type foundClusters struct {
 	clusters    []render.ClusterFacts
 	kubeconfigs sets.Set[types.NamespacedName]
-	// watched is false when the Cluster API was not served at start-up:
-	// nothing tells the controller about new Clusters, so it polls.
+	// watched is false while Clusters are not watched (the Cluster API is
+	// not served yet): nothing tells the controller about new Clusters,
+	// so it polls.
 	watched bool
 }
 
@@ -52,18 +53,19 @@ type clusterAPIMissingError struct{ cause error }
 
 func (e *clusterAPIMissingError) Error() string {
 	return fmt.Sprintf("the management cluster does not serve %s %s (%v): install Cluster API (the core provider) to select clusters; "+
-		"the tenant's namespace and RBAC are written meanwhile, and Capwright's manager watches Clusters once it is restarted after Cluster API is installed",
+		"the tenant's namespace and RBAC are written meanwhile, and Capwright starts watching Clusters as soon as Cluster API is served",
 		render.ClusterAPIVersion, render.ClusterKind, e.cause)
 }
 
 // findClusters reads the Clusters and kubeconfig Secrets of the tenant's
 // namespaces (render.TenantNamespaces), and nothing outside them.
 func (r *Reconciler) findClusters(ctx context.Context, t *tenancyv1alpha1.Tenant) (foundClusters, error) {
-	out := foundClusters{kubeconfigs: sets.New[types.NamespacedName](), watched: r.WatchClusters}
+	reader, watched := r.clusterReader()
+	out := foundClusters{kubeconfigs: sets.New[types.NamespacedName](), watched: watched}
 	for _, ns := range render.TenantNamespaces(t) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(clusterGVK.GroupVersion().WithKind(render.ClusterKind + "List"))
-		if err := r.Clusters.List(ctx, list, ctrl.InNamespace(ns)); err != nil {
+		if err := reader.List(ctx, list, ctrl.InNamespace(ns)); err != nil {
 			if apimeta.IsNoMatchError(err) || isNotServed(err) {
 				return out, &clusterAPIMissingError{cause: err}
 			}
@@ -78,7 +80,7 @@ func (r *Reconciler) findClusters(ctx context.Context, t *tenancyv1alpha1.Tenant
 		}
 		secrets := &metav1.PartialObjectMetadataList{}
 		secrets.SetGroupVersionKind(secretGVK.GroupVersion().WithKind("SecretList"))
-		if err := r.Clusters.List(ctx, secrets, ctrl.InNamespace(ns)); err != nil {
+		if err := reader.List(ctx, secrets, ctrl.InNamespace(ns)); err != nil {
 			return out, fmt.Errorf("listing Secrets in namespace %s: %w", ns, err)
 		}
 		// SelectClusters looks up each Cluster's own Secret by name.

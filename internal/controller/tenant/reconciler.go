@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -42,9 +43,19 @@ type Reconciler struct {
 	// Cluster API is served at start-up (then watched), else Reader.
 	Clusters ctrl.Reader
 	// WatchClusters is set when Clusters and kubeconfig Secrets are
-	// watched; without it the controller re-reads them every minute.
+	// watched from the start; without it the controller re-reads them
+	// every minute until they are.
 	WatchClusters bool
-	Recorder      kuberecorder.EventRecorder
+	// ClusterAPIServed, when set and WatchClusters is not, is asked every
+	// ClusterAPIPoll (default DefaultClusterAPIPoll) whether the Cluster
+	// kind is served now; once it is (Cluster API was installed after the
+	// manager started), Clusters and kubeconfig Secrets are watched
+	// through the manager's cache, without a restart.
+	ClusterAPIServed func() (bool, error)
+	ClusterAPIPoll   time.Duration
+	// late holds the cache once the watches started after start-up.
+	late     atomic.Pointer[lateClusters]
+	Recorder kuberecorder.EventRecorder
 	// ResyncInterval is how often an unchanged tenant is looked at again
 	// (Clusters and Flux objects are watched, so this is a safety net).
 	ResyncInterval time.Duration

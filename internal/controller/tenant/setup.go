@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
@@ -54,9 +55,10 @@ import (
 // Tenant created or deleted, mapped to the tenants whose
 // spec.clusters.namespaces list its management namespace), the Flux
 // objects and the metadata of the management objects labelled for a
-// tenant, and — when r.WatchClusters — Cluster API
-// Clusters and the metadata of kubeconfig Secrets, mapped to the tenants
-// whose namespaces hold them.
+// tenant, and Cluster API Clusters and the metadata of kubeconfig
+// Secrets, mapped to the tenants whose namespaces hold them: from the
+// start when r.WatchClusters, else as soon as r.ClusterAPIServed says
+// the Cluster kind is served (clusterAPIWatcher).
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
 	isLabelled := predicate.NewPredicateFuncs(func(o ctrl.Object) bool {
 		_, ok := o.GetLabels()[tenancyv1alpha1.TenantLabel]
@@ -91,7 +93,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 			WatchesMetadata(NewSecretMetadata(), handler.EnqueueRequestsFromMapFunc(r.byNamespace),
 				builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrl.Object) bool { return isKubeconfigSecret(o.GetName()) })))
 	}
-	return b.Complete(r)
+	if r.WatchClusters || r.ClusterAPIServed == nil {
+		return b.Complete(r)
+	}
+	// Cluster API is not served yet: watch its Clusters once it is.
+	return r.watchClustersLater(mgr, func(wake <-chan event.GenericEvent) (controller.Controller, error) {
+		return b.WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).Build(r)
+	})
 }
 
 // CacheByObject restricts the manager's cache of the management kinds to
