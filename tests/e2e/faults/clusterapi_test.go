@@ -1,0 +1,114 @@
+package faults
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane"
+)
+
+// TestClusterAPIInstalledAfterTheManager (fault 8) runs first in the
+// suite, while the plane serves no Cluster kind, as on a management
+// cluster where Capwright is installed before Cluster API: a Tenant says
+// ClusterAPIMissing; once the Cluster kind is served and a Cluster
+// registered, the manager starts watching Clusters by itself (no restart)
+// and the Tenant installs its stack on the cluster.
+func TestClusterAPIInstalledAfterTheManager(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := newClient(t)
+	if err := tenancyv1alpha1.AddToScheme(c.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	clusters := &unstructured.UnstructuredList{}
+	clusters.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+	clusters.SetKind("ClusterList")
+	if err := c.List(ctx, clusters); !apimeta.IsNoMatchError(err) {
+		t.Fatalf("the plane serves Clusters already (%v): this test must run before the suite installs Cluster API, as the first test of the package", err)
+	}
+
+	// Flux does not create the target namespace: the stack brings it.
+	stack, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/latecomer", "v1.0.0", map[string][]byte{
+		"namespace.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: stack\n"),
+		"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stack-config\n  namespace: stack\ndata:\n  greeting: hello\n"),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const clusterNamespace = "faults-clusters"
+	tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "latecomer"},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Clusters: tenancyv1alpha1.ClusterSelector{Names: []string{"late"}, Namespaces: []string{clusterNamespace}},
+			Stack: tenancyv1alpha1.StackSpec{Kustomize: &tenancyv1alpha1.KustomizeStack{
+				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: stack.URL, Insecure: true}, Tag: stack.Tag}},
+		}}
+	if err := c.Create(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), tn)
+		framework.WaitGone(t, context.Background(), c, tn, 3*time.Minute)
+	})
+	waitTenantCondition(t, ctx, c, tn, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.ClusterAPIMissingReason)
+
+	w, err := env.StartWorkloadCluster(ctx, "late", plane.WorkloadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := env.RegisterWorkloadCluster(ctx, w, clusterNamespace, w.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), cluster) })
+	waitTenantCondition(t, ctx, c, tn, tenancyv1alpha1.ReadyCondition, "")
+	if tn.Status.ReadyClusters != 1 {
+		t.Errorf("Tenant Ready with %d clusters, want 1", tn.Status.ReadyClusters)
+	}
+	remote, err := framework.NewClient(w.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Get(ctx, client.ObjectKey{Namespace: tn.Name, Name: "stack-config"}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}); err != nil {
+		t.Errorf("the stack is not on the cluster: %v", err)
+	}
+	log, err := os.ReadFile(env.LogPath("capwright-manager"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "Cluster API is served now: watching Clusters and kubeconfig Secrets for Tenants") {
+		t.Error("the manager did not start watching Clusters once Cluster API was served")
+	}
+}
+
+// waitTenantCondition waits until the tenant's condition is True (reason
+// empty) or has reason, for its current generation.
+func waitTenantCondition(t *testing.T, ctx context.Context, c client.Client, tn *tenancyv1alpha1.Tenant, condType, reason string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(tn), tn); err != nil {
+			return false, nil
+		}
+		cond := apimeta.FindStatusCondition(tn.Status.Conditions, condType)
+		if cond == nil || cond.ObservedGeneration != tn.Generation {
+			return false, nil
+		}
+		if reason == "" {
+			return cond.Status == metav1.ConditionTrue, nil
+		}
+		return cond.Reason == reason, nil
+	})
+	if err != nil {
+		t.Fatalf("Tenant %s: want %s %s; conditions %+v", tn.Name, condType, reason, tn.Status.Conditions)
+	}
+}
