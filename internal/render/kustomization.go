@@ -39,6 +39,9 @@ func kustomization(in Input, om objectMeta) (*kustomizev1.Kustomization, error) 
 			Timeout:         timeout(spec),
 			Suspend:         spec.Suspend,
 			TargetNamespace: p.GetNamespace(),
+			// Flux's default, spelled out so that Capwright owns it: an
+			// Orphan someone set would leave the objects behind on deletion.
+			DeletionPolicy: kustomizev1.DeletionPolicyMirrorPrune,
 			PostBuild:       postBuild,
 			Images:          images(in),
 			Patches:         patches,

@@ -89,6 +89,7 @@ func TestCoreProvider(t *testing.T) {
 		RetryInterval:   &metav1.Duration{Duration: time.Minute},
 		Timeout:         &metav1.Duration{Duration: 5 * time.Minute},
 		TargetNamespace: "capi-system",
+		DeletionPolicy:  kustomizev1.DeletionPolicyMirrorPrune,
 		PostBuild:       &kustomizev1.PostBuild{SubstituteStrategy: kustomizev1.SubstituteStrategyAlways},
 		CommonMetadata: &kustomizev1.CommonMetadata{Labels: map[string]string{
 			"cluster.x-k8s.io/provider": "cluster-api", "clusterctl.cluster.x-k8s.io": ""}},

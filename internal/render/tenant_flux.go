@@ -178,6 +178,9 @@ func tenantKustomization(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName
 			Suspend:         t.Spec.Suspend,
 			KubeConfig:      kubeConfig(cluster),
 			TargetNamespace: t.TargetNamespace(),
+			// Flux's default, spelled out so that Capwright owns it: an
+			// Orphan someone set would leave the objects behind on deletion.
+			DeletionPolicy: kustomizev1.DeletionPolicyMirrorPrune,
 			CommonMetadata:  &kustomizev1.CommonMetadata{Labels: workloadLabels(t)},
 		},
 	}

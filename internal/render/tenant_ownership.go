@@ -37,14 +37,20 @@ func (e *ConflictError) Error() string {
 
 // CheckTenantObject tells whether Capwright may update or delete existing
 // in place of desired, an object it rendered for a tenant: nil when
-// existing carries the tenant's label and, where desired is controlled by
-// the Tenant, an owner reference to the same Tenant (by UID, so objects
-// left behind by an earlier Tenant of the same name are not taken over);
-// a *ConflictError otherwise.
+// existing is controlled by the same Tenant (by UID, so objects left
+// behind by an earlier Tenant of the same name are not taken over),
+// whatever its labels, or — where desired has no controller — carries the
+// tenant's label; a *ConflictError otherwise.
 func CheckTenantObject(kind string, existing, desired metav1.Object) error {
 	tenant := desired.GetLabels()[tenancyv1alpha1.TenantLabel]
 	conflict := func(why string) error {
 		return &ConflictError{Kind: kind, Namespace: existing.GetNamespace(), Name: existing.GetName(), Tenant: tenant, Why: why}
+	}
+	want := ControllerUID(desired)
+	if want != "" && ControlledBy(existing, want) {
+		// Controlled by this very Tenant: its own, also when someone took
+		// the label off (applying puts it back).
+		return nil
 	}
 	switch has, ok := existing.GetLabels()[tenancyv1alpha1.TenantLabel]; {
 	case !ok:
@@ -52,8 +58,7 @@ func CheckTenantObject(kind string, existing, desired metav1.Object) error {
 	case has != tenant:
 		return conflict("it is labelled for Tenant " + has)
 	}
-	want := ControllerUID(desired)
-	if want == "" || ControlledBy(existing, want) {
+	if want == "" {
 		return nil
 	}
 	return conflict(fmt.Sprintf("it is not owned by this Tenant (uid %s); it may be left over from an earlier Tenant of the same name", want))

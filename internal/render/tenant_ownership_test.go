@@ -34,6 +34,12 @@ func TestCheckTenantObject(t *testing.T) {
 		existing: *desired.ObjectMeta.DeepCopy(),
 		desired:  desired,
 	}, {
+		name: "ours, with its label taken off by someone",
+		kind: "HelmRelease",
+		existing: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name,
+			Labels: map[string]string{"app": "edited"}, OwnerReferences: desired.OwnerReferences},
+		desired: desired,
+	}, {
 		name:     "a user's HelmRelease with the same name",
 		kind:     "HelmRelease",
 		existing: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name, Labels: map[string]string{"app": "mine"}},

@@ -325,6 +325,7 @@ func TestTenantKustomizeStack(t *testing.T) {
 		Timeout:         &metav1.Duration{Duration: 2 * time.Minute},
 		KubeConfig:      &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "edge-7-kubeconfig", Key: "value"}},
 		TargetNamespace: "platform",
+		DeletionPolicy:  kustomizev1.DeletionPolicyMirrorPrune,
 		CommonMetadata:  &kustomizev1.CommonMetadata{Labels: map[string]string{tenancyv1alpha1.TenantLabel: "team-b"}},
 	}
 	if !reflect.DeepEqual(ks.Spec, wantSpec) {

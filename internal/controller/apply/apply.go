@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,7 @@ func Desired(obj ctrl.Object, hashAnnotation string) (*unstructured.Unstructured
 	want := &unstructured.Unstructured{Object: u}
 	delete(want.Object, "status")
 	unstructured.RemoveNestedField(want.Object, "metadata", "creationTimestamp")
+	claimSuspend(want)
 	data, err := json.Marshal(want.Object)
 	if err != nil {
 		return nil, err
@@ -42,6 +44,27 @@ func Desired(obj ctrl.Object, hashAnnotation string) (*unstructured.Unstructured
 	annotations[hashAnnotation] = hex.EncodeToString(sum[:8])
 	want.SetAnnotations(annotations)
 	return want, nil
+}
+
+// claimSuspend makes a Flux object's spec.suspend explicit when it is
+// false (Go drops it as empty): applied, Capwright then owns the field, so
+// a person or a tenant who suspends a generated Flux object sees it
+// resumed at once, instead of Flux silently leaving it alone.
+func claimSuspend(want *unstructured.Unstructured) {
+	if !strings.HasSuffix(want.GroupVersionKind().Group, ".toolkit.fluxcd.io") {
+		return
+	}
+	spec, ok := want.Object["spec"].(map[string]any)
+	if !ok {
+		return
+	}
+	if _, set := spec["suspend"]; set {
+		return
+	}
+	switch want.GetKind() {
+	case "OCIRepository", "Kustomization", "HelmRelease":
+		spec["suspend"] = false
+	}
 }
 
 // Unchanged tells whether existing already holds want: the same hash, and
@@ -121,6 +144,9 @@ func Subset(want, have any) bool {
 			}
 		}
 		return true
+	case bool:
+		// A false the server (or a typed client) leaves out is the same.
+		return fmt.Sprint(want) == fmt.Sprint(have) || (!w && have == nil)
 	default:
 		return fmt.Sprint(want) == fmt.Sprint(have)
 	}

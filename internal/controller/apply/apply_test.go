@@ -1,6 +1,13 @@
 package apply
 
-import "testing"
+import (
+	"testing"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+)
 
 func TestSubset(t *testing.T) {
 	have := map[string]any{
@@ -20,6 +27,7 @@ func TestSubset(t *testing.T) {
 		{"a missing field is seen", map[string]any{"spec": map[string]any{"suspend": true}}, false},
 		{"lists compare whole", map[string]any{"spec": map[string]any{"patches": []any{map[string]any{"patch": "a"}}}}, false},
 		{"equal lists", map[string]any{"spec": map[string]any{"patches": []any{map[string]any{"patch": "a"}, map[string]any{"patch": "b"}}}}, true},
+		{"a false the server leaves out is the same", map[string]any{"spec": map[string]any{"suspend": false}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -27,5 +35,36 @@ func TestSubset(t *testing.T) {
 				t.Fatalf("Subset = %v, want %v", got, tt.ok)
 			}
 		})
+	}
+}
+
+// TestDesiredClaimsSuspend checks that a Flux object is applied with
+// spec.suspend: false spelled out, so Capwright owns the field and takes
+// back a suspension someone else made, and that other kinds are left as
+// they are.
+func TestDesiredClaimsSuspend(t *testing.T) {
+	ks := &kustomizev1.Kustomization{TypeMeta: metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "core-cluster-api"}}
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "b"}}
+	for _, tt := range []struct {
+		obj  ctrl.Object
+		want any
+	}{{ks, false}, {cm, nil}} {
+		want, err := Desired(tt.obj, "capwright.io/hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, _ := want.Object["spec"].(map[string]any)
+		if got := spec["suspend"]; got != tt.want {
+			t.Errorf("%s: spec.suspend = %v, want %v", want.GetKind(), got, tt.want)
+		}
+	}
+	suspended := map[string]any{"spec": map[string]any{"suspend": true}}
+	want, err := Desired(ks, "capwright.io/hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Subset(want.Object["spec"], suspended["spec"]) {
+		t.Error("a Kustomization someone suspended counts as unchanged")
 	}
 }

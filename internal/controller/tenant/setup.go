@@ -60,10 +60,7 @@ import (
 // start when r.WatchClusters, else as soon as r.ClusterAPIServed says
 // the Cluster kind is served (clusterAPIWatcher).
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
-	isLabelled := predicate.NewPredicateFuncs(func(o ctrl.Object) bool {
-		_, ok := o.GetLabels()[tenancyv1alpha1.TenantLabel]
-		return ok
-	})
+	isLabelled := labelledOrWas()
 	labelled := builder.WithPredicates(isLabelled)
 	labelledFlux := builder.WithPredicates(isLabelled, shell.FluxObjectChanged())
 	b := ctrlruntime.NewControllerManagedBy(mgr).
@@ -100,6 +97,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 	return r.watchClustersLater(mgr, func(wake <-chan event.GenericEvent) (controller.Controller, error) {
 		return b.WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).Build(r)
 	})
+}
+
+// labelledOrWas lets through the events of objects labelled for a tenant,
+// and the update that removes the label: that is the tenant's news too,
+// and the tenant puts the label back (its map function maps the old
+// object as well as the new).
+func labelledOrWas() predicate.Predicate {
+	hasLabel := func(o ctrl.Object) bool {
+		_, ok := o.GetLabels()[tenancyv1alpha1.TenantLabel]
+		return ok
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return hasLabel(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return hasLabel(e.ObjectOld) || hasLabel(e.ObjectNew) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return hasLabel(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return hasLabel(e.Object) },
+	}
 }
 
 // CacheByObject restricts the manager's cache of the management kinds to
