@@ -111,6 +111,28 @@ func (t *tracker) find(name string) (*process, error) {
 	return nil, fmt.Errorf("the plane has no component %q; it has %s", name, strings.Join(names, ", "))
 }
 
+// kill SIGKILLs the last process started under name.
+func (t *tracker) kill(name string) error {
+	proc, err := t.find(name)
+	if err != nil {
+		return err
+	}
+	proc.kill()
+	return nil
+}
+
+// restartNamed kills the last process started under name if it runs,
+// and starts it again.
+func (t *tracker) restartNamed(ctx context.Context, name string) error {
+	proc, err := t.find(name)
+	if err != nil {
+		return err
+	}
+	proc.kill()
+	_, err = t.restart(ctx, proc)
+	return err
+}
+
 // restart starts the ended process p again and tracks the new one in its
 // place.
 func (t *tracker) restart(ctx context.Context, p *process) (*process, error) {
@@ -285,28 +307,13 @@ func (p *Plane) Stop() error {
 // kube-apiserver, kube-controller-manager, source-controller,
 // kustomize-controller, helm-controller, capwright-manager…), as a crash
 // or an OOM kill does. Restart brings it back.
-func (p *Plane) Kill(name string) error {
-	proc, err := p.tracker.find(name)
-	if err != nil {
-		return err
-	}
-	proc.kill()
-	return nil
-}
+func (p *Plane) Kill(name string) error { return p.tracker.kill(name) }
 
 // Restart starts the component process named name again with the
 // arguments it had, killing it first if it still runs, and returns once
 // it passes the readiness check it was started with. Its state on disk
 // (etcd's data, source-controller's storage) is what it left.
-func (p *Plane) Restart(ctx context.Context, name string) error {
-	proc, err := p.tracker.find(name)
-	if err != nil {
-		return err
-	}
-	proc.kill()
-	_, err = p.tracker.restart(ctx, proc)
-	return err
-}
+func (p *Plane) Restart(ctx context.Context, name string) error { return p.tracker.restartNamed(ctx, name) }
 
 // PIDs lists the process ids of every component process the plane started,
 // workload clusters included; after Stop none of them is alive.

@@ -7,13 +7,16 @@ import (
 	"testing"
 	"time"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
@@ -23,7 +26,8 @@ import (
 // cluster where Capwright is installed before Cluster API: a Tenant says
 // ClusterAPIMissing; once the Cluster kind is served and a Cluster
 // registered, the manager starts watching Clusters by itself (no restart)
-// and the Tenant installs its stack on the cluster.
+// and the Tenant installs its stack on the cluster. Then a person edits
+// the Tenant's Kustomization of that cluster (fault 10).
 func TestClusterAPIInstalledAfterTheManager(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -82,6 +86,29 @@ func TestClusterAPIInstalledAfterTheManager(t *testing.T) {
 	if err := remote.Get(ctx, client.ObjectKey{Namespace: tn.Name, Name: "stack-config"}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}); err != nil {
 		t.Errorf("the stack is not on the cluster: %v", err)
 	}
+	t.Run("an edited Flux object of the tenant is taken back (fault 10)", func(t *testing.T) {
+		key := client.ObjectKey{Namespace: clusterNamespace, Name: render.TenantClusterObjectName(tn.Name, types.NamespacedName{Namespace: clusterNamespace, Name: w.Name})}
+		ks := &kustomizev1.Kustomization{}
+		if err := c.Get(ctx, key, ks); err != nil {
+			t.Fatal(err)
+		}
+		ks.Spec.Suspend = true
+		delete(ks.Labels, tenancyv1alpha1.TenantLabel)
+		if err := c.Update(ctx, ks); err != nil {
+			t.Fatal(err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			if err := c.Get(ctx, key, ks); err != nil {
+				return false, nil
+			}
+			return !ks.Spec.Suspend && ks.Labels[tenancyv1alpha1.TenantLabel] == tn.Name, nil
+		})
+		if err != nil {
+			t.Fatalf("not taken back: suspend=%v, labels %v", ks.Spec.Suspend, ks.Labels)
+		}
+		waitTenantCondition(t, ctx, c, tn, tenancyv1alpha1.ReadyCondition, "")
+	})
+
 	log, err := os.ReadFile(env.LogPath("capwright-manager"))
 	if err != nil {
 		t.Fatal(err)
