@@ -42,11 +42,11 @@ func kustomization(in Input, om objectMeta) (*kustomizev1.Kustomization, error) 
 			// Flux's default, spelled out so that Capwright owns it: an
 			// Orphan someone set would leave the objects behind on deletion.
 			DeletionPolicy: kustomizev1.DeletionPolicyMirrorPrune,
-			PostBuild:       postBuild,
-			Images:          images(in),
-			Patches:         patches,
-			DependsOn:       kustomizationDependsOn(in),
-			CommonMetadata:  &kustomizev1.CommonMetadata{Labels: clusterctlLabels(in.ProviderLabel)},
+			PostBuild:      postBuild,
+			Images:         images(in),
+			Patches:        patches,
+			DependsOn:      kustomizationDependsOn(in),
+			CommonMetadata: &kustomizev1.CommonMetadata{Labels: clusterctlLabels(in.ProviderLabel)},
 			// The provider's installer (ProviderInstaller), not the
 			// controller's own identity or the namespace's default.
 			ServiceAccountName: InstallerServiceAccountName(p.ProviderType(), p.GetName()),

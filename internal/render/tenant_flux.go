@@ -181,7 +181,7 @@ func tenantKustomization(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName
 			// Flux's default, spelled out so that Capwright owns it: an
 			// Orphan someone set would leave the objects behind on deletion.
 			DeletionPolicy: kustomizev1.DeletionPolicyMirrorPrune,
-			CommonMetadata:  &kustomizev1.CommonMetadata{Labels: workloadLabels(t)},
+			CommonMetadata: &kustomizev1.CommonMetadata{Labels: workloadLabels(t)},
 		},
 	}
 	// Without variables there is no postBuild: Flux would otherwise
