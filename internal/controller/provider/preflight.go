@@ -49,6 +49,10 @@ type PreflightResult struct {
 	// again: the result is the revision checked and installed before,
 	// which stays (see stillInstalled).
 	Unreachable string
+	// Keep is set when, besides, the artifact checked then is not at hand
+	// (a restarted manager): the Flux objects, which pin Digest, are left
+	// as they are, and nothing is checked or rendered again.
+	Keep bool
 }
 
 // preflightError is a refusal: the condition and reason it sets and when
@@ -101,6 +105,11 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 		return nil, r.refuse(obj, perr)
 	}
 	obj.GetStatus().LastAttemptedRevision = res.Revision
+	if res.Keep {
+		// Compatible stays as the check of this version left it.
+		setTrue(obj, v1alpha1.ArtifactResolvedCondition, v1alpha1.RegistryUnreachableReason, res.Unreachable)
+		return res, nil
+	}
 	if res.Unreachable != "" {
 		setTrue(obj, v1alpha1.ArtifactResolvedCondition, v1alpha1.RegistryUnreachableReason, res.Unreachable)
 	} else {
@@ -205,7 +214,9 @@ func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, r
 		if errors.Is(err, context.DeadlineExceeded) {
 			msg += fmt.Sprintf("; the registry did not answer within %s (the manager's --registry-timeout)", timeout)
 		}
-		return &preflightError{Condition: v1alpha1.ArtifactResolvedCondition, Reason: fetchFailureReason(err), Message: msg + accessHint(obj, err)}
+		// Looked at again within a minute, sooner with a shorter interval.
+		return &preflightError{Condition: v1alpha1.ArtifactResolvedCondition, Reason: fetchFailureReason(err), Message: msg + accessHint(obj, err),
+			Retry: min(time.Minute, r.resyncInterval(obj))}
 	}
 	access, err := r.registryAccess(ctx, obj)
 	if err != nil {
@@ -215,7 +226,7 @@ func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, r
 		// A chart is Helm's to read; preflight pins the digest the tag names.
 		digest, err := r.Fetcher.Resolve(ctx, ref, access)
 		if err != nil {
-			if res := r.stillInstalled(obj, ref, err); res != nil {
+			if res := r.stillInstalled(ctx, obj, ref, err); res != nil {
 				return res, nil
 			}
 			return nil, fail("chart", err)
@@ -224,7 +235,7 @@ func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, r
 	}
 	pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace())
 	if err != nil {
-		if res := r.stillInstalled(obj, ref, err); res != nil {
+		if res := r.stillInstalled(ctx, obj, ref, err); res != nil {
 			return res, nil
 		}
 		return nil, fail("artifact", err)
@@ -247,10 +258,12 @@ func (r *Reconciler) registryTimeout() time.Duration {
 // spec, when err says the registry cannot be reached to check it again
 // (artifact.Unreachable): Flux keeps running what it applied, so the
 // provider stays Ready with it, and preflight goes on with what it checked
-// then. nil when the registry did answer (a tag gone, access refused), when
-// the spec asks for something other than what is installed, or when the
-// components checked then are no longer cached (a restarted manager).
-func (r *Reconciler) stillInstalled(obj v1alpha1.Provider, ref artifact.Reference, err error) *PreflightResult {
+// then — or, when the components checked then are no longer cached (a
+// restarted manager), leaves the Flux objects as they are if they pin that
+// revision and it passed its checks (Keep). nil when the registry did
+// answer (a tag gone, access refused), or when the spec asks for something
+// other than what is installed.
+func (r *Reconciler) stillInstalled(ctx context.Context, obj v1alpha1.Provider, ref artifact.Reference, err error) *PreflightResult {
 	spec, status := obj.GetSpec(), obj.GetStatus()
 	prev := status.Artifact
 	if !artifact.Unreachable(err) || prev == nil || status.InstalledVersion != spec.Version || prev.URL != ref.URL() ||
@@ -264,7 +277,13 @@ func (r *Reconciler) stillInstalled(obj v1alpha1.Provider, ref artifact.Referenc
 	}
 	pa := r.Cache.Cached(prev.Digest, obj.ProviderType(), obj.GetName(), spec.Version)
 	if pa == nil {
-		return nil
+		compatible := apimeta.FindStatusCondition(obj.GetConditions(), v1alpha1.CompatibleCondition)
+		if compatible == nil || compatible.Status != metav1.ConditionTrue || compatible.ObservedGeneration != obj.GetGeneration() ||
+			!r.sourcePins(ctx, obj, prev.Digest) {
+			return nil
+		}
+		return &PreflightResult{URL: prev.URL, Tag: spec.Version, Digest: prev.Digest, Revision: prev.Revision, Contract: status.Contract,
+			Unreachable: msg, Keep: true}
 	}
 	return &PreflightResult{URL: prev.URL, Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Artifact: pa, Unreachable: msg}
 }

@@ -136,6 +136,15 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 		return shell.Outcome{Result: reconcile.Result{RequeueAfter: perr.retryAfter()}}, nil
 	}
 	r.Timelines.mark(obj, stepPreflight, time.Now())
+	if pre.Keep {
+		// The registry is down and the checked artifact is not at hand:
+		// the Flux objects stay as they are, pinned to what was checked.
+		if err := r.restoreAdditional(ctx, obj); err != nil {
+			logger.Error(err, "serving the additional manifests again")
+		}
+		r.foldHealth(ctx, obj, status.Artifact)
+		return requeue, nil
+	}
 	status.Contract = pre.Contract
 	status.Artifact = &v1alpha1.ResolvedArtifact{URL: pre.URL, Revision: pre.Revision, Digest: pre.Digest}
 

@@ -61,6 +61,31 @@ func TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown(t *testing.T) {
 		}
 	}
 
+	t.Run("a restarted manager without the artifact leaves the Flux objects as they are", func(t *testing.T) {
+		restarted := *env.r
+		restarted.Cache = &ArtifactCache{}
+		p := installed.DeepCopyObject().(v1alpha1.Provider)
+		res, perr := restarted.preflight(ctx, p)
+		if perr != nil || !res.Keep || res.Digest != art.Digest {
+			t.Fatalf("preflight = %+v, %+v; want the installed revision kept", res, perr)
+		}
+		if c := condition(p, v1alpha1.ArtifactResolvedCondition); c.Reason != v1alpha1.RegistryUnreachableReason {
+			t.Errorf("ArtifactResolved = %+v, want RegistryUnreachable", c)
+		}
+		before := len(env.fluxWrites())
+		if _, err := restarted.reconcile(ctx, p, ""); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range env.fluxWrites()[before:] {
+			if w.Kind == sourcev1.OCIRepositoryKind || w.Kind == kustomizev1.KustomizationKind {
+				t.Errorf("a restarted manager with the registry down rewrote a Flux object: %v", w)
+			}
+		}
+		if st := p.GetStatus(); st.Artifact == nil || st.Artifact.Digest != art.Digest || st.Contract != "v1beta2" {
+			t.Errorf("status after the reconcile: %+v", st)
+		}
+	})
+
 	t.Run("a version not installed yet waits for the registry", func(t *testing.T) {
 		upgrade := installed.DeepCopyObject().(v1alpha1.Provider)
 		upgrade.GetSpec().Version = "v1.14.3"
