@@ -142,6 +142,7 @@ func run(o *options) error {
 	resolutions := &provider.Resolutions{}
 	recorderMetrics := metrics.NewRecorder(ctrlmetrics.Registry)
 	kinds := provider.Kinds()
+	var reconcilers []*provider.Reconciler
 	for _, k := range kinds {
 		r := &provider.Reconciler{
 			Client:             mgr.GetClient(),
@@ -164,6 +165,11 @@ func run(o *options) error {
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)
 		}
+		reconcilers = append(reconcilers, r)
+	}
+	if storage != nil {
+		// Any replica serves the artifacts the leader stored.
+		storage.Restore = provider.RestoreAdditional(reconcilers...)
 	}
 	if err := setupTenants(mgr, cfg, recorder, recorderMetrics, o); err != nil {
 		return err

@@ -28,13 +28,41 @@ func (s *Storage) Handler() http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		fi, err := os.Stat(s.local(strings.TrimPrefix(clean, "/")))
-		if err != nil || !fi.Mode().IsRegular() {
+		if !s.present(clean) && !s.restore(r.Context(), clean) {
 			http.NotFound(w, r)
 			return
 		}
 		files.ServeHTTP(w, r)
 	})
+}
+
+// present tells whether the file at the URL path p is stored.
+func (s *Storage) present(p string) bool {
+	fi, err := os.Stat(s.local(strings.TrimPrefix(p, "/")))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// restore asks Restore to store again the artifact of the object whose
+// file p names (<kind>/<namespace>/<name>/<file>), and tells whether p is
+// stored now: a replica that did not store an artifact, or lost it, can
+// still serve it.
+func (s *Storage) restore(ctx context.Context, p string) bool {
+	if s.Restore == nil {
+		return false
+	}
+	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	if len(parts) != 4 {
+		return false
+	}
+	if _, err := objectDir(parts[0], parts[1], parts[2]); err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.Restore(ctx, parts[0], parts[1], parts[2]); err != nil {
+		return false
+	}
+	return s.present(p)
 }
 
 // Server serves the storage on an address until its context ends; it is a
@@ -75,7 +103,7 @@ func (srv *Server) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection is false: the server runs on every replica, since
-// the Service may send kustomize-controller to any of them. Only the
-// leader stores artifacts, so Capwright runs one replica (as Flux runs one
-// source-controller).
+// the Service may send kustomize-controller to any of them. The leader
+// stores artifacts as it reconciles; another replica asked for one it
+// does not hold packs it again (Storage.Restore).
 func (srv *Server) NeedLeaderElection() bool { return false }

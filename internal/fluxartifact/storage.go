@@ -12,6 +12,7 @@
 package fluxartifact
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -34,6 +35,12 @@ import (
 type Storage struct {
 	root    string
 	baseURL string
+	// Restore, when set, is asked to store again the current artifact of
+	// the object kind (lower case, as in the path) namespace/name when a
+	// request names a file of it that is not stored: another replica
+	// stored it, or the storage was emptied by a restart. It must store
+	// only what the object's status points at.
+	Restore func(ctx context.Context, kind, namespace, name string) error
 }
 
 // New prepares the storage directory root (created, private to the

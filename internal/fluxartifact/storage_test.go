@@ -155,3 +155,38 @@ func get(t *testing.T, url string) (int, string) {
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
 }
+
+// TestHandlerRestoresWhatItDoesNotHold checks that a request for an
+// artifact the storage does not hold asks Restore for that object, and
+// serves the file if Restore stored it; paths that name no object's file
+// never reach Restore.
+func TestHandlerRestoresWhatItDoesNotHold(t *testing.T) {
+	s := newStorage(t)
+	data := []byte("manifests the leader stored")
+	a, err := s.Artifact("ExternalArtifact", "ns", "obj", data, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	s.Restore = func(_ context.Context, kind, namespace, name string) error {
+		asked = append(asked, kind+"/"+namespace+"/"+name)
+		if name != "obj" {
+			return os.ErrNotExist
+		}
+		return s.Store(a, data)
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	if code, body := get(t, srv.URL+"/"+a.Path); code != http.StatusOK || body != string(data) {
+		t.Errorf("GET %s = %d %q, want the restored artifact", a.Path, code, body)
+	}
+	if code, _ := get(t, srv.URL+"/externalartifact/ns/other/"+strings.TrimPrefix(Digest(data), "sha256:")+".tar.gz"); code != http.StatusNotFound {
+		t.Errorf("an artifact Restore cannot store = %d, want 404", code)
+	}
+	for _, p := range []string{"/externalartifact/ns/obj/", "/externalartifact/Bad_NS/obj/x.tar.gz", "/a/b"} {
+		get(t, srv.URL+p)
+	}
+	if want := []string{"externalartifact/ns/obj", "externalartifact/ns/other"}; strings.Join(asked, " ") != strings.Join(want, " ") {
+		t.Errorf("Restore was asked for %v, want %v", asked, want)
+	}
+}

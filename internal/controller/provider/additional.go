@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -219,4 +220,37 @@ func (r *Reconciler) configMapProviders(ctx context.Context, cm ctrl.Object) []r
 		}
 	}
 	return reqs
+}
+
+// RestoreAdditional is the artifact server's Storage.Restore: asked for
+// an artifact of an ExternalArtifact this replica does not hold (another
+// replica stored it, or a restart emptied the storage), it packs it again
+// from the ConfigMap of the provider that controls it, if that still packs
+// to the digest the ExternalArtifact points at (restoreAdditional).
+// reconcilers are the provider kinds' reconcilers.
+func RestoreAdditional(reconcilers ...*Reconciler) func(ctx context.Context, kind, namespace, name string) error {
+	return func(ctx context.Context, kind, namespace, name string) error {
+		if kind != strings.ToLower(sourcev1.ExternalArtifactKind) || len(reconcilers) == 0 {
+			return fmt.Errorf("no artifacts of %s are stored", kind)
+		}
+		var ea sourcev1.ExternalArtifact
+		if err := reconcilers[0].Client.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: name}, &ea); err != nil {
+			return err
+		}
+		owner := metav1.GetControllerOf(&ea)
+		if owner == nil {
+			return fmt.Errorf("ExternalArtifact %s/%s has no controller", namespace, name)
+		}
+		for _, r := range reconcilers {
+			if r.Kind.Name != owner.Kind || owner.APIVersion != v1alpha1.GroupVersion.String() {
+				continue
+			}
+			obj := r.Kind.NewObject()
+			if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: owner.Name}, obj); err != nil {
+				return err
+			}
+			return r.restoreAdditional(ctx, obj)
+		}
+		return fmt.Errorf("ExternalArtifact %s/%s is controlled by %s %s, not by a provider", namespace, name, owner.Kind, owner.Name)
+	}
 }
