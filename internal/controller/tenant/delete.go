@@ -56,11 +56,18 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (s
 				return shell.Outcome{}, err
 			}
 		}
-		names = append(names, e.Kind+" "+apply.ObjectRef(e.Object))
+		name := e.Kind + " " + apply.ObjectRef(e.Object)
+		if l := e.Object.GetLabels(); l[tenancyv1alpha1.ClusterNameLabel] != "" {
+			name += " (cluster " + l[tenancyv1alpha1.ClusterNamespaceLabel] + "/" + l[tenancyv1alpha1.ClusterNameLabel] + ")"
+		}
+		names = append(names, name)
 	}
 	if len(existing) > 0 && len(pending) > 0 {
-		setTrue(t, tenancyv1alpha1.DeletingCondition, tenancyv1alpha1.DeletingReason,
-			fmt.Sprintf("waiting for Flux to uninstall the stack and delete %s; the Namespace %s stays", strings.Join(names, ", "), t.ManagementNamespace()))
+		msg := fmt.Sprintf("waiting for Flux to uninstall the stack and delete %s; the Namespace %s stays", strings.Join(names, ", "), t.ManagementNamespace())
+		if len(appliers) > 0 {
+			msg += "; a cluster that cannot be reached holds its uninstall until it can be"
+		}
+		setTrue(t, tenancyv1alpha1.DeletingCondition, tenancyv1alpha1.DeletingReason, msg)
 		return shell.Outcome{Result: reconcile.Result{RequeueAfter: 5 * time.Second}}, nil
 	}
 	return shell.Outcome{Done: true}, nil
