@@ -40,15 +40,25 @@ type CapwrightOptions struct {
 	Binary string
 	// Args are extra manager arguments (e.g. --registry-mirror).
 	Args []string
+	// Env is added to the manager's environment (e.g. RUNTIME_NAMESPACE,
+	// where its leader election lease lives).
+	Env []string
+	// Name names the process and its log (<Name>.log); default
+	// capwright-manager. Replicas of one installation need a name each.
+	Name string
 }
 
 // Capwright is the running Capwright manager.
 type Capwright struct {
-	proc    *process
-	tracker *tracker
-	metrics string
-	storage string
+	proc     *process
+	tracker  *tracker
+	metrics  string
+	storage  string
+	artifact string
 }
+
+// ArtifactAddr is the host:port the manager serves its artifacts on.
+func (c *Capwright) ArtifactAddr() string { return c.artifact }
 
 // MetricsURL is where the manager serves its Prometheus metrics, e.g.
 // http://127.0.0.1:PORT/metrics.
@@ -171,9 +181,17 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	if err != nil {
 		return nil, err
 	}
-	storage := filepath.Join(p.RunDir, "capwright-artifacts")
+	name := opts.Name
+	if name == "" {
+		name = "capwright-manager"
+	}
+	storage := filepath.Join(p.RunDir, name+"-artifacts")
+	if name == "capwright-manager" {
+		storage = filepath.Join(p.RunDir, "capwright-artifacts")
+	}
+	artifactAddr := "127.0.0.1:" + strconv.Itoa(artifactPort)
 	proc, err := startProcess(processSpec{
-		Name:   "capwright-manager",
+		Name:   name,
 		Binary: opts.Binary,
 		Args: append([]string{
 			"--metrics-addr=127.0.0.1:" + strconv.Itoa(metricsPort),
@@ -181,9 +199,9 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 			// Artifacts of additional manifests, fetched by the plane's
 			// kustomize-controller over loopback.
 			"--artifact-storage-path=" + storage,
-			"--artifact-bind-address=127.0.0.1:" + strconv.Itoa(artifactPort),
+			"--artifact-bind-address=" + artifactAddr,
 		}, opts.Args...),
-		Env:    []string{"KUBECONFIG=" + kubeconfig},
+		Env:    append([]string{"KUBECONFIG=" + kubeconfig}, opts.Env...),
 		LogDir: p.tracker.logDir,
 	})
 	if err != nil {
@@ -195,8 +213,8 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 		return nil, err
 	}
 	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
-	p.logf("capwright manager running (log %s, metrics %s)", p.LogPath("capwright-manager"), metrics)
-	return &Capwright{proc: proc, tracker: p.tracker, metrics: metrics, storage: storage}, nil
+	p.logf("capwright manager running (log %s, metrics %s)", p.LogPath(name), metrics)
+	return &Capwright{proc: proc, tracker: p.tracker, metrics: metrics, storage: storage, artifact: artifactAddr}, nil
 }
 
 // InstallProviderInstallerRole applies the ClusterRole Capwright binds
@@ -217,3 +235,6 @@ func (p *Plane) InstallProviderInstallerRole(ctx context.Context) error {
 
 // PID is the manager's process id.
 func (c *Capwright) PID() int { return c.proc.pid() }
+
+// LogPath is the manager's log file.
+func (c *Capwright) LogPath() string { return c.proc.logPath }

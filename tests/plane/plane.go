@@ -313,7 +313,9 @@ func (p *Plane) Kill(name string) error { return p.tracker.kill(name) }
 // arguments it had, killing it first if it still runs, and returns once
 // it passes the readiness check it was started with. Its state on disk
 // (etcd's data, source-controller's storage) is what it left.
-func (p *Plane) Restart(ctx context.Context, name string) error { return p.tracker.restartNamed(ctx, name) }
+func (p *Plane) Restart(ctx context.Context, name string) error {
+	return p.tracker.restartNamed(ctx, name)
+}
 
 // PIDs lists the process ids of every component process the plane started,
 // workload clusters included; after Stop none of them is alive.

@@ -76,7 +76,9 @@ func (w *WorkloadCluster) stop() { w.tracker.stopAll() }
 // Kill SIGKILLs a component of the workload cluster (etcd,
 // kube-apiserver, kube-controller-manager): with its API server gone, the
 // cluster is unreachable. Restart brings it back.
-func (w *WorkloadCluster) Kill(component string) error { return w.tracker.kill(w.Name + "-" + component) }
+func (w *WorkloadCluster) Kill(component string) error {
+	return w.tracker.kill(w.Name + "-" + component)
+}
 
 // Restart starts a component of the workload cluster again with the
 // arguments it had, killing it first if it runs, and waits until it is

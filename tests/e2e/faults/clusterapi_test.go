@@ -8,6 +8,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -137,5 +138,92 @@ func waitTenantCondition(t *testing.T, ctx context.Context, c client.Client, tn 
 	})
 	if err != nil {
 		t.Fatalf("Tenant %s: want %s %s; conditions %+v", tn.Name, condType, reason, tn.Status.Conditions)
+	}
+}
+
+// TestTenantDeletedWhileAClusterIsUnreachable (fault 9) deletes a Tenant
+// installed on two clusters while one of them cannot be reached (its API
+// server killed): the stack goes from the other at once, the Tenant's
+// Deleting condition names the cluster that holds it, and the deletion
+// completes once that cluster is back, leaving its stack on neither.
+// Like the test above, it registers Clusters before the suite installs
+// the real Cluster API (whose webhooks no process serves here).
+func TestTenantDeletedWhileAClusterIsUnreachable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c := newClient(t)
+	if err := tenancyv1alpha1.AddToScheme(c.Scheme()); err != nil {
+		t.Fatal(err)
+	}
+	const clusterNamespace = "faults-leaving"
+	var workloads []*plane.WorkloadCluster
+	for _, name := range []string{"staying", "away"} {
+		w, err := env.StartWorkloadCluster(ctx, name, plane.WorkloadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cluster, err := env.RegisterWorkloadCluster(ctx, w, clusterNamespace, w.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), cluster) })
+		workloads = append(workloads, w)
+	}
+	staying, away := workloads[0], workloads[1]
+	stack, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/leaving", "v1.0.0", map[string][]byte{
+		"namespace.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: stack\n"),
+		"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stack-config\n  namespace: stack\ndata:\n  greeting: hello\n"),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "leaving"},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Clusters: tenancyv1alpha1.ClusterSelector{Names: []string{staying.Name, away.Name}, Namespaces: []string{clusterNamespace}},
+			Stack: tenancyv1alpha1.StackSpec{Kustomize: &tenancyv1alpha1.KustomizeStack{
+				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: stack.URL, Insecure: true}, Tag: stack.Tag}},
+		}}
+	if err := c.Create(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	waitTenantCondition(t, ctx, c, tn, tenancyv1alpha1.ReadyCondition, "")
+	stackOn := func(w *plane.WorkloadCluster) error {
+		remote, err := framework.NewClient(w.Config)
+		if err != nil {
+			return err
+		}
+		return remote.Get(ctx, client.ObjectKey{Namespace: tn.Name, Name: "stack-config"}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}})
+	}
+	for _, w := range workloads {
+		if err := stackOn(w); err != nil {
+			t.Fatalf("the stack is not on %s: %v", w.Name, err)
+		}
+	}
+
+	if err := away.Kill("kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, tn); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(tn), tn); err != nil {
+			return false, nil
+		}
+		d := apimeta.FindStatusCondition(tn.Status.Conditions, tenancyv1alpha1.DeletingCondition)
+		return d != nil && d.Status == metav1.ConditionTrue && strings.Contains(d.Message, "(cluster "+clusterNamespace+"/"+away.Name+")") &&
+			!strings.Contains(d.Message, "(cluster "+clusterNamespace+"/"+staying.Name+")") && apierrors.IsNotFound(stackOn(staying)), nil
+	})
+	if err != nil {
+		t.Fatalf("while %s is unreachable: Deleting %+v; the stack on %s: %v", away.Name,
+			apimeta.FindStatusCondition(tn.Status.Conditions, tenancyv1alpha1.DeletingCondition), staying.Name, stackOn(staying))
+	}
+
+	if err := away.Restart(ctx, "kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitGone(t, ctx, c, tn, 3*time.Minute)
+	if err := stackOn(away); !apierrors.IsNotFound(err) {
+		t.Errorf("the stack is still on %s after the Tenant went: %v", away.Name, err)
 	}
 }
