@@ -62,8 +62,8 @@ func TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown(t *testing.T) {
 	}
 
 	t.Run("a restarted manager without the artifact leaves the Flux objects as they are", func(t *testing.T) {
-		restarted := *env.r
-		restarted.Cache = &ArtifactCache{}
+		r := env.r
+		restarted := &Reconciler{Client: r.Client, Reader: r.Reader, Kind: r.Kind, Kinds: r.Kinds, Fetcher: r.Fetcher, Cache: &ArtifactCache{}, Recorder: r.Recorder}
 		p := installed.DeepCopyObject().(v1alpha1.Provider)
 		res, perr := restarted.preflight(ctx, p)
 		if perr != nil || !res.Keep || res.Digest != art.Digest {
