@@ -111,14 +111,19 @@ func (r *Registry) listen(addr string) error {
 // Stop takes the registry off the network, as an outage does: connections
 // are refused until Start. What it holds is kept.
 func (r *Registry) Stop() error {
+	if srv := r.takeServer(); srv != nil {
+		return srv.Close()
+	}
+	return nil
+}
+
+// takeServer is the running server, which is no longer the registry's.
+func (r *Registry) takeServer() *http.Server {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	srv := r.server
 	r.server = nil
-	r.mu.Unlock()
-	if srv == nil {
-		return nil
-	}
-	return srv.Close()
+	return srv
 }
 
 // Start serves a stopped registry again, on the same host and port.
@@ -162,10 +167,7 @@ func (r *Registry) AuthLog(since time.Time) []AuthEntry {
 // Close stops the registry for good.
 func (r *Registry) Close() error {
 	r.gate.answer()
-	r.mu.Lock()
-	srv := r.server
-	r.server = nil
-	r.mu.Unlock()
+	srv := r.takeServer()
 	if srv == nil {
 		return nil
 	}

@@ -43,21 +43,8 @@ func TestClusterAPIInstalledAfterTheManager(t *testing.T) {
 		t.Fatalf("the plane serves Clusters already (%v): this test must run before the suite installs Cluster API, as the first test of the package", err)
 	}
 
-	// Flux does not create the target namespace: the stack brings it.
-	stack, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/latecomer", "v1.0.0", map[string][]byte{
-		"namespace.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: stack\n"),
-		"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stack-config\n  namespace: stack\ndata:\n  greeting: hello\n"),
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const clusterNamespace = "faults-clusters"
-	tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "latecomer"},
-		Spec: tenancyv1alpha1.TenantSpec{
-			Clusters: tenancyv1alpha1.ClusterSelector{Names: []string{"late"}, Namespaces: []string{clusterNamespace}},
-			Stack: tenancyv1alpha1.StackSpec{Kustomize: &tenancyv1alpha1.KustomizeStack{
-				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: stack.URL, Insecure: true}, Tag: stack.Tag}},
-		}}
+	tn := stackTenant(t, ctx, "latecomer", clusterNamespace, "late")
 	if err := c.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
@@ -67,15 +54,7 @@ func TestClusterAPIInstalledAfterTheManager(t *testing.T) {
 	})
 	waitTenantCondition(t, ctx, c, tn, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.ClusterAPIMissingReason)
 
-	w, err := env.StartWorkloadCluster(ctx, "late", plane.WorkloadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := env.RegisterWorkloadCluster(ctx, w, clusterNamespace, w.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), cluster) })
+	w := startCluster(t, ctx, c, clusterNamespace, "late")
 	waitTenantCondition(t, ctx, c, tn, tenancyv1alpha1.ReadyCondition, "")
 	if tn.Status.ReadyClusters != 1 {
 		t.Errorf("Tenant Ready with %d clusters, want 1", tn.Status.ReadyClusters)
@@ -156,33 +135,9 @@ func TestTenantDeletedWhileAClusterIsUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	const clusterNamespace = "faults-leaving"
-	var workloads []*plane.WorkloadCluster
-	for _, name := range []string{"staying", "away"} {
-		w, err := env.StartWorkloadCluster(ctx, name, plane.WorkloadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cluster, err := env.RegisterWorkloadCluster(ctx, w, clusterNamespace, w.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Delete(context.Background(), cluster) })
-		workloads = append(workloads, w)
-	}
-	staying, away := workloads[0], workloads[1]
-	stack, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/leaving", "v1.0.0", map[string][]byte{
-		"namespace.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: stack\n"),
-		"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stack-config\n  namespace: stack\ndata:\n  greeting: hello\n"),
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "leaving"},
-		Spec: tenancyv1alpha1.TenantSpec{
-			Clusters: tenancyv1alpha1.ClusterSelector{Names: []string{staying.Name, away.Name}, Namespaces: []string{clusterNamespace}},
-			Stack: tenancyv1alpha1.StackSpec{Kustomize: &tenancyv1alpha1.KustomizeStack{
-				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: stack.URL, Insecure: true}, Tag: stack.Tag}},
-		}}
+	staying, away := startCluster(t, ctx, c, clusterNamespace, "staying"), startCluster(t, ctx, c, clusterNamespace, "away")
+	workloads := []*plane.WorkloadCluster{staying, away}
+	tn := stackTenant(t, ctx, "leaving", clusterNamespace, staying.Name, away.Name)
 	if err := c.Create(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +161,7 @@ func TestTenantDeletedWhileAClusterIsUnreachable(t *testing.T) {
 	if err := c.Delete(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(tn), tn); err != nil {
 			return false, nil
 		}
@@ -226,4 +181,41 @@ func TestTenantDeletedWhileAClusterIsUnreachable(t *testing.T) {
 	if err := stackOn(away); !apierrors.IsNotFound(err) {
 		t.Errorf("the stack is still on %s after the Tenant went: %v", away.Name, err)
 	}
+}
+
+// stackTenant publishes a small kustomize stack (a Namespace, which Flux
+// does not create, and a ConfigMap stack-config) and returns a Tenant
+// named name (not created) that installs it on the named Clusters of
+// namespace.
+func stackTenant(t *testing.T, ctx context.Context, name, namespace string, clusters ...string) *tenancyv1alpha1.Tenant {
+	t.Helper()
+	stack, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/"+name, "v1.0.0", map[string][]byte{
+		"namespace.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: stack\n"),
+		"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stack-config\n  namespace: stack\ndata:\n  greeting: hello\n"),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Clusters: tenancyv1alpha1.ClusterSelector{Names: clusters, Namespaces: []string{namespace}},
+			Stack: tenancyv1alpha1.StackSpec{Kustomize: &tenancyv1alpha1.KustomizeStack{
+				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: stack.URL, Insecure: true}, Tag: stack.Tag}},
+		}}
+}
+
+// startCluster starts a workload cluster and registers it as the Cluster
+// namespace/name (deleted when the test ends).
+func startCluster(t *testing.T, ctx context.Context, c client.Client, namespace, name string) *plane.WorkloadCluster {
+	t.Helper()
+	w, err := env.StartWorkloadCluster(ctx, name, plane.WorkloadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := env.RegisterWorkloadCluster(ctx, w, namespace, w.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), cluster) })
+	return w
 }

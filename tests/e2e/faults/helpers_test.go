@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -123,4 +124,34 @@ func events(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provi
 		}
 	}
 	return out
+}
+
+// installWithExtras creates the provider p with additional manifests (a
+// ConfigMap "extras" in its namespace holding manifests), waits until it
+// is Ready, and returns the URL of their artifact. The caller deletes p.
+func installWithExtras(t *testing.T, ctx context.Context, c client.Client, p *v1alpha1.InfrastructureProvider, manifests string) string {
+	t.Helper()
+	extras := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "extras"}, Data: map[string]string{"manifests": manifests}}
+	if err := c.Create(ctx, extras); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.AdditionalManifests = &v1alpha1.ConfigMapReference{Name: "extras"}
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitProviderCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 3*time.Minute)
+	ea := &sourcev1.ExternalArtifact{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: "infrastructure-" + p.Name + "-additional"}, ea); err != nil {
+		t.Fatal(err)
+	}
+	if ea.Status.Artifact == nil {
+		t.Fatalf("the ExternalArtifact %s/%s points at nothing: %+v", ea.Namespace, ea.Name, ea.Status)
+	}
+	return ea.Status.Artifact.URL
+}
+
+// extraConfigMap is additional manifests holding one ConfigMap name with
+// data value: <value>.
+func extraConfigMap(name, value string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\ndata:\n  value: " + value + "\n"
 }

@@ -7,13 +7,10 @@ import (
 	"testing"
 	"time"
 
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
@@ -88,27 +85,13 @@ func TestLeaderElection(t *testing.T) {
 	}
 
 	p := testProvider(t, ctx, c, env.Registry.Host, "replicated")
-	extras := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "extras"},
-		Data: map[string]string{"manifests": extraConfigMap("first")}}
-	if err := c.Create(ctx, extras); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.AdditionalManifests = &v1alpha1.ConfigMapReference{Name: "extras"}
-	if err := c.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	url := installWithExtras(t, ctx, c, p, extraConfigMap("replicated-extra", "first"))
 	defer framework.DeleteProviderAndWait(t, ctx, c, p)
-	framework.WaitProviderCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 3*time.Minute)
-	ea := &sourcev1.ExternalArtifact{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: "infrastructure-replicated-additional"}, ea); err != nil {
-		t.Fatal(err)
-	}
-	url := ea.Status.Artifact.URL
 	if !strings.HasPrefix(url, svc.URL+"/") {
 		t.Fatalf("the ExternalArtifact points at %s, not at the Service %s", url, svc.URL)
 	}
 	for _, m := range []*plane.Capwright{leader, follower} {
-		if err := get(ctx, "http://"+m.ArtifactAddr()+strings.TrimPrefix(url, svc.URL)); err != nil {
+		if err := framework.GetOK(ctx, "http://"+m.ArtifactAddr()+strings.TrimPrefix(url, svc.URL)); err != nil {
 			t.Errorf("replica %s does not serve the artifact: %v", m.LogPath(), err)
 		}
 	}
@@ -126,13 +109,17 @@ func TestLeaderElection(t *testing.T) {
 	if took > 25*time.Second {
 		t.Errorf("taking over took %s, more than the lease duration and two retry periods allow", took)
 	}
-	if err := get(ctx, url); err != nil {
+	if err := framework.GetOK(ctx, url); err != nil {
 		t.Errorf("the artifact is not served through the Service after the leader went: %v", err)
 	}
 
 	// The new leader reconciles: a change of the additional manifests
 	// reaches the cluster.
-	extras.Data["manifests"] = extraConfigMap("second")
+	extras := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: "extras"}, extras); err != nil {
+		t.Fatal(err)
+	}
+	extras.Data["manifests"] = extraConfigMap("replicated-extra", "second")
 	if err := c.Update(ctx, extras); err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +133,4 @@ func TestLeaderElection(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the new leader did not apply the changed additional manifests: %v", applied.Data)
 	}
-}
-
-// extraConfigMap is additional manifests holding one ConfigMap with value.
-func extraConfigMap(value string) string {
-	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: replicated-extra\ndata:\n  value: " + value + "\n"
 }

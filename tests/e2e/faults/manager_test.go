@@ -2,14 +2,11 @@ package faults
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"os"
 	"testing"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -37,25 +34,8 @@ func TestManagerKilledMidUpgradeWithTheRegistryDown(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	extras := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "extras"},
-		Data: map[string]string{"manifests": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: restarted-extra\ndata:\n  kept: \"yes\"\n"}}
-	if err := c.Create(ctx, extras); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.AdditionalManifests = &v1alpha1.ConfigMapReference{Name: "extras"}
-	if err := c.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	url := installWithExtras(t, ctx, c, p, extraConfigMap("restarted-extra", "kept"))
 	defer framework.DeleteProviderAndWait(t, ctx, c, p)
-	framework.WaitProviderCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 3*time.Minute)
-	ea := &sourcev1.ExternalArtifact{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: "infrastructure-restarted-additional"}, ea); err != nil {
-		t.Fatal(err)
-	}
-	if ea.Status.Artifact == nil {
-		t.Fatalf("the ExternalArtifact points at nothing: %+v", ea.Status)
-	}
-	url := ea.Status.Artifact.URL
 
 	framework.UpdateProvider(t, ctx, c, p, func() { p.Spec.Version = "v0.1.1" })
 	manager.Kill()
@@ -73,10 +53,10 @@ func TestManagerKilledMidUpgradeWithTheRegistryDown(t *testing.T) {
 
 	// Served again without preflight, and kustomize-controller fetches it.
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return get(ctx, url) == nil, nil
+		return framework.GetOK(ctx, url) == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("the additional manifests are not served again with the registry down: GET %s: %v", url, get(ctx, url))
+		t.Fatalf("the additional manifests are not served again with the registry down: GET %s: %v", url, framework.GetOK(ctx, url))
 	}
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "infrastructure-restarted-additional"}}
 	if err := framework.RequestReconcile(ctx, c, ks); err != nil {
@@ -96,21 +76,4 @@ func TestManagerKilledMidUpgradeWithTheRegistryDown(t *testing.T) {
 	if p.Status.InstalledVersion != "v0.1.1" {
 		t.Errorf("installed %q after the registry came back, want v0.1.1", p.Status.InstalledVersion)
 	}
-}
-
-// get fetches url and fails unless it answers 200.
-func get(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,6 +25,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
 
+	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
@@ -132,7 +132,7 @@ func runDeployedManager(ctx context.Context, t *testing.T, deploy *appsv1.Deploy
 		t.Fatalf("starting the manager of %s with the Deployment's args %q: %v", c.Image, args, err)
 	}
 	for _, url := range m.probes {
-		if err := getOK(ctx, url); err != nil {
+		if err := framework.GetOK(ctx, url); err != nil {
 			m.proc.Stop()
 			t.Fatalf("probe of the manager from %s: %v", c.Image, err)
 		}
@@ -168,22 +168,6 @@ func containerPort(t *testing.T, c corev1.Container, port intstr.IntOrString) in
 	}
 	t.Fatalf("the manager container has no port named %q", port.StrVal)
 	return 0
-}
-
-func getOK(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return nil
 }
 
 // pullManager pulls ref (repository@digest) from the plane's registry,
