@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,6 +54,9 @@ func TestCapwrightHelmChartInstalls(t *testing.T) {
 	}
 	if !deploymentAvailable(&dep) {
 		t.Fatalf("capwright-manager not Available: %+v", dep.Status)
+	}
+	if spread := dep.Spec.Template.Spec.TopologySpreadConstraints; len(spread) != 0 {
+		t.Errorf("one replica is given topologySpreadConstraints %+v; want none unless asked", spread)
 	}
 	for _, crd := range []string{"coreproviders.providers.capwright.io", "providers.clusterctl.cluster.x-k8s.io"} {
 		if err := c.Get(ctx, client.ObjectKey{Name: crd}, &apiextensionsv1.CustomResourceDefinition{}); err != nil {
@@ -214,14 +218,43 @@ func TestCapwrightHelmChartNamesFromTheRelease(t *testing.T) {
 	}
 }
 
-// TestCapwrightHelmChartRefusesReplicas asks for two replicas: the chart's
-// schema refuses them (one replica's disk holds the artifacts), so
-// helm-controller says why and installs nothing.
-func TestCapwrightHelmChartRefusesReplicas(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+// TestCapwrightHelmChartRunsReplicas installs the chart with two
+// replicas: both run, leader election decides which reconciles, and they
+// are spread over nodes by preference (the plane has one node, which
+// takes both).
+func TestCapwrightHelmChartRunsReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := chartClient(t)
 	hr := installChart(t, ctx, c, "replicated", "replicated-system", map[string]any{"replicas": 2})
+	if err := framework.WaitReady(ctx, c, hr, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var dep appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "replicated-system", Name: "replicated-capwright-manager"}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 || dep.Status.ReadyReplicas != 2 {
+		t.Errorf("Deployment %s/%s: replicas %v, ready %d; want 2 and 2", dep.Namespace, dep.Name, dep.Spec.Replicas, dep.Status.ReadyReplicas)
+	}
+	if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--enable-leader-election") {
+		t.Errorf("two replicas without leader election would both reconcile: args %v", args)
+	}
+	spread := dep.Spec.Template.Spec.TopologySpreadConstraints
+	if len(spread) != 1 || spread[0].TopologyKey != corev1.LabelHostname || spread[0].WhenUnsatisfiable != corev1.ScheduleAnyway ||
+		spread[0].LabelSelector == nil || !maps.Equal(spread[0].LabelSelector.MatchLabels, dep.Spec.Selector.MatchLabels) {
+		t.Errorf("topologySpreadConstraints = %+v; want a preferred spread of the Deployment's pods (%v) over nodes", spread, dep.Spec.Selector.MatchLabels)
+	}
+}
+
+// TestCapwrightHelmChartRefusesValuesOutsideItsSchema asks for zero
+// replicas: the chart's schema refuses them, so helm-controller says why
+// and installs nothing.
+func TestCapwrightHelmChartRefusesValuesOutsideItsSchema(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := chartClient(t)
+	hr := installChart(t, ctx, c, "refused", "refused-system", map[string]any{"replicas": 0})
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(hr), hr); err != nil {
@@ -233,22 +266,22 @@ func TestCapwrightHelmChartRefusesReplicas(t *testing.T) {
 		}
 		last = fmt.Sprintf("Ready=%s %s: %s", ready.Status, ready.Reason, ready.Message)
 		if ready.Status == metav1.ConditionTrue {
-			return false, fmt.Errorf("HelmRelease with replicas: 2 became Ready")
+			return false, fmt.Errorf("HelmRelease with replicas: 0 became Ready")
 		}
 		return ready.Status == metav1.ConditionFalse && strings.Contains(ready.Message, "/replicas"), nil
 	})
 	if err != nil {
-		t.Fatalf("helm-controller did not refuse replicas: 2 with the schema's error (%s): %v", last, err)
+		t.Fatalf("helm-controller did not refuse replicas: 0 with the schema's error (%s): %v", last, err)
 	}
 	t.Logf("refused: %q", last)
 	var deps appsv1.DeploymentList
-	if err := c.List(ctx, &deps, client.MatchingLabels{"app.kubernetes.io/instance": "replicated"}); err != nil {
+	if err := c.List(ctx, &deps, client.MatchingLabels{"app.kubernetes.io/instance": "refused"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(deps.Items) != 0 {
 		t.Errorf("a refused release installed Deployment %s/%s", deps.Items[0].Namespace, deps.Items[0].Name)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Name: "replicated-capwright-manager"}, &rbacv1.ClusterRole{}); !apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, client.ObjectKey{Name: "refused-capwright-manager"}, &rbacv1.ClusterRole{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a refused release installed its ClusterRole (err %v)", err)
 	}
 	if len(hr.Status.History) != 0 {
