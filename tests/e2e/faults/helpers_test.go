@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/e2e/framework"
 )
 
@@ -129,19 +130,19 @@ func events(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provi
 // installWithExtras creates the provider p with additional manifests (a
 // ConfigMap "extras" in its namespace holding manifests), waits until it
 // is Ready, and returns the URL of their artifact. The caller deletes p.
-func installWithExtras(t *testing.T, ctx context.Context, c client.Client, p *v1alpha1.InfrastructureProvider, manifests string) string {
+func installWithExtras(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider, manifests string) string {
 	t.Helper()
-	extras := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: "extras"}, Data: map[string]string{"manifests": manifests}}
+	extras := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.GetNamespace(), Name: "extras"}, Data: map[string]string{"manifests": manifests}}
 	if err := c.Create(ctx, extras); err != nil {
 		t.Fatal(err)
 	}
-	p.Spec.AdditionalManifests = &v1alpha1.ConfigMapReference{Name: "extras"}
+	p.GetSpec().AdditionalManifests = &v1alpha1.ConfigMapReference{Name: "extras"}
 	if err := c.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	framework.WaitProviderCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 3*time.Minute)
 	ea := &sourcev1.ExternalArtifact{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: "infrastructure-" + p.Name + "-additional"}, ea); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: p.GetNamespace(), Name: render.AdditionalObjectName(p.ProviderType(), p.GetName())}, ea); err != nil {
 		t.Fatal(err)
 	}
 	if ea.Status.Artifact == nil {
