@@ -15,8 +15,12 @@ CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.1
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 WORKLOAD_CLUSTERS ?= 0
-# go test flags; e2e packages share the 2 cores, so run them one at a time.
+# go test flags. Each e2e package starts its own plane; most of an e2e
+# test's time is waiting for Flux and the plane's controllers, so two
+# packages at a time share the 2 cores without slowing each other down
+# (measured: no package took longer than alone) and halve the wall time.
 TEST_TIMEOUT   ?= 60m
+E2E_PARALLEL   ?= 2
 # Iterations of the tenant benchmark on the plane.
 BENCH_TIME     ?= 3x
 # Runs per system of the side-by-side install benchmark (each on a fresh plane).
@@ -112,7 +116,7 @@ test: tools ## Run unit, integration and e2e tests (builds the tools first).
 	$(GO) -C api vet ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests/e2e')
 	$(MAKE) --no-print-directory fuzz FUZZ_TIME=$(FUZZ_QUICK)
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -v ./tests/e2e/... 2>&1 | grep -E --line-buffered -v '^=== (RUN|PAUSE|CONT)'
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p $(E2E_PARALLEL) -v ./tests/e2e/... 2>&1 | grep -E --line-buffered -v '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: fuzz
 fuzz: ## Fuzz every parser of untrusted input, FUZZ_TIME each (default 10m); findings land in testdata/fuzz.
