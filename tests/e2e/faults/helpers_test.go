@@ -127,6 +127,22 @@ func events(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provi
 	return out
 }
 
+// publishKubeadm publishes the real kubeadm provider of providerType (a
+// fixture of `make tools`) at each of versions to the plane's registry,
+// and makes the namespace of its CR, capi-kubeadm-<type>-system.
+func publishKubeadm(t *testing.T, ctx context.Context, c client.Client, providerType string, versions ...string) (namespace string) {
+	t.Helper()
+	for _, version := range versions {
+		if _, err := framework.PublishCAPIProvider(ctx, env.Registry.Host, filepath.Dir(env.CAPIComponentsPath(version, "metadata.yaml")),
+			providerType, "kubeadm", version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	namespace = "capi-kubeadm-" + providerType + "-system"
+	framework.EnsureNamespace(t, ctx, c, namespace)
+	return namespace
+}
+
 // installWithExtras creates the provider p with additional manifests (a
 // ConfigMap "extras" in its namespace holding manifests), waits until it
 // is Ready, and returns the URL of their artifact. The caller deletes p.

@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,14 +32,8 @@ func TestManagerKilledMidUpgradeWithTheRegistryDown(t *testing.T) {
 	c := newClient(t)
 	ensureCore(t, ctx, c)
 	const from, to = "v1.13.6", coreVersion
-	for _, version := range []string{from, to} {
-		if _, err := framework.PublishCAPIProvider(ctx, env.Registry.Host, filepath.Dir(env.CAPIComponentsPath(version, "metadata.yaml")),
-			v1alpha1.ControlPlaneProviderType, "kubeadm", version); err != nil {
-			t.Fatal(err)
-		}
-	}
-	framework.EnsureNamespace(t, ctx, c, "capi-kubeadm-control-plane-system")
-	p := &v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"},
+	ns := publishKubeadm(t, ctx, c, v1alpha1.ControlPlaneProviderType, from, to)
+	p := &v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeadm"},
 		Spec: v1alpha1.ProviderSpec{Version: from}}
 	url := installWithExtras(t, ctx, c, p, extraConfigMap("restarted-extra", "kept"))
 	defer framework.DeleteProviderAndWait(t, ctx, c, p)

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -27,12 +26,8 @@ func TestFluxControllersKilledMidInstall(t *testing.T) {
 	defer cancel()
 	c := newClient(t)
 	ensureCore(t, ctx, c)
-	if _, err := framework.PublishCAPIProvider(ctx, env.Registry.Host, filepath.Dir(env.CAPIComponentsPath(coreVersion, "metadata.yaml")),
-		v1alpha1.BootstrapProviderType, "kubeadm", coreVersion); err != nil {
-		t.Fatal(err)
-	}
-	framework.EnsureNamespace(t, ctx, c, "capi-kubeadm-bootstrap-system")
-	p := &v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-bootstrap-system", Name: "kubeadm"},
+	ns := publishKubeadm(t, ctx, c, v1alpha1.BootstrapProviderType, coreVersion)
+	p := &v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubeadm"},
 		Spec: v1alpha1.ProviderSpec{Version: coreVersion}}
 
 	for _, name := range []string{"source-controller", "kustomize-controller"} {
