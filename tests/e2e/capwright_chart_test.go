@@ -121,6 +121,12 @@ func TestCapwrightHelmChartNamesFromTheRelease(t *testing.T) {
 				}}},
 			}},
 		}},
+		// A team's own spread replaces the chart's, with two replicas too.
+		"replicas": 2,
+		"topologySpreadConstraints": []any{map[string]any{
+			"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway",
+			"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/instance": "platform"}},
+		}},
 	})
 	if err := framework.WaitReady(ctx, c, hr, 3*time.Minute); err != nil {
 		t.Fatal(err)
@@ -168,6 +174,9 @@ func TestCapwrightHelmChartNamesFromTheRelease(t *testing.T) {
 	}
 	if pod.Affinity == nil || pod.Affinity.NodeAffinity == nil || len(pod.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
 		t.Errorf("affinity = %+v", pod.Affinity)
+	}
+	if spread := pod.TopologySpreadConstraints; len(spread) != 1 || spread[0].TopologyKey != corev1.LabelTopologyZone {
+		t.Errorf("topologySpreadConstraints = %+v, want only the values' zone spread", spread)
 	}
 
 	var service corev1.Service
