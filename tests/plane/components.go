@@ -310,12 +310,21 @@ func (p *Plane) startFlux(ctx context.Context) ([]readyWait, error) {
 			"--metrics-addr=127.0.0.1:" + strconv.Itoa(metricsPort),
 			"--health-addr=127.0.0.1:" + strconv.Itoa(healthPort),
 		}, c.args...)
+		// Each controller gets a temp directory of its own: at start,
+		// kustomize-controller removes every directory in its TMPDIR that
+		// looks like one of its own working directories, and would take
+		// those of another plane's kustomize-controller running beside it
+		// (e2e packages run in parallel) mid-build.
+		tmp := filepath.Join(p.RunDir, "tmp", c.name)
+		if err := os.MkdirAll(tmp, 0o700); err != nil {
+			return nil, err
+		}
 		proc, err := startProcess(processSpec{
 			Name:   c.name,
 			Binary: filepath.Join(p.opts.BinDir, c.name),
 			Args:   append(args, p.opts.ExtraArgs[c.name]...),
 			// The Flux controllers have no --kubeconfig flag.
-			Env:    []string{"KUBECONFIG=" + p.Kubeconfig, "RUNTIME_NAMESPACE=" + FluxNamespace},
+			Env:    []string{"KUBECONFIG=" + p.Kubeconfig, "RUNTIME_NAMESPACE=" + FluxNamespace, "TMPDIR=" + tmp},
 			LogDir: p.tracker.logDir,
 		})
 		if err != nil {

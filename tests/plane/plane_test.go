@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -191,6 +192,33 @@ func TestPlaneRunsAndStopsCleanly(t *testing.T) {
 	if len(processesUsing(t, runDir)) < 9 {
 		t.Fatalf("expected the plane's processes to be running, found %v", processesUsing(t, runDir))
 	}
+
+	// A restarted kustomize-controller purges what look like its working
+	// directories from its TMPDIR; those of another plane's, running
+	// beside this one, must not be among them.
+	others, err := os.MkdirTemp("", "kustomization-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(others)
+	own, err := os.MkdirTemp(filepath.Join(runDir, "tmp", "kustomize-controller"), "kustomization-")
+	if err != nil {
+		t.Fatalf("kustomize-controller has no temp directory of its own: %v", err)
+	}
+	if err := p.Restart(ctx, "kustomize-controller"); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, err := os.Stat(own)
+		return os.IsNotExist(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the restarted kustomize-controller did not purge %s from its own temp directory", own)
+	}
+	if _, err := os.Stat(others); err != nil {
+		t.Errorf("the restarted kustomize-controller removed %s, outside its own temp directory: %v", others, err)
+	}
+
 	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
