@@ -105,16 +105,16 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 		return nil, r.refuse(obj, perr)
 	}
 	obj.GetStatus().LastAttemptedRevision = res.Revision
-	if res.Keep {
-		// Compatible stays as the check of this version left it.
-		setTrue(obj, v1alpha1.ArtifactResolvedCondition, v1alpha1.RegistryUnreachableReason, res.Unreachable)
-		return res, nil
-	}
 	if res.Unreachable != "" {
 		setTrue(obj, v1alpha1.ArtifactResolvedCondition, v1alpha1.RegistryUnreachableReason, res.Unreachable)
 	} else {
 		setTrue(obj, v1alpha1.ArtifactResolvedCondition, v1alpha1.ResolvedReason,
 			fmt.Sprintf("%s:%s resolved to %s and follows the provider-artifact layout", strings.TrimPrefix(res.URL, "oci://"), res.Tag, res.Digest))
+	}
+	if res.Keep {
+		// Nothing to check again: Compatible stays as the check of this
+		// version left it.
+		return res, nil
 	}
 
 	for _, check := range []func(context.Context, v1alpha1.Provider, *PreflightResult) *preflightError{

@@ -69,15 +69,15 @@ func statusField(o client.Object) (any, bool) {
 }
 
 // sameUnstructuredStatus compares the statuses of objects of any shape
-// through their unstructured form.
+// through their unstructured form (statusOf).
 func sameUnstructuredStatus(a, b client.Object) bool {
-	ua, err := runtime.DefaultUnstructuredConverter.ToUnstructured(a)
+	sa, err := statusOf(a)
 	if err != nil {
 		return false
 	}
-	ub, err := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
+	sb, err := statusOf(b)
 	if err != nil {
 		return false
 	}
-	return equality.Semantic.DeepEqual(ua["status"], ub["status"])
+	return equality.Semantic.DeepEqual(sa, sb)
 }
