@@ -163,7 +163,7 @@ func installedCondition(in ProviderInput) (metav1.Condition, bool) {
 		return cond(metav1.ConditionUnknown, progress, doing+": "+source.message)
 	case apply.status == metav1.ConditionFalse:
 		return cond(metav1.ConditionFalse, v1alpha1.InstallFailedReason,
-			fmt.Sprintf("Flux failed to apply %s: %s%s", in.DesiredVersion, apply.message, installerHint(apply.message)))
+			fmt.Sprintf("Flux failed to apply %s: %s", in.DesiredVersion, withHints(apply.message, installerHint(apply.message))))
 	case apply.status == metav1.ConditionTrue:
 		// Ready, but at another revision: the new artifact has not
 		// reached the applier yet.
@@ -212,7 +212,8 @@ func additionalInstalledCondition(in ProviderInput, components metav1.Condition)
 			fmt.Sprintf("%s; its additional manifests (%s, %s) are applied and healthy too", components.Message, in.AdditionalRevision, in.AdditionalApply.ref()))
 	case apply.status == metav1.ConditionFalse:
 		return cond(metav1.ConditionFalse, v1alpha1.InstallFailedReason,
-			fmt.Sprintf("%s is installed, but Flux failed to apply its additional manifests: %s%s%s", in.DesiredVersion, apply.message, featureGateHint(apply.message), installerHint(apply.message)))
+			fmt.Sprintf("%s is installed, but Flux failed to apply its additional manifests: %s", in.DesiredVersion,
+				withHints(apply.message, featureGateHint(apply.message), installerHint(apply.message))))
 	}
 	return cond(metav1.ConditionFalse, progress, doing+": "+apply.message)
 }

@@ -337,7 +337,7 @@ status:
   observedGeneration: 2
   lastAttemptedRevision: ADDED
   conditions:
-  - {type: Ready, status: "False", reason: ReconciliationFailed, message: "PriorityClass/capi-critical dry-run failed (Forbidden): priorityclasses.scheduling.k8s.io \"capi-critical\" is forbidden: User \"system:serviceaccount:capi-system:core-cluster-api-installer\" cannot patch resource \"priorityclasses\" in API group \"scheduling.k8s.io\" at the cluster scope", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:01:00Z"}
+  - {type: Ready, status: "False", reason: ReconciliationFailed, message: "PriorityClass/capi-critical dry-run failed (Forbidden): priorityclasses.scheduling.k8s.io \"capi-critical\" is forbidden: User \"system:serviceaccount:capi-system:core-cluster-api-installer\" cannot patch resource \"priorityclasses\" in API group \"scheduling.k8s.io\" at the cluster scope\n", observedGeneration: 2, lastTransitionTime: "2026-11-22T10:01:00Z"}
 `
 	// Waiting for the provider's Kustomization (dependsOn).
 	ksAdditionalWaiting = `

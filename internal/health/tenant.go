@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -82,7 +83,9 @@ func FoldTenant(in TenantInput) TenantResult {
 	for _, c := range in.Clusters {
 		p := previous[c.Cluster]
 		line := foldCluster(c, in.Suspended, p)
-		line.Message = truncate(line.Message, tenancyv1alpha1.MaxClusterMessageLength)
+		// ClustersReady lists the lines, "; " after each: without the
+		// newline Flux's message may end with.
+		line.Message = truncate(strings.TrimRightFunc(line.Message, unicode.IsSpace), tenancyv1alpha1.MaxClusterMessageLength)
 		line.LastTransitionTime = in.Now
 		if p != nil && p.Phase == line.Phase {
 			line.LastTransitionTime = p.LastTransitionTime
@@ -146,7 +149,7 @@ func foldCluster(c TenantClusterInput, suspended bool, previous *tenancyv1alpha1
 	}
 	switch {
 	case apply.status == metav1.ConditionFalse:
-		return set(tenancyv1alpha1.ClusterPhaseFailed, apply.reason, "Flux failed to install the stack: "+apply.message+namespaceHint(c.Apply, apply)+identityHint(apply))
+		return set(tenancyv1alpha1.ClusterPhaseFailed, apply.reason, "Flux failed to install the stack: "+withHints(apply.message, namespaceHint(c.Apply, apply), identityHint(apply)))
 	case source.status == metav1.ConditionFalse:
 		return set(tenancyv1alpha1.ClusterPhaseFailed, source.reason, "Flux cannot fetch the stack: "+source.message)
 	case apply.status == metav1.ConditionTrue && source.status == metav1.ConditionTrue && atSource:

@@ -175,13 +175,15 @@ status:
 // Kustomization statuses.
 const (
 	// The artifact has no Namespace manifest and kustomize-controller does
-	// not create the target namespace.
+	// not create the target namespace. kustomize-controller ends the
+	// message of a failed apply with a newline (before the list of what
+	// it did apply, empty here).
 	tenantKSNamespaceMissing = `
 status:
   observedGeneration: -1
   lastAttemptedRevision: 1.4.2@NEW
   conditions:
-  - {type: Ready, status: "False", reason: ReconciliationFailed, message: "ConfigMap/platform/stack-config not found: namespaces \"platform\" not found", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
+  - {type: Ready, status: "False", reason: ReconciliationFailed, message: "ConfigMap/platform/stack-config not found: namespaces \"platform\" not found\n", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
   - {type: Reconciling, status: "True", reason: ProgressingWithRetry, message: "Detecting drift for revision 1.4.2@NEW with a timeout of 5m0s", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:10Z"}
 `
 	// Under Flux's lockdown: the workload cluster does not grant the
@@ -192,7 +194,7 @@ status:
   observedGeneration: 1
   lastAttemptedRevision: 1.4.2@NEW
   conditions:
-  - {type: Ready, status: "False", reason: ReconciliationFailed, message: "Namespace/platform dry-run failed (Forbidden): namespaces \"platform\" is forbidden: User \"system:serviceaccount:team-b-clusters:default\" cannot patch resource \"namespaces\" in API group \"\" in the namespace \"platform\"", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
+  - {type: Ready, status: "False", reason: ReconciliationFailed, message: "Namespace/platform dry-run failed (Forbidden): namespaces \"platform\" is forbidden: User \"system:serviceaccount:team-b-clusters:default\" cannot patch resource \"namespaces\" in API group \"\" in the namespace \"platform\"\n", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
 `
 	// Every interval: the applied revision re-applied and re-checked.
 	tenantKSRecheck = `
