@@ -87,7 +87,7 @@ func BenchmarkTenants(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			out, err := render.Tenant(tenant, sel)
+			out, err := render.Tenant(tenant, sel, render.TenantOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -32,6 +32,10 @@ import (
 //     by the tenant's clusters there, and per eligible cluster one
 //     HelmRelease or Kustomization that installs the stack through the
 //     Cluster's kubeconfig Secret.
+//   - For a kustomize stack, also the target namespace: one
+//     ExternalArtifact of a Namespace manifest per namespace with
+//     selected clusters, and per eligible cluster a Kustomization that
+//     creates it before the stack's (see tenant_createnamespace.go).
 //
 // Everything but the Namespace is controlled by the Tenant through an
 // owner reference (a cluster-scoped owner may own namespaced dependents),
@@ -108,6 +112,12 @@ type RenderedTenant struct {
 	// eligible keep their source, so that what Flux installed on them
 	// earlier keeps working while they are paused.
 	Sources []*sourcev1.OCIRepository
+	// NamespaceArtifacts holds, for a kustomize stack, the ExternalArtifact
+	// of the target namespace in the same namespaces as Sources; their
+	// artifact is NamespaceArtifact (TenantNamespaceArtifact), which the
+	// controller stores and announces in their status.
+	NamespaceArtifacts []*sourcev1.ExternalArtifact
+	NamespaceArtifact  []byte
 	// Clusters holds the Flux object of every eligible cluster, sorted by
 	// namespace and name.
 	Clusters []TenantClusterObjects
@@ -124,10 +134,13 @@ type TenantManagementObjects struct {
 
 // TenantClusterObjects is the Flux object installing the stack on one
 // cluster: exactly one of HelmRelease (chart stack) or Kustomization.
+// Namespace is the Kustomization the stack's Kustomization depends on,
+// which creates the target namespace; nil for a chart stack.
 type TenantClusterObjects struct {
 	Cluster       types.NamespacedName
 	HelmRelease   *helmv2.HelmRelease
 	Kustomization *kustomizev1.Kustomization
+	Namespace     *kustomizev1.Kustomization
 }
 
 // Object is the cluster's HelmRelease or Kustomization.
@@ -146,7 +159,8 @@ type Object interface {
 }
 
 // Objects lists everything rendered, management objects first, then the
-// sources, then the clusters' objects: the order to apply them in.
+// sources, then the clusters' objects (each cluster's namespace
+// Kustomization before the stack's): the order to apply them in.
 func (r *RenderedTenant) Objects() []Object {
 	m := r.Management
 	out := []Object{m.Namespace, m.ServiceAccount, m.RoleBinding}
@@ -156,18 +170,36 @@ func (r *RenderedTenant) Objects() []Object {
 	for _, s := range r.Sources {
 		out = append(out, s)
 	}
+	for _, a := range r.NamespaceArtifacts {
+		out = append(out, a)
+	}
 	for _, c := range r.Clusters {
+		if c.Namespace != nil {
+			out = append(out, c.Namespace)
+		}
 		out = append(out, c.Object())
 	}
 	return out
 }
 
+// TenantOptions are what rendering needs to know of the manager beyond
+// the Tenant.
+type TenantOptions struct {
+	// NoArtifactServer is set when the manager serves no artifacts to
+	// Flux (it runs without --artifact-storage-path): it cannot hand Flux
+	// a kustomize stack's target namespace, so none is rendered and the
+	// stack's artifact must carry a Namespace manifest, as before
+	// Capwright created it.
+	NoArtifactServer bool
+}
+
 // Tenant renders every object of a tenant for a cluster selection (see
-// SelectClusters): the management objects, a source in each namespace
-// with selected clusters, and the Flux object of each eligible cluster.
-// It returns an error when the spec asks for something Flux cannot do;
-// the message names the field and the fix.
-func Tenant(t *tenancyv1alpha1.Tenant, sel ClusterSelection) (*RenderedTenant, error) {
+// SelectClusters): the management objects, a source (and for a kustomize
+// stack the target namespace's artifact) in each namespace with selected
+// clusters, and the Flux objects of each eligible cluster. It returns an
+// error when the spec asks for something Flux cannot do; the message
+// names the field and the fix.
+func Tenant(t *tenancyv1alpha1.Tenant, sel ClusterSelection, opts TenantOptions) (*RenderedTenant, error) {
 	if t == nil {
 		return nil, errors.New("render: no tenant given")
 	}
@@ -175,6 +207,14 @@ func Tenant(t *tenancyv1alpha1.Tenant, sel ClusterSelection) (*RenderedTenant, e
 		return nil, err
 	}
 	out := &RenderedTenant{Management: TenantManagement(t)}
+	createNamespace := t.Spec.Stack.Kustomize != nil && !opts.NoArtifactServer
+	if createNamespace {
+		data, err := TenantNamespaceArtifact(t)
+		if err != nil {
+			return nil, err
+		}
+		out.NamespaceArtifact = data
+	}
 	var namespaces []string
 	for _, d := range sel.Clusters {
 		if !d.Selected {
@@ -184,7 +224,7 @@ func Tenant(t *tenancyv1alpha1.Tenant, sel ClusterSelection) (*RenderedTenant, e
 		if !d.Eligible {
 			continue
 		}
-		objs, err := tenantCluster(t, d.Cluster)
+		objs, err := tenantCluster(t, d.Cluster, createNamespace)
 		if err != nil {
 			return nil, err
 		}
@@ -193,6 +233,9 @@ func Tenant(t *tenancyv1alpha1.Tenant, sel ClusterSelection) (*RenderedTenant, e
 	slices.Sort(namespaces)
 	for _, ns := range slices.Compact(namespaces) {
 		out.Sources = append(out.Sources, tenantSource(t, ns))
+		if createNamespace {
+			out.NamespaceArtifacts = append(out.NamespaceArtifacts, tenantNamespaceArtifact(t, ns))
+		}
 	}
 	slices.SortFunc(out.Clusters, func(a, b TenantClusterObjects) int { return compareNames(a.Cluster, b.Cluster) })
 	return out, nil

@@ -86,26 +86,33 @@ func tenantVerification(v *tenancyv1alpha1.OCIVerification) *sourcev1.OCIReposit
 	return out
 }
 
-// TenantCluster renders the Flux object installing the tenant's stack on
+// TenantCluster renders the Flux objects installing the tenant's stack on
 // one eligible cluster, in the Cluster's namespace, reaching the workload
-// cluster through the Cluster's kubeconfig Secret.
+// cluster through the Cluster's kubeconfig Secret: a HelmRelease, or a
+// Kustomization and the Kustomization creating its target namespace.
 func TenantCluster(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName) (*TenantClusterObjects, error) {
 	if err := checkStack(t); err != nil {
 		return nil, err
 	}
-	return tenantCluster(t, cluster)
+	return tenantCluster(t, cluster, true)
 }
 
-// tenantCluster is TenantCluster for a tenant whose stack was checked.
-func tenantCluster(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName) (*TenantClusterObjects, error) {
+// tenantCluster is TenantCluster for a tenant whose stack was checked;
+// createNamespace is false when a kustomize stack's target namespace is
+// not rendered (TenantOptions.NoArtifactServer).
+func tenantCluster(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName, createNamespace bool) (*TenantClusterObjects, error) {
 	if cluster.Namespace == "" || cluster.Name == "" {
 		return nil, fmt.Errorf("render: cluster %q has no namespace or name", cluster)
 	}
 	out := &TenantClusterObjects{Cluster: cluster}
 	if t.Spec.Stack.Chart != nil {
 		out.HelmRelease = tenantHelmRelease(t, cluster)
-	} else {
-		out.Kustomization = tenantKustomization(t, cluster)
+		return out, nil
+	}
+	out.Kustomization = tenantKustomization(t, cluster)
+	if createNamespace {
+		out.Namespace = tenantNamespaceKustomization(t, cluster, out.Kustomization)
+		out.Kustomization.Spec.DependsOn = []kustomizev1.DependencyReference{{Name: out.Namespace.Name}}
 	}
 	return out, nil
 }
@@ -154,9 +161,11 @@ func tenantHelmRelease(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName) 
 // new artifact dropped, or everything when it is deleted.
 //
 // kustomize-controller does not create the target namespace: the
-// artifact must carry a Namespace manifest, which kustomize renames to the
-// target namespace (its namespace transformer sets metadata.name of
-// Namespace objects).
+// Kustomization of tenantNamespaceKustomization does, before this one
+// (dependsOn). The artifact may carry a Namespace manifest of its own,
+// which kustomize renames to the target namespace (its namespace
+// transformer sets metadata.name of Namespace objects); this Kustomization
+// then applies it and prunes it as any other object.
 func tenantKustomization(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName) *kustomizev1.Kustomization {
 	stack := t.Spec.Stack
 	k := stack.Kustomize

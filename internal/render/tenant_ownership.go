@@ -76,7 +76,9 @@ type ExistingObject struct {
 // rendered no longer holds — the Flux objects of clusters no longer
 // selected, sources of namespaces without selected clusters, the quota
 // once spec.management.quota is gone, a HelmRelease once the stack became
-// a kustomize artifact.
+// a kustomize artifact, the target namespace's ExternalArtifacts and
+// Kustomizations once it became a chart. (Deleting those never deletes
+// the namespace on a workload cluster: see tenant_createnamespace.go.)
 //
 // Never stale: the Namespace, which holds the tenant's Cluster API
 // clusters; the Flux object of a cluster that is selected but Pending
@@ -118,7 +120,7 @@ func StaleTenantObjects(t *tenancyv1alpha1.Tenant, rendered *RenderedTenant, sel
 // writes for a tenant, but the Namespace.
 var tenantKinds = map[string]bool{
 	"ServiceAccount": true, "RoleBinding": true, "ResourceQuota": true,
-	sourcev1.OCIRepositoryKind: true, helmv2.HelmReleaseKind: true, kustomizev1.KustomizationKind: true,
+	sourcev1.OCIRepositoryKind: true, sourcev1.ExternalArtifactKind: true, helmv2.HelmReleaseKind: true, kustomizev1.KustomizationKind: true,
 }
 
 // ownedMeta is the label and owner every owned object of the tenant

@@ -104,7 +104,7 @@ func TestStaleTenantObjects(t *testing.T) {
 		{Cluster: paused, Selected: true, Reason: tenancyv1alpha1.ClusterPausedReason},
 		{Cluster: dropped},
 	}}
-	out, err := Tenant(tenant, sel)
+	out, err := Tenant(tenant, sel, TenantOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestStaleTenantObjects(t *testing.T) {
 
 	// With the quota back in the spec it is kept.
 	tenant.Spec.Management = &tenancyv1alpha1.ManagementSpec{Quota: &corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("1")}}}
-	out, _ = Tenant(tenant, sel)
+	out, _ = Tenant(tenant, sel, TenantOptions{})
 	for _, e := range StaleTenantObjects(tenant, out, sel, existing) {
 		if e.Kind == "ResourceQuota" {
 			t.Error("the quota is stale although spec.management.quota is set")

@@ -327,6 +327,8 @@ func TestTenantKustomizeStack(t *testing.T) {
 		TargetNamespace: "platform",
 		DeletionPolicy:  kustomizev1.DeletionPolicyMirrorPrune,
 		CommonMetadata:  &kustomizev1.CommonMetadata{Labels: map[string]string{tenancyv1alpha1.TenantLabel: "team-b"}},
+		// After the target namespace (TestTenantKustomizeStackCreatesItsNamespace).
+		DependsOn: []kustomizev1.DependencyReference{{Name: TenantNamespaceObjectName("team-b", cluster)}},
 	}
 	if !reflect.DeepEqual(ks.Spec, wantSpec) {
 		t.Errorf("Kustomization spec =\n%+v\nwant\n%+v (no postBuild without variables)", ks.Spec, wantSpec)
@@ -400,7 +402,7 @@ func TestTenantRefusals(t *testing.T) {
 			tt.mutate(tenant)
 			_, errSrc := TenantSource(tenant, "ns")
 			_, errCluster := TenantCluster(tenant, prodEU1)
-			_, errAll := Tenant(tenant, ClusterSelection{})
+			_, errAll := Tenant(tenant, ClusterSelection{}, TenantOptions{})
 			for _, err := range []error{errSrc, errCluster, errAll} {
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("error = %v, want one containing %q", err, tt.want)
@@ -421,7 +423,7 @@ func TestTenantRendersSelectedNamespacesAndEligibleClusters(t *testing.T) {
 		{Cluster: types.NamespacedName{Namespace: "shared-clusters", Name: "paused"}, Selected: true, Reason: tenancyv1alpha1.ClusterPausedReason},
 		{Cluster: types.NamespacedName{Namespace: "elsewhere", Name: "x"}},
 	}}
-	out, err := Tenant(tenant, sel)
+	out, err := Tenant(tenant, sel, TenantOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +446,7 @@ func TestTenantRendersSelectedNamespacesAndEligibleClusters(t *testing.T) {
 	// The same selection in another order renders the same objects, so a
 	// resync that found nothing new has nothing to write.
 	slices.Reverse(sel.Clusters)
-	again, err := Tenant(tenant, sel)
+	again, err := Tenant(tenant, sel, TenantOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +479,7 @@ func TestTenantObjectsDoNotAliasTheTenant(t *testing.T) {
 		before := tenant.DeepCopy()
 
 		sel := ClusterSelection{Clusters: []ClusterDecision{{Cluster: types.NamespacedName{Namespace: tenant.ManagementNamespace(), Name: "c"}, Selected: true, Eligible: true}}}
-		out, err := Tenant(tenant, sel)
+		out, err := Tenant(tenant, sel, TenantOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -508,7 +510,7 @@ func TestTenantObjectsDoNotAliasTheTenant(t *testing.T) {
 
 		// And the other way round: objects rendered before keep their
 		// values when the Tenant changes.
-		out, _ = Tenant(tenant, sel)
+		out, _ = Tenant(tenant, sel, TenantOptions{})
 		rendered := out.Clusters[0].Object().DeepCopyObject()
 		if k := tenant.Spec.Stack.Kustomize; k != nil {
 			k.Substitute["A"] = "later"

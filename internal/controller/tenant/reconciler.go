@@ -127,7 +127,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, r
 	if err != nil {
 		return r.refuseSpec(ctx, t, tenancyv1alpha1.InvalidSelectorReason, err)
 	}
-	rendered, err := render.Tenant(t, sel)
+	rendered, err := render.Tenant(t, sel, render.TenantOptions{NoArtifactServer: true})
 	if err != nil {
 		return r.refuseSpec(ctx, t, tenancyv1alpha1.InvalidStackReason, err)
 	}
