@@ -79,7 +79,7 @@ manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inve
 	{ echo "# clusterctl's inventory CRD, copied by make manifests from sigs.k8s.io/cluster-api $$(basename $$capi | cut -d@ -f2)."; \
 	  cat $$capi/cmd/clusterctl/config/manifest/clusterctl-api.yaml; } > manifests/clusterctl/clusterctl-api.yaml
 	# The Helm chart carries the same CRDs and ClusterRole.
-	cp manifests/crd/bases/providers.capwright.io_*.yaml manifests/crd/bases/tenancy.capwright.io_*.yaml manifests/clusterctl/clusterctl-api.yaml charts/capwright/crds/
+	cp manifests/crd/bases/providers.capwright.io_*.yaml manifests/crd/bases/tenancy.capwright.io_*.yaml manifests/crd/bases/clusters.capwright.io_*.yaml manifests/clusterctl/clusterctl-api.yaml charts/capwright/crds/
 	# The chart names the manager's ClusterRole from the release.
 	{ echo "# Copied from manifests/rbac/role.yaml by make manifests, named from the release."; \
 	  awk '/^  name: capwright-manager$$/ { print "  name: {{ include \"capwright.managerName\" . }}"; print "  labels: {{- include \"capwright.labels\" . | nindent 4 }}"; next } { print }' manifests/rbac/role.yaml; } > charts/capwright/templates/clusterrole.yaml
@@ -90,12 +90,18 @@ manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inve
 	{ echo "# Copied from manifests/rbac/provider_installer.yaml by make manifests. These keep their"; \
 	  echo "# fixed names whatever the release is called: the manager binds capwright-provider-installer by name."; \
 	  cat manifests/rbac/provider_installer.yaml; } > charts/capwright/templates/provider-installer-clusterroles.yaml
+	{ echo "# Copied from manifests/rbac/contract_roles.yaml by make manifests; the binding names the"; \
+	  echo "# manager's ServiceAccount from the release."; \
+	  sed -e 's|^  name: capwright-manager$$|  name: {{ include "capwright.managerName" . }}|' \
+	    -e 's|^  namespace: capwright-system$$|  namespace: {{ .Release.Namespace }}|' \
+	    manifests/rbac/contract_roles.yaml; } > charts/capwright/templates/contract-clusterroles.yaml
 	# The admission policies name the manager's ServiceAccount, and themselves, from the release.
 	{ echo "# Copied from manifests/rbac/manager_admission.yaml by make manifests, named from the release."; \
 	  sed -e 's|system:serviceaccount:capwright-system:capwright-manager|system:serviceaccount:{{ .Release.Namespace }}:{{ include "capwright.managerName" . }}|' \
 	    -e 's|capwright-manager-tenant-namespaces|{{ include "capwright.managerName" . }}-tenant-namespaces|' \
 	    -e 's|capwright-manager-flux-objects|{{ include "capwright.managerName" . }}-flux-objects|' \
 	    -e 's|capwright-manager-provider-installers|{{ include "capwright.managerName" . }}-provider-installers|' \
+	    -e 's|capwright-manager-kubeconfig-secrets|{{ include "capwright.managerName" . }}-kubeconfig-secrets|' \
 	    manifests/rbac/manager_admission.yaml; } > charts/capwright/templates/manager-admission.yaml
 	grep -q 'serviceaccount:{{ .Release.Namespace }}' charts/capwright/templates/manager-admission.yaml || { echo "manifests/rbac/manager_admission.yaml: no manager username to name from the release"; exit 1; }
 

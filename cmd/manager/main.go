@@ -41,9 +41,11 @@ import (
 	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/controller/contract"
 	ctrlevents "github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/controller/provider"
 	"github.com/capwright/capwright/internal/controller/tenant"
@@ -90,7 +92,7 @@ func run(o *options) error {
 		return fmt.Errorf("--max-artifact-size %q: %w", o.maxSize, err)
 	}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, v1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, v1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme, clustersv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}
@@ -172,6 +174,9 @@ func run(o *options) error {
 		storage.Restore = provider.RestoreAdditional(reconcilers...)
 	}
 	if err := setupTenants(mgr, cfg, recorder, recorderMetrics, o); err != nil {
+		return err
+	}
+	if err := setupContract(mgr, cfg, recorder, recorderMetrics, rules, o); err != nil {
 		return err
 	}
 	probes.SetupChecks(mgr, ctrlruntime.Log.WithName("setup"))
@@ -281,6 +286,29 @@ func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecord
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 		return fmt.Errorf("setting up the Tenant controller: %w", err)
+	}
+	return nil
+}
+
+// setupContract sets up the controllers of CapwrightControlPlane and
+// CapwrightCluster. Clusters are watched when Cluster API is served at
+// start-up; otherwise each object looks at its Cluster every resync and
+// whenever Cluster API sets itself as its owner.
+func setupContract(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, rules catalog.Mirrors, o *options) error {
+	watch, err := served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
+	if err != nil {
+		return err
+	}
+	shared := &contract.Shared{
+		Client:         mgr.GetClient(),
+		Reader:         mgr.GetAPIReader(),
+		Recorder:       recorder,
+		Metrics:        m,
+		Mirrors:        rules,
+		ResyncInterval: o.resync,
+	}
+	if err := contract.Setup(mgr, shared, controller.Options{MaxConcurrentReconciles: o.concurrent}, watch); err != nil {
+		return fmt.Errorf("setting up the Cluster API contract controllers: %w", err)
 	}
 	return nil
 }

@@ -17,8 +17,9 @@ import (
 // CapwrightUser is the user the Capwright manager authenticates as.
 const CapwrightUser = "capwright-manager"
 
-// managerUserBinding grants the manager's ClusterRole to CapwrightUser (the
-// manifests bind it to the ServiceAccount of the in-cluster Deployment).
+// managerUserBinding grants the manager's ClusterRoles (its own, and the
+// aggregated reader of backend kinds) to CapwrightUser (the manifests bind
+// them to the ServiceAccount of the in-cluster Deployment).
 const managerUserBinding = `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:
@@ -27,6 +28,19 @@ roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: ClusterRole
   name: capwright-manager
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: capwright-manager
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: capwright-backend-reader-plane-user
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: capwright-backend-reader
 subjects:
 - apiGroup: rbac.authorization.k8s.io
   kind: User

@@ -1,0 +1,79 @@
+package health
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
+)
+
+// BackendResult is the fold of a contract object's backend Flux objects.
+type BackendResult struct {
+	// Condition is BackendReady (without type, generation and time).
+	Status          metav1.ConditionStatus
+	Reason, Message string
+	// Objects is the state of each Flux object, source first.
+	Objects []clustersv1alpha1.BackendStatus
+}
+
+// FoldBackend folds the source and the applier (HelmRelease or
+// Kustomization) of a backend: True when both are Ready for their current
+// generation, False with Flux's reason and message when either failed,
+// else Unknown with what Flux is doing. A source that failed explains a
+// failed applier (the applier only says it has no artifact).
+func FoldBackend(source, applier Observation) BackendResult {
+	var res BackendResult
+	for _, o := range []Observation{source, applier} {
+		st := clustersv1alpha1.BackendStatus{Kind: o.Kind, Name: o.Name, Ready: o.readiness().status, Revision: o.Revision}
+		if !o.readiness().current {
+			st.Ready = metav1.ConditionUnknown
+		}
+		res.Objects = append(res.Objects, st)
+	}
+	src, app := source.readiness(), applier.readiness()
+	switch {
+	case src.status == metav1.ConditionFalse:
+		res.Status, res.Reason, res.Message = metav1.ConditionFalse, src.reason, trimFlux(src.message)
+	case app.status == metav1.ConditionFalse:
+		res.Status, res.Reason, res.Message = metav1.ConditionFalse, app.reason, trimFlux(app.message)
+	case src.status != metav1.ConditionTrue:
+		res.Status, res.Reason, res.Message = metav1.ConditionUnknown, src.reason, trimFlux(src.message)
+	case app.status != metav1.ConditionTrue:
+		res.Status, res.Reason, res.Message = metav1.ConditionUnknown, app.reason, trimFlux(app.message)
+	default:
+		res.Status, res.Reason, res.Message = metav1.ConditionTrue, clustersv1alpha1.SucceededReason,
+			"Flux installed "+applier.Kind+" "+applier.Name+" at "+orNothing(applier.Revision)
+	}
+	if res.Reason == "" {
+		res.Reason = clustersv1alpha1.InstallingReason
+	}
+	return res
+}
+
+// trimFlux drops the trailing newline Flux leaves on some messages (Helm's
+// and kustomize's errors end in one).
+func trimFlux(message string) string { return strings.TrimRight(message, " \n\t") }
+
+// ControlPlaneSummary is a CapwrightControlPlane's Ready over
+// BackendReady, KubeconfigReady and Available (which must be True) and
+// Paused and Deleting (which must not be), by the rules of Summary.
+func ControlPlaneSummary(generation int64, conds []metav1.Condition, now metav1.Time) metav1.Condition {
+	return summarize([]summaryTerm{
+		{clustersv1alpha1.BackendReadyCondition, true},
+		{clustersv1alpha1.KubeconfigReadyCondition, true},
+		{clustersv1alpha1.AvailableCondition, true},
+		{clustersv1alpha1.PausedCondition, false},
+		{clustersv1alpha1.DeletingCondition, false},
+	}, generation, conds, now, "Flux installed the backend, it is ready at the desired version and the kubeconfig is published")
+}
+
+// ClusterSummary is a CapwrightCluster's Ready over BackendReady (which
+// must be True) and Paused and Deleting (which must not be).
+func ClusterSummary(generation int64, conds []metav1.Condition, now metav1.Time) metav1.Condition {
+	return summarize([]summaryTerm{
+		{clustersv1alpha1.BackendReadyCondition, true},
+		{clustersv1alpha1.PausedCondition, false},
+		{clustersv1alpha1.DeletingCondition, false},
+	}, generation, conds, now, "the infrastructure is provisioned")
+}
