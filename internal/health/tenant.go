@@ -8,7 +8,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +30,11 @@ type TenantClusterInput struct {
 	// Source is the tenant's OCIRepository in the Cluster's namespace,
 	// Apply the cluster's HelmRelease or Kustomization.
 	Source, Apply Observation
+	// Namespace is the Kustomization that creates a kustomize stack's
+	// target namespace on the cluster, which Apply depends on; Kind is
+	// empty when there is none (a chart stack, or a manager that serves
+	// no artifacts).
+	Namespace Observation
 }
 
 // TenantInput is what the fold of one tenant's clusters needs.
@@ -71,7 +75,9 @@ type TenantResult struct {
 // and stays Ready while Flux's routine reconcile re-applies and re-checks
 // that revision, so a tenant nothing happens to is never written. A
 // failure is Failed on that cluster's line only; a source that cannot
-// fetch the stack fails the clusters of its namespace. A selected cluster
+// fetch the stack fails the clusters of its namespace, and a Kustomization
+// that cannot create a kustomize stack's target namespace fails its
+// cluster even while the stack is still Ready there. A selected cluster
 // that cannot take the stack yet is Pending, never Failed.
 func FoldTenant(in TenantInput) TenantResult {
 	previous := make(map[types.NamespacedName]*tenancyv1alpha1.TenantClusterStatus, len(in.Previous))
@@ -142,16 +148,27 @@ func foldCluster(c TenantClusterInput, suspended bool, previous *tenancyv1alpha1
 	if apply.status == metav1.ConditionUnknown && recheckingInstalled(c.Apply, previous) {
 		apply.status = metav1.ConditionTrue
 	}
+	namespace := namespaceReadiness(c.Namespace)
+	waiting := waitsForNamespace(c, apply)
+	if waiting && namespace.status != metav1.ConditionFalse && waitingAfterInstalled(c.Apply, previous) {
+		apply.status = metav1.ConditionTrue
+	}
 	source := sourceReadiness(c.Source)
 	atSource := sameRevision(c.Apply.Revision, c.Source.Revision)
 	if atSource {
 		line.AppliedRevision = c.Source.Revision // tag@digest reads better than the digest
 	}
 	switch {
-	case apply.status == metav1.ConditionFalse:
-		return set(tenancyv1alpha1.ClusterPhaseFailed, apply.reason, "Flux failed to install the stack: "+withHints(apply.message, namespaceHint(c.Apply, apply), identityHint(apply)))
+	case apply.status == metav1.ConditionFalse && !waiting:
+		return set(tenancyv1alpha1.ClusterPhaseFailed, apply.reason, "Flux failed to install the stack: "+withHints(apply.message, namespaceHint(c, apply), identityHint(apply)))
+	case namespace.status == metav1.ConditionFalse:
+		return set(tenancyv1alpha1.ClusterPhaseFailed, namespace.reason, "Flux failed to create the target namespace: "+
+			withHints(namespace.message, identityHint(namespace), externalArtifactHint(namespace)))
 	case source.status == metav1.ConditionFalse:
 		return set(tenancyv1alpha1.ClusterPhaseFailed, source.reason, "Flux cannot fetch the stack: "+source.message)
+	case apply.status == metav1.ConditionFalse:
+		return set(tenancyv1alpha1.ClusterPhaseInstalling, tenancyv1alpha1.InstallingReason,
+			fmt.Sprintf("%s waits for the target namespace: %s", c.Apply.ref(), namespace.message))
 	case apply.status == metav1.ConditionTrue && source.status == metav1.ConditionTrue && atSource:
 		return set(tenancyv1alpha1.ClusterPhaseReady, tenancyv1alpha1.InstalledReason,
 			fmt.Sprintf("Flux installed %s and its health checks passed (%s)", c.Source.Revision, c.Apply.ref()))
@@ -178,15 +195,6 @@ func sourceReadiness(o Observation) readiness {
 	return r
 }
 
-// namespaceHint explains kustomize-controller's "namespaces … not found":
-// unlike Helm, it does not create the target namespace.
-func namespaceHint(o Observation, r readiness) string {
-	if o.Kind != kustomizev1.KustomizationKind || !strings.Contains(r.message, `namespaces "`) || !strings.Contains(r.message, "not found") {
-		return ""
-	}
-	return "; Flux does not create the target namespace of a Kustomization: add a Namespace manifest to the artifact (kustomize renames it to spec.stack.targetNamespace)"
-}
-
 // identityHint explains a stack refused because the ServiceAccount Flux
 // impersonated on the workload cluster may not do it: under Flux's
 // multi-tenancy lockdown (--default-service-account) that is the Cluster
@@ -195,7 +203,7 @@ func identityHint(r readiness) string {
 	if !strings.Contains(r.message, "is forbidden: User \"system:serviceaccount:") {
 		return ""
 	}
-	return "; Flux applies the stack on the workload cluster as that ServiceAccount (Flux's multi-tenancy lockdown): grant that ServiceAccount what the stack installs on the workload cluster, e.g. with a ClusterResourceSet (docs/security.md, Flux settings for a multi-tenant site)"
+	return "; Flux applies the stack on the workload cluster as that ServiceAccount (Flux's multi-tenancy lockdown): grant that ServiceAccount what the stack installs on the workload cluster, its target namespace included, e.g. with a ClusterResourceSet (docs/security.md, Flux settings for a multi-tenant site)"
 }
 
 // maxListed bounds how many clusters ClustersReady names.

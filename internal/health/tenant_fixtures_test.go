@@ -1,6 +1,7 @@
 package health
 
 import (
+	"strings"
 	"testing"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -205,6 +206,118 @@ status:
   conditions:
   - {type: Ready, status: Unknown, reason: Progressing, message: Reconciliation in progress, observedGeneration: 1, lastTransitionTime: "2026-11-22T10:10:12Z"}
   - {type: Reconciling, status: "True", reason: Progressing, message: "Fetching manifests for revision 1.4.2@NEW with a timeout of 5m0s", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:10:12Z"}
+  - {type: Healthy, status: "True", reason: Succeeded, message: "Health check passed in 3.52s", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
+`
+)
+
+// The Kustomization creating a kustomize stack's target namespace
+// (render.TenantNamespaceObjectName), as kustomize-controller v1.9.5
+// reports on it, and the stack's Kustomization waiting for it.
+
+// namespaceDigest is the digest of the namespace's artifact.
+const namespaceDigest = "sha256:4444444444444444444444444444444444444444444444444444444444444444"
+
+func namespaceKustomization(t *testing.T, status string) *kustomizev1.Kustomization {
+	return decode[kustomizev1.Kustomization](t, `
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: team-b-edge-7-0d1e2f3a-namespace, namespace: team-b-clusters, generation: 1}
+spec:
+  interval: 1h
+  path: ./
+  prune: false
+  wait: true
+  deletionPolicy: Orphan
+  kubeConfig: {secretRef: {name: edge-7-kubeconfig, key: value}}
+  sourceRef: {kind: ExternalArtifact, name: team-b-namespace}
+`+strings.ReplaceAll(status, "NSDIGEST", namespaceDigest))
+}
+
+const (
+	// Created the namespace and found it healthy.
+	nsKSReady = `
+status:
+  observedGeneration: 1
+  lastAppliedRevision: NSDIGEST
+  lastAttemptedRevision: NSDIGEST
+  conditions:
+  - {type: Ready, status: "True", reason: ReconciliationSucceeded, message: "Applied revision: NSDIGEST", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:04Z"}
+  - {type: Healthy, status: "True", reason: Succeeded, message: "Health check passed in 12ms", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:04Z"}
+`
+	// The hourly re-check: the namespace exists, so kustomize-controller
+	// skips it (IfNotPresent) and has nothing to health-check.
+	nsKSRecheck = `
+status:
+  observedGeneration: 1
+  lastAppliedRevision: NSDIGEST
+  lastAttemptedRevision: NSDIGEST
+  conditions:
+  - {type: Ready, status: Unknown, reason: Progressing, message: Reconciliation in progress, observedGeneration: 1, lastTransitionTime: "2026-11-22T11:00:04Z"}
+  - {type: Reconciling, status: "True", reason: Progressing, message: "Fetching manifests for revision NSDIGEST with a timeout of 5m0s", observedGeneration: 1, lastTransitionTime: "2026-11-22T11:00:04Z"}
+`
+	// Its first reconcile, before it applied anything.
+	nsKSProgressing = `
+status:
+  observedGeneration: -1
+  conditions:
+  - {type: Ready, status: Unknown, reason: Progressing, message: Reconciliation in progress, observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:02Z"}
+  - {type: Reconciling, status: "True", reason: Progressing, message: "Running health checks for revision NSDIGEST with a timeout of 5m0s", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:02Z"}
+`
+	// kustomize-controller's cache does not hold the ExternalArtifact's
+	// status yet.
+	nsKSArtifactNotFound = `
+status:
+  observedGeneration: -1
+  conditions:
+  - {type: Ready, status: "False", reason: ArtifactFailed, message: "Source artifact not found, retrying in 30s", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:01Z"}
+`
+	// Under Flux's lockdown, on a workload cluster that grants the
+	// impersonated ServiceAccount nothing.
+	nsKSForbidden = `
+status:
+  observedGeneration: -1
+  lastAttemptedRevision: NSDIGEST
+  conditions:
+  - {type: Ready, status: "False", reason: ReconciliationFailed, message: "Namespace/platform dry-run failed (Forbidden): namespaces \"platform\" is forbidden: User \"system:serviceaccount:team-b-clusters:default\" cannot patch resource \"namespaces\" in API group \"\" in the namespace \"platform\"\n", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:03Z"}
+`
+	// kustomize-controller started without --feature-gates=ExternalArtifact=true.
+	nsKSGateDisabled = `
+status:
+  observedGeneration: 1
+  conditions:
+  - {type: Ready, status: "False", reason: AccessDenied, message: "can't access 'ExternalArtifact/team-b-clusters/team-b-namespace', ExternalArtifact feature gate is disabled", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:01Z"}
+  - {type: Stalled, status: "True", reason: AccessDenied, message: "can't access 'ExternalArtifact/team-b-clusters/team-b-namespace', ExternalArtifact feature gate is disabled", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:01Z"}
+`
+)
+
+// Stack Kustomization statuses while it depends on the namespace's.
+const (
+	// Installed and healthy.
+	tenantKSInstalled = `
+status:
+  observedGeneration: 1
+  lastAppliedRevision: 1.4.2@NEW
+  lastAttemptedRevision: 1.4.2@NEW
+  conditions:
+  - {type: Ready, status: "True", reason: ReconciliationSucceeded, message: "Applied revision: 1.4.2@NEW", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
+  - {type: Healthy, status: "True", reason: Succeeded, message: "Health check passed in 3.52s", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
+`
+	// The first install: waiting for the namespace Kustomization.
+	tenantKSWaiting = `
+status:
+  observedGeneration: -1
+  conditions:
+  - {type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'team-b-clusters/team-b-edge-7-0d1e2f3a-namespace' is not ready", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:02Z"}
+`
+	// A routine reconcile of the installed stack that found the namespace
+	// Kustomization in its own hourly reconcile.
+	tenantKSWaitingAfterInstall = `
+status:
+  observedGeneration: 1
+  lastAppliedRevision: 1.4.2@NEW
+  lastAttemptedRevision: 1.4.2@NEW
+  conditions:
+  - {type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'team-b-clusters/team-b-edge-7-0d1e2f3a-namespace' is not ready", observedGeneration: 1, lastTransitionTime: "2026-11-22T11:00:05Z"}
   - {type: Healthy, status: "True", reason: Succeeded, message: "Health check passed in 3.52s", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
 `
 )
