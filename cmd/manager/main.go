@@ -173,7 +173,7 @@ func run(o *options) error {
 		// Any replica serves the artifacts the leader stored.
 		storage.Restore = provider.RestoreAdditional(reconcilers...)
 	}
-	if err := setupTenants(mgr, cfg, recorder, recorderMetrics, o); err != nil {
+	if err := setupTenants(mgr, cfg, recorder, recorderMetrics, storage, o); err != nil {
 		return err
 	}
 	if err := setupContract(mgr, cfg, recorder, recorderMetrics, rules, o); err != nil {
@@ -252,13 +252,16 @@ func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
 	return rules, nil
 }
 
-// setupTenants sets up the Tenant controller. Clusters and kubeconfig
+// setupTenants sets up the Tenant controller, which hands Flux the target
+// namespaces of kustomize stacks through the same artifact storage as the
+// providers' additional manifests (and restores them there for any
+// replica). Clusters and kubeconfig
 // Secrets are watched once the Cluster API's Cluster kind is served —
 // from the start, or as soon as it is installed (often by the manager's
 // own provider controllers): a watch on a kind that is not served would
 // stop the whole manager. Until then every Tenant says on its own status
 // that no cluster can be selected yet.
-func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, o *options) error {
+func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, storage *fluxartifact.Storage, o *options) error {
 	log := ctrlruntime.Log.WithName("setup")
 	watch, err := served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
 	if err != nil {
@@ -274,6 +277,10 @@ func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecord
 		Metrics:        m,
 		// The Deployment sets RUNTIME_NAMESPACE (see run).
 		ForbiddenNamespaces: o.tenantForbiddenNamespaces(os.Getenv("RUNTIME_NAMESPACE")),
+		Artifacts:           storage,
+	}
+	if storage != nil {
+		storage.Restore = r.RestoreArtifacts(storage.Restore)
 	}
 	if watch {
 		r.Clusters = mgr.GetCache()

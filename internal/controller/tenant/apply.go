@@ -50,10 +50,13 @@ func (r *Reconciler) writeManagement(ctx context.Context, t *tenancyv1alpha1.Ten
 	return true, nil
 }
 
-// writeFluxObjects applies the sources and the clusters' Flux objects. An
+// writeFluxObjects applies the sources, the target namespace's
+// ExternalArtifacts (and stores their artifact) and the clusters' Flux
+// objects, each cluster's namespace Kustomization before its stack's. An
 // object that exists and is not the tenant's is left alone: the conflict
-// fails that cluster (or every cluster of a namespace whose source
-// conflicts) on its own status line, and the others go on.
+// fails that cluster (or every cluster of a namespace whose source or
+// ExternalArtifact conflicts) on its own status line, and the others go
+// on.
 func (r *Reconciler) writeFluxObjects(ctx context.Context, t *tenancyv1alpha1.Tenant, rendered *render.RenderedTenant) (map[types.NamespacedName]string, error) {
 	conflicts := map[types.NamespacedName]string{}
 	badSource := map[string]string{}
@@ -67,18 +70,44 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, t *tenancyv1alpha1.Te
 			return nil, err
 		}
 	}
+	for _, a := range rendered.NamespaceArtifacts {
+		if _, bad := badSource[a.Namespace]; bad {
+			continue
+		}
+		err := r.applyIfChanged(ctx, a)
+		var conflict *render.ConflictError
+		switch {
+		case errors.As(err, &conflict):
+			badSource[a.Namespace] = conflict.Error()
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if err := r.storeNamespaceArtifact(ctx, t, a, rendered.NamespaceArtifact); err != nil {
+			return nil, err
+		}
+	}
 	for _, c := range rendered.Clusters {
 		if msg, bad := badSource[c.Cluster.Namespace]; bad {
 			conflicts[c.Cluster] = msg
 			continue
 		}
-		err := r.applyIfChanged(ctx, c.Object())
-		var conflict *render.ConflictError
-		switch {
-		case errors.As(err, &conflict):
-			conflicts[c.Cluster] = conflict.Error()
-		case err != nil:
-			return nil, err
+		objects := []render.Object{c.Object()}
+		if c.Namespace != nil {
+			objects = []render.Object{c.Namespace, c.Object()}
+		}
+		for _, o := range objects {
+			err := r.applyIfChanged(ctx, o)
+			var conflict *render.ConflictError
+			if errors.As(err, &conflict) {
+				// Not the stack either: it would wait for someone
+				// else's namespace Kustomization.
+				conflicts[c.Cluster] = conflict.Error()
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	return conflicts, nil

@@ -17,8 +17,9 @@ import (
 )
 
 // finalize deletes the tenant's Flux objects — Flux uninstalls the stack
-// from every workload cluster as their HelmReleases and Kustomizations go
-// — and waits until they are gone before releasing the Tenant. The
+// from every workload cluster as their HelmReleases and Kustomizations go,
+// and leaves the target namespace a namespace Kustomization created —
+// and waits until they are gone before releasing the Tenant. The
 // ServiceAccount, RoleBinding and quota go with the Tenant through their
 // owner references; the Namespace stays, since it holds the tenant's
 // Cluster API clusters. Objects the controller did not create for this
@@ -42,7 +43,8 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (s
 			sources = append(sources, e)
 		}
 	}
-	// Sources go once the appliers are gone: a HelmRelease being
+	// Sources (OCIRepositories and the target namespace's
+	// ExternalArtifacts) go once the appliers are gone: a HelmRelease being
 	// uninstalled does not need its chart, but deleting the source first
 	// would make the appliers report failures meanwhile.
 	pending := appliers
@@ -53,6 +55,9 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (s
 	for _, e := range pending {
 		if e.Object.GetDeletionTimestamp() == nil {
 			if err := r.deleteObject(ctx, e); err != nil {
+				return shell.Outcome{}, err
+			}
+			if err := r.removeArtifact(e); err != nil {
 				return shell.Outcome{}, err
 			}
 		}

@@ -15,9 +15,12 @@ import (
 )
 
 // foldHealth observes, for every selected cluster, the tenant's source in
-// the Cluster's namespace and the cluster's Flux object, and folds them
-// into status.clusters, the counts and ClustersReady.
-func (r *Reconciler) foldHealth(ctx context.Context, t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, conflicts map[types.NamespacedName]string) {
+// the Cluster's namespace and the cluster's Flux objects (the stack's,
+// and the Kustomization of a kustomize stack's target namespace), and
+// folds them into status.clusters, the counts and ClustersReady. It
+// returns what it observed.
+func (r *Reconciler) foldHealth(ctx context.Context, t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant,
+	conflicts map[types.NamespacedName]string) []health.TenantClusterInput {
 	in := health.TenantInput{
 		Generation:   t.Generation,
 		Suspended:    t.Spec.Suspend,
@@ -34,9 +37,13 @@ func (r *Reconciler) foldHealth(ctx context.Context, t *tenancyv1alpha1.Tenant, 
 			Source:         r.observeSource(ctx, d.Cluster.Namespace, render.TenantSourceName(t.Name)),
 			Apply:          r.observeApplier(ctx, t, d.Cluster),
 		}
+		if rendered.NamespaceArtifact != nil {
+			c.Namespace = r.observeKustomization(ctx, ctrl.ObjectKey{Namespace: d.Cluster.Namespace, Name: render.TenantNamespaceObjectName(t.Name, d.Cluster)})
+		}
 		in.Clusters = append(in.Clusters, c)
 	}
 	health.SetTenantClusters(&t.Status, health.FoldTenant(in))
+	return in.Clusters
 }
 
 func (r *Reconciler) observeSource(ctx context.Context, namespace, name string) health.Observation {
@@ -58,6 +65,10 @@ func (r *Reconciler) observeApplier(ctx context.Context, t *tenancyv1alpha1.Tena
 		}
 		return health.ObserveHelmRelease(&hr)
 	}
+	return r.observeKustomization(ctx, key)
+}
+
+func (r *Reconciler) observeKustomization(ctx context.Context, key ctrl.ObjectKey) health.Observation {
 	var ks kustomizev1.Kustomization
 	if err := r.Client.Get(ctx, key, &ks); err != nil {
 		return health.Observation{Kind: kustomizev1.KustomizationKind, Namespace: key.Namespace, Name: key.Name, Missing: true}

@@ -21,6 +21,7 @@ import (
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/metrics"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -67,6 +68,12 @@ type Reconciler struct {
 	// Kubernetes' own and other Tenants' management namespaces, which are
 	// always refused (render.CheckTenantNamespaces).
 	ForbiddenNamespaces render.ForbiddenNamespaces
+	// Artifacts stores and serves the artifacts of the ExternalArtifacts
+	// that hand Flux a kustomize stack's target namespace (the storage
+	// the provider controller serves additional manifests from); nil
+	// when the manager runs without --artifact-storage-path, and then a
+	// kustomize artifact must carry its Namespace manifest.
+	Artifacts *fluxartifact.Storage
 
 	// written keeps the shell from acting on a read older than its own
 	// last write.
@@ -90,7 +97,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // reconcile reads as the data flow: check the namespaces → select
 // clusters → render → write the management objects and the Flux objects
-// → delete what is stale → fold health.
+// → delete what is stale → fold health → ask Flux to go on where it
+// would wait (nudgeNamespaces).
 func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, request string) (shell.Outcome, error) {
 	logger := log.FromContext(ctx)
 	requeue := shell.Outcome{Result: reconcile.Result{RequeueAfter: r.resyncInterval()}}
@@ -127,7 +135,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, r
 	if err != nil {
 		return r.refuseSpec(ctx, t, tenancyv1alpha1.InvalidSelectorReason, err)
 	}
-	rendered, err := render.Tenant(t, sel, render.TenantOptions{NoArtifactServer: true})
+	rendered, err := render.Tenant(t, sel, render.TenantOptions{NoArtifactServer: r.Artifacts == nil})
 	if err != nil {
 		return r.refuseSpec(ctx, t, tenancyv1alpha1.InvalidStackReason, err)
 	}
@@ -157,7 +165,14 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, r
 			return shell.Outcome{}, err
 		}
 	}
-	r.foldHealth(ctx, t, sel, conflicts)
+	observed := r.foldHealth(ctx, t, sel, rendered, conflicts)
+	if ok {
+		// After the fold: the status says where each cluster is even
+		// when asking Flux fails.
+		if err := r.nudgeNamespaces(ctx, t, observed); err != nil {
+			return shell.Outcome{}, err
+		}
+	}
 	if !found.watched {
 		requeue.Result.RequeueAfter = min(requeue.Result.RequeueAfter, time.Minute)
 	}

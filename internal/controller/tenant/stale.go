@@ -71,12 +71,21 @@ func (r *Reconciler) tenantObjects(ctx context.Context, t *tenancyv1alpha1.Tenan
 	for i := range repos.Items {
 		out = append(out, render.ExistingObject{Kind: sourcev1.OCIRepositoryKind, Object: &repos.Items[i]})
 	}
+	var artifacts sourcev1.ExternalArtifactList
+	if err := r.Client.List(ctx, &artifacts, selector); ignoreNoMatch(err) != nil {
+		return nil, fmt.Errorf("listing the tenant's ExternalArtifacts: %w", err)
+	}
+	for i := range artifacts.Items {
+		out = append(out, render.ExistingObject{Kind: sourcev1.ExternalArtifactKind, Object: &artifacts.Items[i]})
+	}
 	return out, nil
 }
 
 // deleteStale deletes the tenant's objects that rendering no longer holds
 // (render.StaleTenantObjects): Flux uninstalls the stack from clusters
-// that left the selection as their HelmRelease or Kustomization goes.
+// that left the selection as their HelmRelease or Kustomization goes
+// (and leaves the target namespace: its Kustomization orphans it). A
+// deleted ExternalArtifact's stored artifact goes with it.
 func (r *Reconciler) deleteStale(ctx context.Context, t *tenancyv1alpha1.Tenant, rendered *render.RenderedTenant, sel render.ClusterSelection) error {
 	existing, err := r.tenantObjects(ctx, t, false)
 	if err != nil {
@@ -84,6 +93,9 @@ func (r *Reconciler) deleteStale(ctx context.Context, t *tenancyv1alpha1.Tenant,
 	}
 	for _, e := range render.StaleTenantObjects(t, rendered, sel, existing) {
 		if err := r.deleteObject(ctx, e); err != nil {
+			return err
+		}
+		if err := r.removeArtifact(e); err != nil {
 			return err
 		}
 		r.event(t, "Normal", "Deleted", fmt.Sprintf("deleted %s %s, which Tenant %s no longer needs", e.Kind, apply.ObjectRef(e.Object), t.Name))

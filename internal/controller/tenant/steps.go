@@ -107,8 +107,10 @@ func conflictingManagement(t *tenancyv1alpha1.Tenant) bool {
 }
 
 // requestFluxReconcile passes a reconcile.fluxcd.io/requestedAt request on
-// to the tenant's sources and clusters' Flux objects (those that are the
-// tenant's: conflicting objects are someone else's).
+// to the tenant's sources and clusters' Flux objects, the Kustomizations
+// of the target namespace included (those that are the tenant's:
+// conflicting objects are someone else's). The ExternalArtifacts have
+// nothing to reconcile: Capwright is their controller.
 func (r *Reconciler) requestFluxReconcile(ctx context.Context, rendered *render.RenderedTenant, conflicts map[types.NamespacedName]string, request string) error {
 	var objects []ctrl.Object
 	for _, src := range rendered.Sources {
@@ -117,6 +119,9 @@ func (r *Reconciler) requestFluxReconcile(ctx context.Context, rendered *render.
 	for _, c := range rendered.Clusters {
 		if _, bad := conflicts[c.Cluster]; bad {
 			continue
+		}
+		if c.Namespace != nil {
+			objects = append(objects, c.Namespace.DeepCopy())
 		}
 		objects = append(objects, c.Object().(ctrl.Object).DeepCopyObject().(ctrl.Object))
 	}
