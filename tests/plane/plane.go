@@ -48,7 +48,8 @@ type Options struct {
 // kube-controller-manager, kube-scheduler, kwok with simulated nodes, the
 // Flux source, kustomize and helm controllers, an in-process OCI registry,
 // the certsim stand-in for cert-manager and a webhook router that lets the
-// API server reach webhooks served by local processes.
+// API server reach webhooks served by local processes. StartHCPSim adds the
+// hcpsim stand-in for a hosted-control-plane operator.
 type Plane struct {
 	// RunDir holds the logs (<component>.log), certificates and data.
 	RunDir string
@@ -62,9 +63,12 @@ type Plane struct {
 	// process.
 	Webhooks *WebhookRouter
 
-	opts      Options
-	api       *apiServer
-	tracker   *tracker
+	opts    Options
+	api     *apiServer
+	tracker *tracker
+	// runCtx ends on Stop; in-process servers started after Start (hcpsim)
+	// run under it.
+	runCtx    context.Context
 	cancel    context.CancelFunc
 	inProcess sync.WaitGroup
 	stopOnce  sync.Once
@@ -72,6 +76,7 @@ type Plane struct {
 
 	mu        sync.Mutex
 	workloads []*WorkloadCluster
+	hcpsim    *hcpsimRun // set by StartHCPSim
 }
 
 // tracker remembers started processes so teardown reaches all of them.
@@ -176,6 +181,7 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 		RunDir:  opts.RunDir,
 		opts:    opts,
 		tracker: &tracker{logDir: opts.RunDir},
+		runCtx:  runCtx,
 		cancel:  cancel,
 	}
 	if err := p.start(ctx, runCtx); err != nil {
@@ -281,14 +287,19 @@ func (p *Plane) startCertsim(ctx context.Context) {
 	}()
 }
 
-// Stop tears everything down: workload clusters, processes (whole process
-// groups), in-process servers. It is safe to call more than once.
+// Stop tears everything down: hcpsim and its control planes, workload
+// clusters, processes (whole process groups), in-process servers. It is safe to call more than once.
 func (p *Plane) Stop() error {
 	p.stopOnce.Do(func() {
 		var errs []error
 		p.mu.Lock()
-		workloads := p.workloads
+		workloads, hcpsim := p.workloads, p.hcpsim
 		p.mu.Unlock()
+		if hcpsim != nil {
+			// First: it stops the control planes it runs, and its open
+			// watch would hold up the API server's shutdown.
+			hcpsim.stop()
+		}
 		for _, w := range workloads {
 			w.stop()
 		}

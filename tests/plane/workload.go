@@ -73,6 +73,13 @@ func (p *Plane) StartWorkloadCluster(ctx context.Context, name string, opts Work
 
 func (w *WorkloadCluster) stop() { w.tracker.stopAll() }
 
+// Stop stops the workload cluster's processes and returns once they are
+// gone; the plane's Stop does it for every workload cluster.
+func (w *WorkloadCluster) Stop() { w.stop() }
+
+// PIDs lists the process ids of the workload cluster's processes.
+func (w *WorkloadCluster) PIDs() []int { return w.tracker.pids() }
+
 // Kill SIGKILLs a component of the workload cluster (etcd,
 // kube-apiserver, kube-controller-manager): with its API server gone, the
 // cluster is unreachable. Restart brings it back.
