@@ -26,9 +26,10 @@
 //     spec.upgradeDelay (default 2s), then ready=true at the new version.
 //     The API server keeps serving throughout, as a rolling upgrade of a
 //     replicated control plane would;
-//   - on deletion, stops the processes and waits until they are gone, then
-//     removes its finalizer. When the operator stops (its context ends) it
-//     stops every control plane it started.
+//   - on deletion, stops the processes and waits until they are gone,
+//     deletes the kubeconfig Secret (without waiting for the garbage
+//     collector), then removes its finalizer. When the operator stops (its
+//     context ends) it stops every control plane it started.
 //
 // What it does not simulate: the version is a label only (every control
 // plane runs the plane's own kube-apiserver build, whatever spec.version
