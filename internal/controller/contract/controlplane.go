@@ -203,6 +203,9 @@ func (r *ControlPlaneReconciler) reconcile(ctx context.Context, cp *clustersv1al
 	}
 
 	switch {
+	case !ok && p.backend.Status == metav1.ConditionFalse:
+		// Flux failed: that explains a missing or unreadable view.
+		cp.SetConditions(setCond(cp, clustersv1alpha1.AvailableCondition, metav1.ConditionFalse, p.backend.Reason, p.backend.Message))
 	case !ok:
 		cp.SetConditions(setCond(cp, clustersv1alpha1.AvailableCondition, metav1.ConditionFalse, reason, message))
 	case !v.Ready:

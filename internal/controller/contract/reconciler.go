@@ -148,6 +148,11 @@ func (s *Shared) prepare(ctx context.Context, sub subject, request string) (*pre
 		return nil, &halt{shell.Outcome{Result: reconcile.Result{RequeueAfter: s.resync()}}}
 	}
 	if paused, why := isPaused(sub.obj, *cluster); paused {
+		// Paused=True is written once; then nothing at all until the
+		// pause ends, a new generation included.
+		if c := sub.condition(clustersv1alpha1.PausedCondition); c != nil && c.Status == metav1.ConditionTrue {
+			return nil, &halt{shell.Outcome{Hold: true}}
+		}
 		sub.set(clustersv1alpha1.PausedCondition, metav1.ConditionTrue, clustersv1alpha1.PausedReason, why)
 		return nil, &halt{shell.Outcome{}}
 	}

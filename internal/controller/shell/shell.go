@@ -87,6 +87,10 @@ type Outcome struct {
 	// Done, from Finalize: the object may go; the shell removes its
 	// finalizer.
 	Done bool
+	// Hold: the object is paused and already says so; the shell writes
+	// nothing at all, not even the status of a new generation (which
+	// stays unobserved until the pause ends, as kstatus should see it).
+	Hold bool
 }
 
 // Stall is a refusal that does not fix itself: kstatus calls the object
@@ -189,6 +193,9 @@ func (s *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 			request = token
 		}
 		out, err = s.Steps.Reconcile(ctx, obj, request)
+	}
+	if err == nil && out.Hold {
+		return out.Result, nil
 	}
 	if err == nil && request != "" {
 		s.Steps.Status(obj).SetLastHandledReconcileRequest(request)

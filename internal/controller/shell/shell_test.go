@@ -381,3 +381,35 @@ func TestRewordingIsWrittenAtMostEveryInterval(t *testing.T) {
 		t.Fatalf("Ready 0.1 s later: %v, %d status writes; want it written at once", err, w.statusWrites)
 	}
 }
+
+// A paused object that says so already is held: a new generation writes
+// nothing, status included, and no event.
+func TestHoldWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	steps := &fakeSteps{ready: metav1.ConditionTrue}
+	s, c, w, rec := newShell(t, steps, tenant())
+	if _, err := s.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for len(rec.Events) > 0 {
+		<-rec.Events
+	}
+	got := get(t, c)
+	got.Spec.Suspend = true
+	got.Generation = 2
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	*w = writes{}
+	steps.outcome = Outcome{Hold: true}
+	steps.ready = metav1.ConditionFalse
+	if _, err := s.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if w.patches != 0 || w.statusWrites != 0 || len(rec.Events) != 0 {
+		t.Fatalf("a held object: %d patches, %d status writes, %d events; want none", w.patches, w.statusWrites, len(rec.Events))
+	}
+	if got := get(t, c); got.Status.ObservedGeneration != 1 {
+		t.Fatalf("a held object's observedGeneration moved to %d", got.Status.ObservedGeneration)
+	}
+}
