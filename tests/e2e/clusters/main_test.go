@@ -1,0 +1,74 @@
+// Package clusters is the end-to-end suite of Capwright's Cluster API
+// contract kinds: Clusters whose control plane (CapwrightControlPlane) is
+// a chart the real Flux controllers install from the plane's registry,
+// its backend the plane's simulated hosted-control-plane operator
+// (hcpsim: a real etcd and kube-apiserver per control plane), reconciled
+// by the real Cluster API core manager (ClusterTopology on, for
+// ClusterClasses) and the Capwright manager built from the working tree.
+package clusters
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane"
+	"github.com/capwright/capwright/tests/plane/hcpsim"
+)
+
+var (
+	env *plane.Plane
+	// chartURL is the simulated operator's chart in the plane's registry.
+	chartURL string
+)
+
+// backendReader grants the manager watch access to the simulated
+// operator's kind, as a backend's chart or the platform team would.
+const backendReader = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: hcpsim-capwright-reader
+  labels:
+    clusters.capwright.io/aggregate-to-manager: "true"
+rules:
+- apiGroups: ["hcpsim.plane.capwright.io"]
+  resources: ["simulatedcontrolplanes"]
+  verbs: ["get", "list", "watch"]
+`
+
+func TestMain(m *testing.M) {
+	opts := plane.Options{AuditLog: true, ExtraArgs: map[string][]string{
+		"cluster-api-manager": {"--feature-gates=ClusterTopology=true"},
+	}}
+	os.Exit(framework.RunSuite(m, opts, func(ctx context.Context, p *plane.Plane) error {
+		if err := p.BuildCapwright(ctx); err != nil {
+			return err
+		}
+		// Cluster API first: the manager watches Clusters when they are
+		// served at start-up.
+		if _, err := p.StartCAPIManager(ctx, plane.CAPIManagerOptions{Install: true}); err != nil {
+			return err
+		}
+		if err := p.StartHCPSim(ctx); err != nil {
+			return err
+		}
+		applier, err := plane.NewApplier(p.Config)
+		if err != nil {
+			return err
+		}
+		objs, err := plane.DecodeYAML(strings.NewReader(backendReader))
+		if err != nil {
+			return err
+		}
+		if err := applier.Apply(ctx, objs...); err != nil {
+			return err
+		}
+		if chartURL, err = framework.PushChart(ctx, p.Registry.Host, "charts/"+hcpsim.ChartName, hcpsim.ChartName, hcpsim.ChartVersion, hcpsim.ChartFiles()); err != nil {
+			return err
+		}
+		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=30s"}})
+		return err
+	}, func(p *plane.Plane) { env = p }))
+}
