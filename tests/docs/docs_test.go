@@ -32,6 +32,7 @@ import (
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	providersv1alpha1 "github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 )
@@ -39,28 +40,28 @@ import (
 const repoRoot = "../.."
 
 // TestTroubleshootingNamesEveryReason: each reason constant of a kind's
-// API appears, as `Reason`, in that kind's section of the guide.
+// API appears, as `Reason`, in that kind's troubleshooting section.
 func TestTroubleshootingNamesEveryReason(t *testing.T) {
-	guide, err := os.ReadFile(filepath.Join(repoRoot, "docs", "troubleshooting.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sections := splitSections(string(guide))
-	for _, api := range []struct{ file, section string }{
-		{"api/providers/v1alpha1/conditions.go", "Providers"},
-		{"api/tenancy/v1alpha1/conditions.go", "Tenants"},
+	for _, api := range []struct{ file, guide, section string }{
+		{"api/providers/v1alpha1/conditions.go", "docs/troubleshooting.md", "Providers"},
+		{"api/tenancy/v1alpha1/conditions.go", "docs/troubleshooting.md", "Tenants"},
+		{"api/clusters/v1alpha1/conditions.go", "docs/clusters.md", "Troubleshooting"},
 	} {
+		guide, err := os.ReadFile(filepath.Join(repoRoot, api.guide))
+		if err != nil {
+			t.Fatal(err)
+		}
 		reasons := reasonConstants(t, filepath.Join(repoRoot, api.file))
 		if len(reasons) < 10 {
 			t.Fatalf("found only %d reasons in %s: the parser no longer finds them", len(reasons), api.file)
 		}
-		text, ok := sections[api.section]
+		text, ok := splitSections(string(guide))[api.section]
 		if !ok {
-			t.Fatalf("docs/troubleshooting.md has no section %q", api.section)
+			t.Fatalf("%s has no section %q", api.guide, api.section)
 		}
 		for name, value := range reasons {
 			if !strings.Contains(text, "`"+value+"`") {
-				t.Errorf("docs/troubleshooting.md, section %s, does not explain reason %q (%s in %s)", api.section, value, name, api.file)
+				t.Errorf("%s, section %s, does not explain reason %q (%s in %s)", api.guide, api.section, value, name, api.file)
 			}
 		}
 	}
@@ -270,7 +271,7 @@ func strictDecoder(t *testing.T) runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme,
-		providersv1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme, notificationv1beta3.AddToScheme,
+		providersv1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme, clustersv1alpha1.AddToScheme, notificationv1beta3.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
