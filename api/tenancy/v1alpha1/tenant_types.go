@@ -172,10 +172,12 @@ type StackSpec struct {
 	Kustomize *KustomizeStack `json:"kustomize,omitempty"`
 
 	// TargetNamespace is the namespace on each workload cluster the stack
-	// is installed into. Default: the tenant's name. A chart's namespace
-	// is created by Helm; a kustomize artifact must include a Namespace
-	// manifest (kustomize renames it to this namespace), since Flux does
-	// not create namespaces for Kustomizations.
+	// is installed into. Default: the tenant's name. Flux creates it when
+	// it is missing, and Capwright never deletes it: Helm creates a
+	// chart's; for a kustomize artifact, a Kustomization of its own applies
+	// a Namespace manifest the Capwright manager serves, before the stack.
+	// A Namespace manifest in the artifact (kustomize renames it to this
+	// namespace) is the stack's own object, pruned with the stack.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="stack.targetNamespace must be a namespace name: a DNS label of lower-case letters, digits and -"
