@@ -40,8 +40,8 @@ import (
 	// against the Mozilla roots this package embeds.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
-	"github.com/capwright/capwright/api/providers/v1alpha1"
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
+	"github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
@@ -313,6 +313,9 @@ func setupContract(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecor
 		Metrics:        m,
 		Mirrors:        rules,
 		ResyncInterval: o.resync,
+		ClusterAPIServed: func() (bool, error) {
+			return served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
+		},
 	}
 	if err := contract.Setup(mgr, shared, controller.Options{MaxConcurrentReconciles: o.concurrent}, watch); err != nil {
 		return fmt.Errorf("setting up the Cluster API contract controllers: %w", err)

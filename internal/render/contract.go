@@ -223,4 +223,3 @@ func ContractValues(v any) (*apiextensionsv1.JSON, error) {
 	}
 	return &apiextensionsv1.JSON{Raw: data}, nil
 }
-

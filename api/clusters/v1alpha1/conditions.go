@@ -37,20 +37,24 @@ const (
 	// API sets the owner reference once a Cluster refers to it).
 	WaitingForClusterReason = "WaitingForCluster"
 	// InvalidSpecReason: the spec cannot be rendered (an undefined
-	// variable, a CEL expression that does not compile); the message
-	// names the field.
+	// variable, a CEL expression that does not parse); the message names
+	// the field.
 	InvalidSpecReason = "InvalidSpec"
 	// ObjectConflictReason: a Flux object or the kubeconfig Secret
 	// Capwright would write exists and is not Capwright's for this object;
 	// nothing is changed.
 	ObjectConflictReason = "ObjectConflict"
-	// InstallingReason: Flux is fetching or installing the backend.
+	// InstallingReason: Flux is fetching or installing the backend and
+	// gives no reason of its own. Otherwise BackendReady (and Available,
+	// when Flux failed) carries Flux's own reason and message, e.g.
+	// InstallFailed, ArtifactFailed or Progressing.
 	InstallingReason = "Installing"
-	// InstallFailedReason: Flux reported a failure; the message is Flux's.
-	InstallFailedReason = "InstallFailed"
 	// StatusObjectNotFoundReason: the statusFrom object does not exist
 	// (yet).
 	StatusObjectNotFoundReason = "StatusObjectNotFound"
+	// StatusObjectForbiddenReason: the manager may not read the
+	// statusFrom object's kind; the message says how to grant it.
+	StatusObjectForbiddenReason = "StatusObjectForbidden"
 	// StatusInvalidReason: the status view cannot be read: an expression
 	// fails or returns the wrong type, or the endpoint is not host[:port]
 	// or a URL.

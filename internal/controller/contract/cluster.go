@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -66,9 +67,12 @@ func (s clusterSteps) Reconcile(ctx context.Context, c *clustersv1alpha1.Capwrig
 
 func (s clusterSteps) Finalize(ctx context.Context, c *clustersv1alpha1.CapwrightCluster) (shell.Outcome, error) {
 	sub := clusterSubject(c)
-	if _, ok := c.Annotations[PausedAnnotation]; ok {
-		sub.set(clustersv1alpha1.PausedCondition, metav1.ConditionTrue, clustersv1alpha1.PausedReason, "the object carries the "+PausedAnnotation+" annotation: deletion waits")
-		return shell.Outcome{}, nil
+	_, hold, err := s.r.holdDeletion(ctx, sub)
+	if err != nil {
+		return shell.Outcome{}, err
+	}
+	if hold != nil {
+		return *hold, nil
 	}
 	pending, err := s.r.finalizeBackend(ctx, sub)
 	if err != nil {
@@ -156,6 +160,9 @@ func (r *ClusterReconciler) reconcile(ctx context.Context, c *clustersv1alpha1.C
 		c.Status.Initialization.Provisioned = ptr.To(true)
 	} else {
 		requeue = min(requeue, pollWhileWaiting)
+	}
+	if p.stale {
+		requeue = min(requeue, time.Second)
 	}
 	return shell.Outcome{Result: reconcile.Result{RequeueAfter: requeue}}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -120,7 +121,9 @@ func (s cpSteps) EventMetadata(cp *clustersv1alpha1.CapwrightControlPlane) map[s
 	return nil
 }
 
-func (s cpSteps) Warning(c metav1.Condition) bool { return c.Status == metav1.ConditionFalse && c.Type != clustersv1alpha1.PausedCondition && c.Type != clustersv1alpha1.DeletingCondition }
+func (s cpSteps) Warning(c metav1.Condition) bool {
+	return c.Status == metav1.ConditionFalse && c.Type != clustersv1alpha1.PausedCondition && c.Type != clustersv1alpha1.DeletingCondition
+}
 
 func (s cpSteps) State(cp *clustersv1alpha1.CapwrightControlPlane) metrics.ObjectState {
 	st := metrics.ObjectState{Kind: clustersv1alpha1.ControlPlaneKind, Namespace: cp.Namespace, Name: cp.Name,
@@ -223,6 +226,9 @@ func (r *ControlPlaneReconciler) reconcile(ctx context.Context, cp *clustersv1al
 	if !backendUp || !ok || !v.Ready {
 		requeue = min(requeue, pollWhileWaiting)
 	}
+	if p.stale {
+		requeue = min(requeue, time.Second)
+	}
 	return shell.Outcome{Result: reconcile.Result{RequeueAfter: requeue}}, nil
 }
 
@@ -244,7 +250,18 @@ func setCond(obj shell.Object, typ string, status metav1.ConditionStatus, reason
 	return conds
 }
 
-func sameVersion(a, b string) bool { return strings.TrimPrefix(a, "v") == strings.TrimPrefix(b, "v") }
+// sameVersion compares Kubernetes versions without a leading v and
+// without build metadata (a backend may report v1.31.1+k3s1).
+func sameVersion(a, b string) bool {
+	core := func(v string) string {
+		v = strings.TrimPrefix(v, "v")
+		if i := strings.IndexByte(v, '+'); i >= 0 {
+			v = v[:i]
+		}
+		return v
+	}
+	return core(a) == core(b)
+}
 
 func orNone(s string) string {
 	if s == "" {
@@ -253,7 +270,9 @@ func orNone(s string) string {
 	return s
 }
 
-func endpointString(e clustersv1alpha1.APIEndpoint) string { return fmt.Sprintf("%s:%d", e.Host, e.Port) }
+func endpointString(e clustersv1alpha1.APIEndpoint) string {
+	return fmt.Sprintf("%s:%d", e.Host, e.Port)
+}
 
 // setEndpoint writes spec.controlPlaneEndpoint (a merge patch of a copy:
 // the status computed so far stays as it is).
@@ -338,9 +357,12 @@ func (r *ControlPlaneReconciler) publishKubeconfig(ctx context.Context, cp *clus
 // object to go, then removes the kubeconfig Secret.
 func (r *ControlPlaneReconciler) finalize(ctx context.Context, cp *clustersv1alpha1.CapwrightControlPlane) (shell.Outcome, error) {
 	sub := cpSubject(cp)
-	if _, ok := cp.Annotations[PausedAnnotation]; ok {
-		sub.set(clustersv1alpha1.PausedCondition, metav1.ConditionTrue, clustersv1alpha1.PausedReason, "the object carries the "+PausedAnnotation+" annotation: deletion waits")
-		return shell.Outcome{}, nil
+	owner, hold, err := r.holdDeletion(ctx, sub)
+	if err != nil {
+		return shell.Outcome{}, err
+	}
+	if hold != nil {
+		return *hold, nil
 	}
 	pending, err := r.finalizeBackend(ctx, sub)
 	if err != nil {
@@ -348,7 +370,7 @@ func (r *ControlPlaneReconciler) finalize(ctx context.Context, cp *clustersv1alp
 	}
 	cluster := clusterName(cp)
 	if pending == "" {
-		pending, err = r.statusObjectLeft(ctx, cp, cluster)
+		pending, err = r.statusObjectLeft(ctx, cp, cluster, owner)
 		if err != nil {
 			return shell.Outcome{}, err
 		}
@@ -373,14 +395,19 @@ func (r *ControlPlaneReconciler) finalize(ctx context.Context, cp *clustersv1alp
 
 // statusObjectLeft tells whether the backend's status object is still
 // there (its operator is still tearing the control plane down).
-func (r *ControlPlaneReconciler) statusObjectLeft(ctx context.Context, cp *clustersv1alpha1.CapwrightControlPlane, cluster string) (string, error) {
+func (r *ControlPlaneReconciler) statusObjectLeft(ctx context.Context, cp *clustersv1alpha1.CapwrightControlPlane, cluster string, owner *clusterFacts) (string, error) {
 	if cluster == "" {
 		return "", nil
 	}
-	vars := clusterFacts{Namespace: cp.Namespace, Name: cluster}.variables(cp.Spec.Version)
-	name, err := substitute("spec.statusFrom.name", cp.Spec.StatusFrom.Name, vars)
+	facts := clusterFacts{Namespace: cp.Namespace, Name: cluster}
+	if owner != nil {
+		facts = *owner
+	}
+	name, err := substitute("spec.statusFrom.name", cp.Spec.StatusFrom.Name, facts.variables(cp.Spec.Version))
 	if err != nil {
-		return "", nil // nothing was ever rendered from it
+		// The Cluster (and its topology variables) is gone: nothing can
+		// say which object to wait for; the backend's Flux objects are.
+		return "", nil
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(schema.FromAPIVersionAndKind(cp.Spec.StatusFrom.APIVersion, cp.Spec.StatusFrom.Kind))

@@ -58,6 +58,9 @@ type Shared struct {
 	Mirrors catalog.Mirrors
 	// ResyncInterval is how often an unchanged object is looked at again.
 	ResyncInterval time.Duration
+	// ClusterAPIServed, for a manager started before Cluster API, says
+	// whether Clusters are served now; they are watched from then on.
+	ClusterAPIServed func() (bool, error)
 
 	exprs   expressionCache
 	watches *statusWatches
@@ -125,6 +128,8 @@ type prepared struct {
 	// statusName is statusFrom.name, substituted.
 	statusName string
 	exprs      *expressions
+	// stale is set when the cache has not seen the applier just written.
+	stale bool
 }
 
 // halt is an outcome that ends the steps early.
@@ -203,11 +208,18 @@ func (s *Shared) prepare(ctx context.Context, sub subject, request string) (*pre
 			}
 		}
 	}
-	source, applier, err := s.observe(ctx, p.objects)
+	source, applier, fresh, err := s.observe(ctx, p.objects)
 	if err != nil {
 		return nil, err
 	}
 	p.backend = health.FoldBackend(source, applier)
+	if !fresh {
+		// The cache has not seen what was just applied: its Ready would
+		// describe the previous spec (a version not yet rendered).
+		p.backend.Status, p.backend.Reason = metav1.ConditionUnknown, clustersv1alpha1.InstallingReason
+		p.backend.Message = "waiting to see the new spec of " + applier.Kind + " " + applier.Namespace + "/" + applier.Name
+		p.stale = true
+	}
 	*sub.backendStatus = p.backend.Objects
 	sub.set(clustersv1alpha1.BackendReadyCondition, p.backend.Status, p.backend.Reason, p.backend.Message)
 	return p, nil
@@ -307,15 +319,27 @@ func backendURL(b clustersv1alpha1.Backend) string {
 	return b.Kustomize.URL
 }
 
-// observe reads the backend's Flux objects from the cache.
-func (s *Shared) observe(ctx context.Context, objs *render.ContractObjects) (source, applier health.Observation, err error) {
+// observe reads the backend's Flux objects from the cache; fresh says
+// that the cached applier carries the spec just rendered.
+func (s *Shared) observe(ctx context.Context, objs *render.ContractObjects) (source, applier health.Observation, fresh bool, err error) {
+	want, err := apply.Desired(objs.Applier(), appliedHashAnnotation)
+	if err != nil {
+		return source, applier, false, err
+	}
+	hash := want.GetAnnotations()[appliedHashAnnotation]
+	fresh = true
+	current := func(o ctrl.Object) {
+		if o.GetAnnotations()[appliedHashAnnotation] != hash {
+			fresh = false
+		}
+	}
 	key := ctrl.ObjectKeyFromObject(objs.Source)
 	var repo sourcev1.OCIRepository
 	switch err := s.Client.Get(ctx, key, &repo); {
 	case apierrors.IsNotFound(err):
 		source = health.Observation{Kind: sourcev1.OCIRepositoryKind, Name: key.Name, Namespace: key.Namespace, Missing: true}
 	case err != nil:
-		return source, applier, err
+		return source, applier, false, err
 	default:
 		source = health.ObserveOCIRepository(&repo)
 	}
@@ -325,23 +349,27 @@ func (s *Shared) observe(ctx context.Context, objs *render.ContractObjects) (sou
 		switch err := s.Client.Get(ctx, key, &hr); {
 		case apierrors.IsNotFound(err):
 			applier = health.Observation{Kind: helmv2.HelmReleaseKind, Name: key.Name, Namespace: key.Namespace, Missing: true}
+			fresh = false
 		case err != nil:
-			return source, applier, err
+			return source, applier, false, err
 		default:
 			applier = health.ObserveHelmRelease(&hr)
+			current(&hr)
 		}
 	default:
 		var ks kustomizev1.Kustomization
 		switch err := s.Client.Get(ctx, key, &ks); {
 		case apierrors.IsNotFound(err):
 			applier = health.Observation{Kind: kustomizev1.KustomizationKind, Name: key.Name, Namespace: key.Namespace, Missing: true}
+			fresh = false
 		case err != nil:
-			return source, applier, err
+			return source, applier, false, err
 		default:
 			applier = health.ObserveKustomization(&ks)
+			current(&ks)
 		}
 	}
-	return source, applier, nil
+	return source, applier, fresh, nil
 }
 
 // readView reads the status view of the backend: ok is false, with the
@@ -362,6 +390,10 @@ func (s *Shared) readView(ctx context.Context, sub subject, p *prepared) (v view
 	key := ctrl.ObjectKey{Namespace: sub.obj.GetNamespace(), Name: p.statusName}
 	ref := fmt.Sprintf("%s %s/%s", gvk.Kind, key.Namespace, key.Name)
 	if err := reader.Get(ctx, key, u); err != nil {
+		if apierrors.IsForbidden(err) {
+			return v, false, clustersv1alpha1.StatusObjectForbiddenReason,
+				fmt.Sprintf("the manager may not read %s (spec.statusFrom): grant it get, list and watch on %s with a ClusterRole labelled clusters.capwright.io/aggregate-to-manager: \"true\"", ref, gvk.GroupKind()), pollWhileWaiting
+		}
 		if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
 			return v, false, clustersv1alpha1.StatusObjectNotFoundReason,
 				ref + " (spec.statusFrom) does not exist yet: the backend creates it; check that spec.statusFrom names what the backend creates", pollWhileWaiting
@@ -379,7 +411,10 @@ func (s *Shared) readView(ctx context.Context, sub subject, p *prepared) (v view
 // ready: the backend's own when it gives them.
 func notReady(v view, ref string) (string, string) {
 	reason, message := v.Reason, v.Message
-	if !isConditionReason(reason) {
+	if v.Stale {
+		// What it says describes an older generation.
+		reason = clustersv1alpha1.BackendNotReadyReason
+	} else if !isConditionReason(reason) {
 		if reason != "" {
 			message = strings.TrimSpace(reason + ": " + message)
 		}
@@ -408,6 +443,31 @@ func isConditionReason(s string) bool {
 		}
 	}
 	return true
+}
+
+// holdDeletion says whether a deletion waits for a pause to end (the
+// object's annotation, or its Cluster's spec.paused: clusterctl move
+// pauses before it moves): then the outcome to return, Paused set once
+// and nothing written after. It returns the owning Cluster when it is
+// still there.
+func (s *Shared) holdDeletion(ctx context.Context, sub subject) (*clusterFacts, *shell.Outcome, error) {
+	owner, err := s.ownerCluster(ctx, sub)
+	if err != nil {
+		return nil, nil, err
+	}
+	facts := clusterFacts{}
+	if owner != nil {
+		facts = *owner
+	}
+	paused, why := isPaused(sub.obj, facts)
+	if !paused {
+		return owner, nil, nil
+	}
+	if c := sub.condition(clustersv1alpha1.PausedCondition); c != nil && c.Status == metav1.ConditionTrue {
+		return owner, &shell.Outcome{Hold: true}, nil
+	}
+	sub.set(clustersv1alpha1.PausedCondition, metav1.ConditionTrue, clustersv1alpha1.PausedReason, why+": the deletion waits")
+	return owner, &shell.Outcome{}, nil
 }
 
 // finalizeBackend deletes the backend's Flux objects, and tells what is

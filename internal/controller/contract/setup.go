@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -13,12 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/controller/shell"
@@ -43,9 +47,10 @@ import (
 // owner references: Cluster API sets itself as the owner), their
 // backends' Flux objects, the metadata of Secrets (a backend's kubeconfig
 // appearing or rotating, the published one changed or deleted), the
-// kinds statusFrom names as they are first seen, and — when watchClusters
-// (Cluster API is served at start-up) — Clusters, for spec.paused and
-// topology variables; otherwise those are looked at every resync.
+// kinds statusFrom names as they are first seen, and Clusters, for
+// spec.paused and topology variables: from the start when watchClusters
+// (Cluster API is served at start-up), else once shared.ClusterAPIServed
+// says they are.
 func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, watchClusters bool) error {
 	shared.watches = &statusWatches{cache: mgr.GetCache(), probe: mgr.GetAPIReader()}
 	cp := &ControlPlaneReconciler{Shared: shared}
@@ -77,6 +82,7 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 				return out
 			}, "infrastructureRef", cl, clustersv1alpha1.ClusterKind},
 	}
+	var late []lateWatch
 	for _, k := range kinds {
 		k := k
 		inNamespace := func(ctx context.Context, namespace string) []statusReader {
@@ -109,20 +115,22 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 					return !strings.HasPrefix(o.GetName(), "sh.helm.release.")
 				})), builder.OnlyMetadata).
 			WithOptions(opts)
+		byCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o ctrl.Object) []reconcile.Request {
+			ref, _, _ := unstructured.NestedStringMap(o.(*unstructured.Unstructured).Object, "spec", k.refField)
+			if ref["kind"] != k.name || ref["name"] == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Namespace: o.GetNamespace(), Name: ref["name"]}}}
+		})
 		if watchClusters {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(clusterGVK)
-			b = b.Watches(u, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o ctrl.Object) []reconcile.Request {
-				ref, _, _ := unstructured.NestedStringMap(o.(*unstructured.Unstructured).Object, "spec", k.refField)
-				if ref["kind"] != k.name || ref["name"] == "" {
-					return nil
-				}
-				return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Namespace: o.GetNamespace(), Name: ref["name"]}}}
-			}))
+			b = b.Watches(newCluster(), byCluster)
 		}
 		c, err := b.Build(k.r)
 		if err != nil {
 			return err
+		}
+		if !watchClusters && shared.ClusterAPIServed != nil {
+			late = append(late, lateWatch{ctrl: c, handler: byCluster})
 		}
 		shared.watches.controllers = append(shared.watches.controllers, watchTarget{ctrl: c,
 			byGVK: func(ctx context.Context, gvk schema.GroupVersionKind, namespace string) []reconcile.Request {
@@ -135,6 +143,63 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 				return reqs
 			}})
 	}
+	if len(late) > 0 {
+		return mgr.Add(&clusterWatcher{served: shared.ClusterAPIServed, cache: mgr.GetCache(), watches: late})
+	}
+	return nil
+}
+
+func newCluster() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(clusterGVK)
+	return u
+}
+
+// lateWatch is a Cluster watch to add once Clusters are served.
+type lateWatch struct {
+	ctrl    controller.Controller
+	handler handler.EventHandler
+}
+
+// clusterWatcher starts the Cluster watches once Cluster API is served
+// (often installed by the manager's own provider controllers after it
+// started): a watch of a kind not served would stop the manager. Until
+// then a Cluster's pause and topology variables are seen at each resync
+// and whenever Cluster API sets itself as an object's owner. It runs on
+// the leader, as the controllers do.
+type clusterWatcher struct {
+	served  func() (bool, error)
+	cache   cache.Cache
+	watches []lateWatch
+}
+
+// clusterPoll is how often a manager started before Cluster API asks
+// whether Clusters are served now.
+const clusterPoll = 20 * time.Second
+
+func (w *clusterWatcher) Start(ctx context.Context) error {
+	tick := time.NewTicker(clusterPoll)
+	defer tick.Stop()
+	for {
+		served, err := w.served()
+		if err != nil {
+			log.FromContext(ctx).Error(err, "asking whether Cluster API's Cluster kind is served")
+		}
+		if served {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+	for _, l := range w.watches {
+		if err := l.ctrl.Watch(source.Kind[ctrl.Object](w.cache, newCluster(), l.handler)); err != nil {
+			return err
+		}
+	}
+	log.FromContext(ctx).Info("Cluster API is served now: watching Clusters for CapwrightControlPlanes and CapwrightClusters")
 	return nil
 }
 
@@ -152,4 +217,3 @@ func ownersChanged() predicate.Predicate {
 		return !reflect.DeepEqual(e.ObjectOld.GetOwnerReferences(), e.ObjectNew.GetOwnerReferences())
 	}}
 }
-

@@ -74,27 +74,30 @@ var notIdentifier = regexp.MustCompile(`[^A-Za-z0-9_]`)
 // name: characters other than letters, digits and _ become _.
 func identifier(name string) string { return notIdentifier.ReplaceAllString(name, "_") }
 
-// substitute replaces ${VAR} in s from vars; an undefined variable is an
-// error naming it and field.
+// substitute replaces ${VAR} in s from vars, with the operators of Flux's
+// post-build substitution (${VAR:=default} and the like); a variable used
+// bare that is not defined is an error naming it and field. As in Flux,
+// $$ stands for one $ in a string that uses variables.
 func substitute(field, s string, vars map[string]string) (string, error) {
 	if !strings.Contains(s, "$") {
 		return s, nil
 	}
-	var missing []string
+	var asked []string
 	out, err := envsubst.Eval(s, func(name string) (string, bool) {
 		v, ok := vars[name]
 		if !ok {
-			missing = append(missing, name)
+			asked = append(asked, name)
 		}
 		return v, ok
 	})
-	if len(missing) > 0 {
+	if err != nil && len(asked) > 0 {
 		known := make([]string, 0, len(vars))
 		for k := range vars {
 			known = append(known, "${"+k+"}")
 		}
 		slices.Sort(known)
-		return "", fmt.Errorf("%s uses ${%s}, which is not defined: the variables are %s", field, missing[0], strings.Join(known, ", "))
+		// The last variable asked for is the one that failed.
+		return "", fmt.Errorf("%s uses ${%s}, which is not defined: the variables are %s", field, asked[len(asked)-1], strings.Join(known, ", "))
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)

@@ -76,7 +76,7 @@ func (c *expressionCache) compile(s *clustersv1alpha1.StatusFrom) (*expressions,
 	var out expressions
 	for _, f := range []struct {
 		field, expr, def string
-		into         **cel.Expression
+		into             **cel.Expression
 	}{
 		{"spec.statusFrom.ready", s.Ready, defaultReady, &out.ready},
 		{"spec.statusFrom.endpoint", s.Endpoint, defaultEndpoint, &out.endpoint},

@@ -103,6 +103,9 @@ func TestVariables(t *testing.T) {
 		!strings.Contains(err.Error(), "spec.backend.chart.values.x uses ${NOPE}, which is not defined") || !strings.Contains(err.Error(), "${CLUSTER_NAME}") {
 		t.Fatalf("an undefined variable: %v", err)
 	}
+	if got, err := substitute("f", "${REGION:=eu-1}-${CLUSTER_NAME}", vars); err != nil || got != "eu-1-alpha" {
+		t.Fatalf("a default for an undefined variable: %q, %v", got, err)
+	}
 	values, err := substituteValues("v", map[string]any{"list": []any{"${CLUSTER_NAME}", int64(3)}, "n": true}, vars)
 	if err != nil {
 		t.Fatal(err)

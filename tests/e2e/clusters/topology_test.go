@@ -165,4 +165,3 @@ func simulated(t *testing.T, ctx context.Context, c client.Client, namespace, na
 	}
 	return u
 }
-
