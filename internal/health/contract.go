@@ -1,6 +1,7 @@
 package health
 
 import (
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +42,11 @@ func FoldBackend(source, applier Observation) BackendResult {
 		res.Status, res.Reason, res.Message = metav1.ConditionUnknown, src.reason, trimFlux(src.message)
 	case app.status != metav1.ConditionTrue:
 		res.Status, res.Reason, res.Message = metav1.ConditionUnknown, app.reason, trimFlux(app.message)
+	case source.Revision != "" && !sameRevision(source.Revision, applier.Revision):
+		// The source holds a new artifact (a tag that moved) the applier
+		// has not applied yet: its Ready describes the previous one.
+		res.Status, res.Reason = metav1.ConditionUnknown, clustersv1alpha1.InstallingReason
+		res.Message = fmt.Sprintf("%s %s/%s has not applied %s yet (it applied %s)", applier.Kind, applier.Namespace, applier.Name, source.Revision, orNothing(applier.Revision))
 	default:
 		res.Status, res.Reason, res.Message = metav1.ConditionTrue, clustersv1alpha1.SucceededReason,
 			"Flux installed "+applier.Kind+" "+applier.Name+" at "+orNothing(applier.Revision)

@@ -1,0 +1,39 @@
+package health
+
+import (
+	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func readyObservation(kind, revision string) Observation {
+	return Observation{Kind: kind, Name: "controlplane-a", Namespace: "team", Generation: 2, ObservedGeneration: 2, Revision: revision,
+		Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: "Succeeded", Message: "ok", ObservedGeneration: 2}}}
+}
+
+func TestFoldBackend(t *testing.T) {
+	src := readyObservation("OCIRepository", "0.1.0@sha256:aaa")
+	hr := readyObservation("HelmRelease", "sha256:aaa")
+	if res := FoldBackend(src, hr); res.Status != metav1.ConditionTrue || len(res.Objects) != 2 {
+		t.Fatalf("both Ready at one artifact: %+v", res)
+	}
+	// A tag that moved: the release still runs the old artifact.
+	moved := readyObservation("OCIRepository", "0.1.0@sha256:bbb")
+	if res := FoldBackend(moved, hr); res.Status != metav1.ConditionUnknown || res.Reason != "Installing" {
+		t.Fatalf("a new artifact not applied yet: %+v", res)
+	}
+	// Flux's failure, without its trailing newline.
+	failed := hr
+	failed.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "InstallFailed", Message: "values don't meet the schema\n", ObservedGeneration: 2}}
+	res := FoldBackend(src, failed)
+	if res.Status != metav1.ConditionFalse || res.Reason != "InstallFailed" || res.Message[len(res.Message)-1] == '\n' {
+		t.Fatalf("a failed install: %+v", res)
+	}
+	// An applier that has not seen its new generation yet.
+	behind := hr
+	behind.Generation = 3
+	if res := FoldBackend(src, behind); res.Status == metav1.ConditionTrue {
+		t.Fatalf("an applier behind its generation: %+v", res)
+	}
+}
