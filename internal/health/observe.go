@@ -28,6 +28,9 @@ type Observation struct {
 	LastAttemptedRevision string
 	// Missing is set when the object does not exist.
 	Missing bool
+	// ResourceVersion tells two states of the object apart where its
+	// conditions' second-precision transition times cannot.
+	ResourceVersion string
 }
 
 // ObserveOCIRepository observes a source.
@@ -92,7 +95,7 @@ func ObserveHelmRelease(h *helmv2.HelmRelease) Observation {
 
 func observation(kind string, m metav1.ObjectMeta, observed int64, conds []metav1.Condition) Observation {
 	return Observation{
-		Kind: kind, Name: m.Name, Namespace: m.Namespace,
+		Kind: kind, Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
 		Generation: m.Generation, ObservedGeneration: observed,
 		Conditions: append([]metav1.Condition(nil), conds...),
 	}

@@ -103,7 +103,12 @@ type Nudge struct {
 //     one is Ready: kustomize-controller does not watch dependencies and
 //     would look again only after --requeue-dependency (30 s by
 //     default), on every cluster's first install. The token is the
-//     namespace Kustomization's Ready transition.
+//     namespace Kustomization's Ready transition and resourceVersion: it
+//     often reconciles twice within a second (kustomize-controller
+//     enqueues it with its dependants when the stack's source gets its
+//     artifact), and a stack that looked in between, while it was not
+//     Ready, must be asked again although the transition time, in whole
+//     seconds, reads the same.
 //   - the namespace Kustomization's, when the stack finds the namespace
 //     gone and the namespace Kustomization has not run since: it would
 //     create it again only at its hourly interval. The token is the
@@ -122,7 +127,7 @@ func TenantNamespaceNudge(c TenantClusterInput) (Nudge, bool) {
 	apply := c.Apply.readiness()
 	switch {
 	case waitsForNamespace(c, apply):
-		return Nudge{Kind: c.Apply.Kind, Namespace: c.Apply.Namespace, Name: c.Apply.Name, Token: token(nsReady.LastTransitionTime)}, true
+		return Nudge{Kind: c.Apply.Kind, Namespace: c.Apply.Namespace, Name: c.Apply.Name, Token: token(nsReady.LastTransitionTime) + "/" + c.Namespace.ResourceVersion}, true
 	case namespaceNotFound(c.Apply, apply) && nsReady.LastTransitionTime.Before(&stackReady.LastTransitionTime):
 		return Nudge{Kind: c.Namespace.Kind, Namespace: c.Namespace.Namespace, Name: c.Namespace.Name, Token: token(stackReady.LastTransitionTime)}, true
 	}

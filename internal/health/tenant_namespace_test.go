@@ -100,7 +100,11 @@ func TestFoldTenantClusterWithItsNamespace(t *testing.T) {
 
 func TestTenantNamespaceNudge(t *testing.T) {
 	stack := func(status string) Observation { return ObserveKustomization(tenantKustomization(t, status)) }
-	ns := func(status string) Observation { return ObserveKustomization(namespaceKustomization(t, status)) }
+	ns := func(status string) Observation {
+		o := ObserveKustomization(namespaceKustomization(t, status))
+		o.ResourceVersion = "4711"
+		return o
+	}
 	tests := []struct {
 		name  string
 		in    TenantClusterInput
@@ -108,7 +112,17 @@ func TestTenantNamespaceNudge(t *testing.T) {
 		nudge bool
 	}{{
 		name: "the stack waits for a namespace that is Ready now", in: TenantClusterInput{Apply: stack(tenantKSWaiting), Namespace: ns(nsKSReady)},
-		want:  Nudge{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a", Token: "2026-11-22T10:00:04Z"},
+		want:  Nudge{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a", Token: "2026-11-22T10:00:04Z/4711"},
+		nudge: true,
+	}, {
+		// Ready again within the same second, after a reconcile the
+		// stack saw: another state, another request.
+		name: "the namespace was Ready again in the same second", in: TenantClusterInput{Apply: stack(tenantKSWaiting), Namespace: func() Observation {
+			o := ns(nsKSReady)
+			o.ResourceVersion = "4712"
+			return o
+		}()},
+		want:  Nudge{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a", Token: "2026-11-22T10:00:04Z/4712"},
 		nudge: true,
 	}, {
 		name: "the stack waits for a namespace still being created", in: TenantClusterInput{Apply: stack(tenantKSWaiting), Namespace: ns(nsKSProgressing)},

@@ -99,8 +99,11 @@ func TestReconcileHandsFluxTheTargetNamespace(t *testing.T) {
 	if err := c.Get(ctx, stackKey, stack); err != nil {
 		t.Fatal(err)
 	}
-	if got := stack.Annotations[meta.ReconcileRequestAnnotation]; got != "2026-11-22T10:00:04Z" {
-		t.Errorf("the waiting stack was asked to reconcile with %q, want the namespace's Ready transition", got)
+	if err := c.Get(ctx, nsKey, nsKS); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stack.Annotations[meta.ReconcileRequestAnnotation], "2026-11-22T10:00:04Z/"+nsKS.ResourceVersion; got != want {
+		t.Errorf("the waiting stack was asked to reconcile with %q, want %q: the namespace's Ready transition and version", got, want)
 	}
 	got := &tenancyv1alpha1.Tenant{}
 	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
