@@ -165,6 +165,12 @@ func TestACommittedClusterGetsTheTeamsStack(t *testing.T) {
 	t.Logf("Cluster applied → CapwrightControlPlane Ready %s, the team's stack Ready on it %s (the line's transition, ±1s), Cluster API's Available %s",
 		cpReady.Round(100*time.Millisecond), stackReady.Sub(start.Truncate(time.Second)), available.Round(100*time.Millisecond))
 
+	// Nothing changes: nothing is written, across a resync (30s) and
+	// Cluster API's own status updates.
+	since := time.Now()
+	time.Sleep(32 * time.Second)
+	framework.NoManagerWrites(t, env, since, "the manager while nothing changed")
+
 	// Paused: Paused=True once, then no write at all, and a spec change
 	// waits.
 	if err := c.Get(ctx, key, cluster); err != nil {
@@ -177,7 +183,7 @@ func TestACommittedClusterGetsTheTeamsStack(t *testing.T) {
 	}
 	cpCondition(t, ctx, c, key, clustersv1alpha1.PausedCondition, metav1.ConditionTrue, clustersv1alpha1.PausedReason, time.Minute)
 	time.Sleep(2 * time.Second) // the Paused write of the other kind
-	since := time.Now()
+	since = time.Now()
 	if err := c.Get(ctx, key, cp); err != nil {
 		t.Fatal(err)
 	}
