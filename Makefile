@@ -140,7 +140,7 @@ bench: tools ## Benchmarks: pure packages, the CLI, a Tenant change on 20 cluste
 	$(GO) run ./tests/cmd/install-bench -runs $(BENCH_RUNS)
 
 .PHONY: demo
-demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Install real CAPI providers through Capwright and Flux on the local plane, print their status, stop.
+demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Install real CAPI providers through Capwright and Flux on the local plane, give a tenant a stack, create a Cluster whose control plane is a chart, print, stop.
 	$(BIN)/local-plane demo
 
 .PHONY: plane-up

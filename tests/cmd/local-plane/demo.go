@@ -35,7 +35,11 @@ func demo(_ []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	p, err := plane.Start(ctx, plane.Options{Log: os.Stdout})
+	// The Cluster API manager runs as a local process (kwok runs no
+	// containers): it gets the feature gate the CoreProvider sets.
+	p, err := plane.Start(ctx, plane.Options{Log: os.Stdout, ExtraArgs: map[string][]string{
+		"cluster-api-manager": {"--feature-gates=ClusterTopology=true"},
+	}})
 	if err != nil {
 		return err
 	}
@@ -44,7 +48,9 @@ func demo(_ []string) error {
 	fmt.Printf("demo: publishing Cluster API %s providers to the in-process registry %s\n", version, p.Registry.Host)
 	fixtures := filepath.Dir(p.CAPIComponentsPath(version, "metadata.yaml"))
 	providers := []v1alpha1.Provider{
-		&v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"}},
+		// ClusterTopology: the demo's last Cluster comes from a ClusterClass.
+		&v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"},
+			Spec: v1alpha1.ProviderSpec{Manager: &v1alpha1.ManagerSpec{FeatureGates: map[string]bool{"ClusterTopology": true}}}},
 		&v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-bootstrap-system", Name: "kubeadm"}},
 		&v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"}},
 	}
@@ -105,6 +111,9 @@ func demo(_ []string) error {
 	fmt.Printf("\ndemo: plane up in %s; the three providers were Ready %s after their CRs were applied\n",
 		applied.Sub(start).Round(time.Millisecond), time.Since(applied).Round(time.Millisecond))
 	if err := demoTenant(ctx, p, c); err != nil {
+		return fmt.Errorf("%w (logs in %s)", err, p.RunDir)
+	}
+	if err := demoCluster(ctx, p, c); err != nil {
 		return fmt.Errorf("%w (logs in %s)", err, p.RunDir)
 	}
 	fmt.Printf("demo: logs in %s\n", p.RunDir)

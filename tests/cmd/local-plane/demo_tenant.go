@@ -17,11 +17,11 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 )
 
-// demoStack is the tenant's standard stack: a kustomize artifact with a
-// Namespace (renamed to the tenant's target namespace) and a ConfigMap.
+// demoStack is the tenant's standard stack: a kustomize artifact of plain
+// manifests, a ConfigMap. No Namespace manifest: Capwright has Flux create
+// the target namespace (the tenant's name) first.
 var demoStack = map[string][]byte{
-	"namespace.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: stack\n"),
-	"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-settings\n  namespace: stack\ndata:\n  owner: team-a\n"),
+	"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-settings\ndata:\n  owner: team-a\n"),
 }
 
 // demoTenant publishes the stack, applies a Tenant selecting both workload
