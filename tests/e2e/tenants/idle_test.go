@@ -3,6 +3,7 @@ package tenants
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,7 +40,10 @@ const idleReconciles = 2
 // must not write anything for those tenants meanwhile: no status patch,
 // no event, no Flux object. The window lasts until every applier has run
 // idleReconciles complete reconciles that started in it, watched on the
-// Flux objects themselves, so the test cannot pass with Flux idle.
+// Flux objects themselves, so the test cannot pass with Flux idle. The
+// Kustomizations creating the kustomize stack's target namespace
+// re-check it hourly; the test asks each for one such reconcile in the
+// window.
 func TestIdleTenantsWriteNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -95,13 +99,18 @@ func TestIdleTenantsWriteNothing(t *testing.T) {
 	scope := newTenantScope(tenants, clusters)
 	cycles := watchReconciles(t, ctx, scope)
 	since := time.Now()
+	for _, key := range scope.namespaceAppliers {
+		requestReconcile(t, ctx, c, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	}
 	eventually(t, time.Duration(idleReconciles+2)*idleInterval, fmt.Sprintf("every Flux applier reconciled %d times", idleReconciles), func() (bool, string) {
-		return cycles.completed(since, idleReconciles)
+		stacks, state := cycles.completed(scope.appliers, since, idleReconciles)
+		namespaces, nsState := cycles.completed(scope.namespaceAppliers, since, 1)
+		return stacks && namespaces, state + "; " + nsState
 	})
 	// Time for the manager to act on the last reconcile's events.
 	time.Sleep(3 * time.Second)
 	window := time.Since(since).Round(time.Millisecond)
-	_, state := cycles.completed(since, idleReconciles)
+	_, state := cycles.completed(slices.Concat(scope.appliers, scope.namespaceAppliers), since, 1)
 	t.Logf("Flux reconciles in the %s window: %s", window, state)
 	assertHistoryAdvanced(t, ctx, c, scope, cycles.historyAtStart())
 
@@ -140,6 +149,9 @@ type tenantScope struct {
 	namespaces  map[string]bool                 // management namespaces
 	fluxObjects map[types.NamespacedName]string // name → kind, sources and appliers
 	appliers    []types.NamespacedName
+	// namespaceAppliers are the Kustomizations of the kustomize stack's
+	// target namespace.
+	namespaceAppliers []types.NamespacedName
 }
 
 func newTenantScope(tenants []*tenancyv1alpha1.Tenant, clusters []types.NamespacedName) tenantScope {
@@ -156,6 +168,14 @@ func newTenantScope(tenants []*tenancyv1alpha1.Tenant, clusters []types.Namespac
 			applier := types.NamespacedName{Namespace: cl.Namespace, Name: render.TenantClusterObjectName(tn.Name, cl)}
 			s.fluxObjects[applier] = kind
 			s.appliers = append(s.appliers, applier)
+			if tn.Spec.Stack.Kustomize != nil {
+				// The target namespace's objects (re-checked hourly, so
+				// not among the appliers the window waits for).
+				s.fluxObjects[types.NamespacedName{Namespace: cl.Namespace, Name: render.TenantNamespaceArtifactName(tn.Name)}] = "ExternalArtifact"
+				ns := types.NamespacedName{Namespace: cl.Namespace, Name: render.TenantNamespaceObjectName(tn.Name, cl)}
+				s.fluxObjects[ns] = kustomizev1.KustomizationKind
+				s.namespaceAppliers = append(s.namespaceAppliers, ns)
+			}
 		}
 	}
 	return s
@@ -186,7 +206,6 @@ type reconcileCycles struct {
 	reconcile map[types.NamespacedName]time.Time // start of the running reconcile
 	done      map[types.NamespacedName][]time.Time
 	history   map[types.NamespacedName]int64 // Kustomization reconciles Flux counted when first seen
-	appliers  []types.NamespacedName
 }
 
 // watchReconciles watches the scope's Kustomizations and HelmReleases
@@ -198,7 +217,7 @@ func watchReconciles(t *testing.T, ctx context.Context, s tenantScope) *reconcil
 		t.Fatal(err)
 	}
 	r := &reconcileCycles{reconcile: map[types.NamespacedName]time.Time{}, done: map[types.NamespacedName][]time.Time{},
-		history: map[types.NamespacedName]int64{}, appliers: s.appliers}
+		history: map[types.NamespacedName]int64{}}
 	ctx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
 	var synced sync.WaitGroup
@@ -270,14 +289,14 @@ func (r *reconcileCycles) observe(obj client.Object) {
 	}
 }
 
-// completed reports whether every applier completed n reconciles that
-// started after since, and what each did.
-func (r *reconcileCycles) completed(since time.Time, n int) (bool, string) {
+// completed reports whether every one of appliers completed n reconciles
+// that started after since, and what each did.
+func (r *reconcileCycles) completed(appliers []types.NamespacedName, since time.Time, n int) (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	all := true
 	var state []string
-	for _, a := range r.appliers {
+	for _, a := range appliers {
 		count := 0
 		for _, started := range r.done[a] {
 			if started.After(since) {

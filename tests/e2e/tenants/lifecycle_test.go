@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -402,17 +403,16 @@ func assertManagementObjects(t *testing.T, ctx context.Context, c client.Client)
 	}
 }
 
-// clusterKustomization is the tenant's Kustomization for one cluster.
+// clusterKustomization is the tenant's stack Kustomization for one
+// cluster (not the one creating its target namespace).
 func clusterKustomization(t *testing.T, ctx context.Context, c client.Client, cluster string) *kustomizev1.Kustomization {
 	t.Helper()
-	var list kustomizev1.KustomizationList
-	if err := c.List(ctx, &list, client.MatchingLabels{tenancyv1alpha1.TenantLabel: tenantName, tenancyv1alpha1.ClusterNameLabel: cluster}); err != nil {
-		t.Fatal(err)
+	ks := &kustomizev1.Kustomization{}
+	key := client.ObjectKey{Namespace: clusterNamespace, Name: render.TenantClusterObjectName(tenantName, types.NamespacedName{Namespace: clusterNamespace, Name: cluster})}
+	if err := c.Get(ctx, key, ks); err != nil {
+		t.Fatalf("the stack Kustomization of cluster %s: %v", cluster, err)
 	}
-	if len(list.Items) != 1 {
-		t.Fatalf("want one Kustomization for cluster %s, found %d", cluster, len(list.Items))
-	}
-	return &list.Items[0]
+	return ks
 }
 
 // closedPortKubeconfig is kubeconfig with every server moved to a port

@@ -1,0 +1,114 @@
+package tenants
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/render"
+	"github.com/capwright/capwright/tests/e2e/framework"
+)
+
+// TestKustomizeStackWithoutNamespaceManifest: an artifact of plain
+// manifests, with no Namespace among them, installs on every selected
+// workload cluster — Flux creates the target namespace first, from the
+// ExternalArtifact Capwright serves — and deleting the Tenant uninstalls
+// the stack but leaves the namespace, as Helm's createNamespace does.
+func TestKustomizeStackWithoutNamespaceManifest(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := newClient(t, env.Config)
+	const name = "vandelay" // and the target namespace
+	art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/vandelay", "v1.0.0", map[string][]byte{
+		"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stack-config\ndata:\n  greeting: hello\n"),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := make([]client.Client, len(workloads))
+	var names []string
+	for i, w := range workloads {
+		remote[i] = newClient(t, w.Config)
+		names = append(names, w.Name)
+	}
+	t.Cleanup(func() {
+		// The namespace outlives the Tenant: leave the clusters as found.
+		for _, r := range remote {
+			_ = r.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	})
+	tn := kustomizeTenant(name, art, tenancyv1alpha1.ClusterSelector{Names: names, Namespaces: []string{clusterNamespace}})
+	start := time.Now()
+	createTenant(t, ctx, c, tn)
+	got := waitTenant(t, ctx, c, name, 2*time.Minute, "Tenant Ready on every cluster", func(tn *tenancyv1alpha1.Tenant) bool {
+		return isReady(tn) && int(tn.Status.ReadyClusters) == len(workloads)
+	})
+	took := time.Since(start)
+	t.Logf("Tenant Ready on %d clusters %s after it was created", len(workloads), took.Round(time.Millisecond))
+	// kustomize-controller looks at a Kustomization waiting for its
+	// dependency again only after 30 s; Capwright asks it to go on as
+	// soon as the namespace is there.
+	if took > 25*time.Second {
+		t.Errorf("the stack took %s: it waited out kustomize-controller's --requeue-dependency", took.Round(time.Millisecond))
+	}
+
+	for i, w := range workloads {
+		cluster := types.NamespacedName{Namespace: clusterNamespace, Name: w.Name}
+		if l := clusterLine(got, w.Name); l == nil || l.FluxObject == nil || l.FluxObject.Name != render.TenantClusterObjectName(name, cluster) {
+			t.Errorf("%s: line %+v, want it to name the stack's Kustomization", w.Name, l)
+		}
+		ns := &corev1.Namespace{}
+		if err := remote[i].Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+			t.Fatalf("%s: the target namespace: %v", w.Name, err)
+		}
+		if ns.Labels[tenancyv1alpha1.TenantLabel] != name || ns.Labels["kustomize.toolkit.fluxcd.io/name"] != render.TenantNamespaceObjectName(name, cluster) {
+			t.Errorf("%s: Namespace %s labels %v, want the tenant's and the namespace Kustomization's", w.Name, name, ns.Labels)
+		}
+		if got := stackGreeting(t, ctx, remote[i], name, w.Name); got != "hello" {
+			t.Errorf("%s: greeting %q", w.Name, got)
+		}
+	}
+	// One ExternalArtifact for the namespace all clusters are in.
+	var eas sourcev1.ExternalArtifactList
+	if err := c.List(ctx, &eas, client.MatchingLabels{tenancyv1alpha1.TenantLabel: name}); err != nil || len(eas.Items) != 1 || eas.Items[0].Status.Artifact == nil {
+		t.Fatalf("ExternalArtifacts of the tenant: %+v (%v), want one with its artifact", eas.Items, err)
+	}
+
+	if err := c.Delete(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	eventually(t, 2*time.Minute, "Tenant gone", func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKey{Name: name}, &tenancyv1alpha1.Tenant{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	t.Logf("Tenant deleted %s after the delete request", time.Since(start).Round(time.Millisecond))
+	labelled := client.MatchingLabels{tenancyv1alpha1.TenantLabel: name}
+	var kss kustomizev1.KustomizationList
+	if err := c.List(ctx, &kss, labelled); err != nil || len(kss.Items) > 0 {
+		t.Errorf("Kustomizations left: %d (%v)", len(kss.Items), err)
+	}
+	if err := c.List(ctx, &eas, labelled); err != nil || len(eas.Items) > 0 {
+		t.Errorf("ExternalArtifacts left: %d (%v)", len(eas.Items), err)
+	}
+	for i, w := range workloads {
+		err := remote[i].Get(ctx, client.ObjectKey{Namespace: name, Name: "stack-config"}, &corev1.ConfigMap{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%s: the stack's ConfigMap after the Tenant was deleted: %v", w.Name, err)
+		}
+		ns := &corev1.Namespace{}
+		if err := remote[i].Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || !ns.DeletionTimestamp.IsZero() {
+			t.Errorf("%s: the target namespace after the Tenant was deleted: %v (deleting since %v), want it kept", w.Name, err, ns.DeletionTimestamp)
+		}
+	}
+}
