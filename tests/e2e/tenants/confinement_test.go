@@ -133,7 +133,7 @@ func assertManagerConfined(t *testing.T, ctx context.Context, c client.Client) {
 		}
 	}
 	refused("creating an unlabelled OCIRepository", as.Create(ctx, source(nil), client.DryRunAll),
-		"may only write the Flux objects of providers and Tenants")
+		"may only write the Flux objects of providers, Tenants")
 	if err := as.Create(ctx, source(map[string]string{tenancyv1alpha1.TenantLabel: tenantName}), client.DryRunAll); err != nil {
 		t.Errorf("the manager creating a Tenant's OCIRepository: %v", err)
 	}
