@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,20 +21,6 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 	"github.com/capwright/capwright/tests/plane/hcpsim"
 )
-
-// demoBackendReader lets the manager watch the simulated operator's kind,
-// as a backend's chart (or the platform team) grants it.
-const demoBackendReader = `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: hcpsim-capwright-reader
-  labels:
-    clusters.capwright.io/aggregate-to-manager: "true"
-rules:
-- apiGroups: ["hcpsim.plane.capwright.io"]
-  resources: ["simulatedcontrolplanes"]
-  verbs: ["get", "list", "watch"]
-`
 
 // demoCluster is the loop after the providers: the Cluster API core
 // manager Flux installed runs (as a local process: kwok runs no
@@ -53,21 +36,7 @@ func demoCluster(ctx context.Context, p *plane.Plane, c client.Client) error {
 	if _, err := p.StartCAPIManager(ctx, plane.CAPIManagerOptions{Namespace: "capi-system"}); err != nil {
 		return err
 	}
-	if err := p.StartHCPSim(ctx); err != nil {
-		return err
-	}
-	applier, err := plane.NewApplier(p.Config)
-	if err != nil {
-		return err
-	}
-	objs, err := plane.DecodeYAML(strings.NewReader(demoBackendReader))
-	if err != nil {
-		return err
-	}
-	if err := applier.Apply(ctx, objs...); err != nil {
-		return err
-	}
-	chart, err := framework.PushChart(ctx, p.Registry.Host, "charts/"+hcpsim.ChartName, hcpsim.ChartName, hcpsim.ChartVersion, hcpsim.ChartFiles())
+	chart, err := framework.StartHostedControlPlanes(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -93,19 +62,10 @@ func demoCluster(ctx context.Context, p *plane.Plane, c client.Client) error {
 	}); err != nil {
 		return fmt.Errorf("the namespace of tenant team-b: %w", err)
 	}
-	values, _ := json.Marshal(map[string]any{"version": "${KUBERNETES_VERSION}", "clusterName": "${CLUSTER_NAME}"})
 	cpt := &clustersv1alpha1.CapwrightControlPlaneTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hosted"},
 		Spec: clustersv1alpha1.CapwrightControlPlaneTemplateSpec{Template: clustersv1alpha1.CapwrightControlPlaneTemplateResource{
-			Spec: clustersv1alpha1.CapwrightControlPlaneResourceSpec{
-				Backend: clustersv1alpha1.Backend{Chart: &clustersv1alpha1.ChartBackend{
-					OCIRepositoryAccess: clustersv1alpha1.OCIRepositoryAccess{URL: chart, Insecure: true},
-					Version:             hcpsim.ChartVersion,
-					Values:              &apiextensionsv1.JSON{Raw: values},
-				}},
-				StatusFrom: clustersv1alpha1.StatusFrom{APIVersion: hcpsim.APIVersion, Kind: hcpsim.Kind, Name: "${CLUSTER_NAME}"},
-				Kubeconfig: clustersv1alpha1.KubeconfigSource{SecretName: "${CLUSTER_NAME}-admin-kubeconfig", Key: hcpsim.KubeconfigSecretKey},
-			},
+			Spec: framework.HostedControlPlaneSpec(chart, nil),
 		}},
 	}
 	ct := &clustersv1alpha1.CapwrightClusterTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hosted"}}

@@ -2,7 +2,6 @@ package clusters
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,7 +20,7 @@ import (
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
-	"github.com/capwright/capwright/tests/plane/hcpsim"
+	"github.com/capwright/capwright/tests/e2e/framework"
 )
 
 func newClient(t *testing.T) client.Client {
@@ -46,26 +44,10 @@ var (
 	clusterClassGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterClass"}
 )
 
-// controlPlaneSpec is the backend of the simulated operator's chart:
-// its SimulatedControlPlane named after the Cluster, at the desired
-// version, and its admin kubeconfig.
+// controlPlaneSpec is a control plane from the simulated operator's
+// chart (framework.HostedControlPlaneSpec).
 func controlPlaneSpec(values map[string]any) clustersv1alpha1.CapwrightControlPlaneResourceSpec {
-	if values == nil {
-		values = map[string]any{"version": "${KUBERNETES_VERSION}", "clusterName": "${CLUSTER_NAME}"}
-	}
-	raw, err := json.Marshal(values)
-	if err != nil {
-		panic(err)
-	}
-	return clustersv1alpha1.CapwrightControlPlaneResourceSpec{
-		Backend: clustersv1alpha1.Backend{Chart: &clustersv1alpha1.ChartBackend{
-			OCIRepositoryAccess: clustersv1alpha1.OCIRepositoryAccess{URL: chartURL, Insecure: true},
-			Version:             hcpsim.ChartVersion,
-			Values:              &apiextensionsv1.JSON{Raw: raw},
-		}},
-		StatusFrom: clustersv1alpha1.StatusFrom{APIVersion: hcpsim.APIVersion, Kind: hcpsim.Kind, Name: "${CLUSTER_NAME}"},
-		Kubeconfig: clustersv1alpha1.KubeconfigSource{SecretName: "${CLUSTER_NAME}-admin-kubeconfig", Key: hcpsim.KubeconfigSecretKey},
-	}
+	return framework.HostedControlPlaneSpec(chartURL, values)
 }
 
 func controlPlane(namespace, name, version string, values map[string]any) *clustersv1alpha1.CapwrightControlPlane {

@@ -10,12 +10,10 @@ package clusters
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
-	"github.com/capwright/capwright/tests/plane/hcpsim"
 )
 
 var (
@@ -23,20 +21,6 @@ var (
 	// chartURL is the simulated operator's chart in the plane's registry.
 	chartURL string
 )
-
-// backendReader grants the manager watch access to the simulated
-// operator's kind, as a backend's chart or the platform team would.
-const backendReader = `apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: hcpsim-capwright-reader
-  labels:
-    clusters.capwright.io/aggregate-to-manager: "true"
-rules:
-- apiGroups: ["hcpsim.plane.capwright.io"]
-  resources: ["simulatedcontrolplanes"]
-  verbs: ["get", "list", "watch"]
-`
 
 func TestMain(m *testing.M) {
 	opts := plane.Options{AuditLog: true, ExtraArgs: map[string][]string{
@@ -51,21 +35,8 @@ func TestMain(m *testing.M) {
 		if _, err := p.StartCAPIManager(ctx, plane.CAPIManagerOptions{Install: true}); err != nil {
 			return err
 		}
-		if err := p.StartHCPSim(ctx); err != nil {
-			return err
-		}
-		applier, err := plane.NewApplier(p.Config)
-		if err != nil {
-			return err
-		}
-		objs, err := plane.DecodeYAML(strings.NewReader(backendReader))
-		if err != nil {
-			return err
-		}
-		if err := applier.Apply(ctx, objs...); err != nil {
-			return err
-		}
-		if chartURL, err = framework.PushChart(ctx, p.Registry.Host, "charts/"+hcpsim.ChartName, hcpsim.ChartName, hcpsim.ChartVersion, hcpsim.ChartFiles()); err != nil {
+		var err error
+		if chartURL, err = framework.StartHostedControlPlanes(ctx, p); err != nil {
 			return err
 		}
 		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=30s"}})
