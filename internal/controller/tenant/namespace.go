@@ -141,8 +141,11 @@ func (r *Reconciler) restoreNamespaceArtifact(ctx context.Context, tenant string
 		return fmt.Errorf("ExternalArtifact %s/%s is not controlled by Tenant %s (uid %s)", ea.Namespace, ea.Name, t.Name, t.UID)
 	}
 	data, err := render.TenantNamespaceArtifact(&t)
-	if err != nil || data == nil {
-		return fmt.Errorf("Tenant %s has no target namespace to restore (%v)", t.Name, err)
+	if err != nil {
+		return err
+	}
+	if data == nil {
+		return fmt.Errorf("no target namespace of Tenant %s to restore: its stack is a chart", t.Name)
 	}
 	art, err := r.Artifacts.Artifact(sourcev1.ExternalArtifactKind, ea.Namespace, ea.Name, data, time.Now())
 	if err != nil {
