@@ -13,7 +13,7 @@ func TestContractBackend(t *testing.T) {
 	cp := &clustersv1alpha1.CapwrightControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "alpha-x1", UID: "uid-1"}}
 	access := clustersv1alpha1.OCIRepositoryAccess{URL: "oci://registry.example.com/charts/hcp", Insecure: true}
 	chart, err := ContractBackend(ContractInput{Owner: cp, Kind: clustersv1alpha1.ControlPlaneKind, Cluster: "alpha",
-		URL: "oci://mirror.example.com/charts/hcp",
+		URL:     "oci://mirror.example.com/charts/hcp",
 		Backend: clustersv1alpha1.Backend{ServiceAccountName: "installer", Chart: &clustersv1alpha1.ChartBackend{OCIRepositoryAccess: access, Version: "1.2.3+build.1"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -144,7 +144,8 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 			}})
 	}
 	if len(late) > 0 {
-		return mgr.Add(&clusterWatcher{served: shared.ClusterAPIServed, cache: mgr.GetCache(), watches: late})
+		w := &clusterWatcher{cache: mgr.GetCache(), watches: late}
+		return mgr.Add(&shell.WhenServed{Kind: "Cluster", Served: shared.ClusterAPIServed, Every: clusterPoll, Then: w.start})
 	}
 	return nil
 }
@@ -162,13 +163,10 @@ type lateWatch struct {
 }
 
 // clusterWatcher starts the Cluster watches once Cluster API is served
-// (often installed by the manager's own provider controllers after it
-// started): a watch of a kind not served would stop the manager. Until
-// then a Cluster's pause and topology variables are seen at each resync
-// and whenever Cluster API sets itself as an object's owner. It runs on
-// the leader, as the controllers do.
+// (shell.WhenServed). Until then a Cluster's pause and topology variables
+// are seen at each resync and whenever Cluster API sets itself as an
+// object's owner.
 type clusterWatcher struct {
-	served  func() (bool, error)
 	cache   cache.Cache
 	watches []lateWatch
 }
@@ -177,23 +175,7 @@ type clusterWatcher struct {
 // whether Clusters are served now.
 const clusterPoll = 20 * time.Second
 
-func (w *clusterWatcher) Start(ctx context.Context) error {
-	tick := time.NewTicker(clusterPoll)
-	defer tick.Stop()
-	for {
-		served, err := w.served()
-		if err != nil {
-			log.FromContext(ctx).Error(err, "asking whether Cluster API's Cluster kind is served")
-		}
-		if served {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
+func (w *clusterWatcher) start(ctx context.Context) error {
 	for _, l := range w.watches {
 		if err := l.ctrl.Watch(source.Kind[ctrl.Object](w.cache, newCluster(), l.handler)); err != nil {
 			return err

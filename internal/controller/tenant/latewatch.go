@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/shell"
 )
 
 // DefaultClusterAPIPoll is how often a manager started before Cluster API
@@ -48,30 +49,10 @@ type clusterAPIWatcher struct {
 	wake chan event.GenericEvent
 }
 
-// Start polls until the Cluster kind is served, then starts the watches;
-// it runs on the leader, as the controller does.
-func (w *clusterAPIWatcher) Start(ctx context.Context) error {
+// start starts the watches once the Cluster kind is served
+// (shell.WhenServed).
+func (w *clusterAPIWatcher) start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("tenant-clusters")
-	every := w.r.ClusterAPIPoll
-	if every <= 0 {
-		every = DefaultClusterAPIPoll
-	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		served, err := w.r.ClusterAPIServed()
-		if err != nil {
-			logger.Error(err, "asking whether Cluster API's Cluster kind is served")
-		}
-		if served {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
 	if err := w.ctrl.Watch(source.Kind[ctrl.Object](w.cache, NewClusterObject(), handler.EnqueueRequestsFromMapFunc(w.r.byNamespace))); err != nil {
 		return err
 	}
@@ -103,5 +84,10 @@ func (r *Reconciler) watchClustersLater(mgr ctrlruntime.Manager, build func(wake
 	if err != nil {
 		return err
 	}
-	return mgr.Add(&clusterAPIWatcher{r: r, ctrl: c, cache: mgr.GetCache(), wake: wake})
+	every := r.ClusterAPIPoll
+	if every <= 0 {
+		every = DefaultClusterAPIPoll
+	}
+	w := &clusterAPIWatcher{r: r, ctrl: c, cache: mgr.GetCache(), wake: wake}
+	return mgr.Add(&shell.WhenServed{Kind: "Cluster", Served: r.ClusterAPIServed, Every: every, Then: w.start})
 }
