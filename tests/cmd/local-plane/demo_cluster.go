@@ -121,7 +121,7 @@ func demoCluster(ctx context.Context, p *plane.Plane, c client.Client) error {
 	printControlPlanes(cps.Items, cluster)
 	printTenant(tn)
 	if err != nil {
-		return fmt.Errorf("Cluster %s/dev did not become Available with the team's stack in 4m: %w", ns, err)
+		return fmt.Errorf("cluster %s/dev did not become Available with the team's stack in 4m: %w", ns, err)
 	}
 	fmt.Printf("demo: Cluster %s/dev Available %s after it was applied; the team's stack Ready on it after %s\n", ns,
 		available.Round(time.Millisecond), stack.Round(time.Millisecond))
