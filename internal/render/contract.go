@@ -209,6 +209,9 @@ func ContractBackend(in ContractInput) (*ContractObjects, error) {
 	src.Spec.CertSecretRef = access.CertSecretRef.DeepCopy()
 	src.Spec.Insecure = access.Insecure
 	src.Spec.Verify = verification(access.Verify)
+	// Flux fetches by digest when one is set; the tag stays as what it
+	// names, for people reading the object.
+	src.Spec.Reference.Digest = access.Digest
 	return out, nil
 }
 

@@ -38,6 +38,7 @@ func TestContractBackend(t *testing.T) {
 	}
 
 	infra := &clustersv1alpha1.CapwrightCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "alpha-x1", UID: "uid-2"}}
+	access.Digest = "sha256:" + strings.Repeat("ab", 32)
 	ks, err := ContractBackend(ContractInput{Owner: infra, Kind: clustersv1alpha1.ClusterKind, Cluster: "alpha",
 		Backend: clustersv1alpha1.Backend{Kustomize: &clustersv1alpha1.KustomizeBackend{OCIRepositoryAccess: access, Tag: "v1", Substitute: map[string]string{"CLUSTER_NAME": "alpha"}}}})
 	if err != nil {
@@ -47,6 +48,12 @@ func TestContractBackend(t *testing.T) {
 	if k == nil || k.Name != "infrastructure-alpha-x1" || k.Spec.TargetNamespace != "team" || !k.Spec.Prune || !k.Spec.Wait ||
 		k.Spec.PostBuild == nil || k.Spec.PostBuild.Substitute["CLUSTER_NAME"] != "alpha" || ks.Source.Spec.URL != access.URL || ks.Source.Spec.LayerSelector != nil {
 		t.Fatalf("Kustomization: %+v, source %+v", k, ks.Source.Spec)
+	}
+	if ref := ks.Source.Spec.Reference; ref.Digest != access.Digest || ref.Tag != "v1" {
+		t.Fatalf("a pinned artifact's reference: %+v", ref)
+	}
+	if chart.Source.Spec.Reference.Digest != "" {
+		t.Fatalf("an unpinned chart's reference: %+v", chart.Source.Spec.Reference)
 	}
 	if _, err := ContractBackend(ContractInput{Owner: infra, Kind: clustersv1alpha1.ClusterKind}); err == nil || !strings.Contains(err.Error(), "team/alpha-x1") {
 		t.Fatalf("no backend: %v", err)

@@ -81,6 +81,12 @@ type OCIRepositoryAccess struct {
 	// notation) before anything of it is installed.
 	// +optional
 	Verify *providersv1alpha1.OCIVerification `json:"verify,omitempty"`
+
+	// Digest pins the artifact (sha256:…): Flux fetches it by digest, so
+	// a tag moved in the registry (or its mirror) changes nothing.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^sha256:[a-f0-9]{64}$')",message="digest must be sha256: followed by 64 lower-case hex digits"
+	Digest string `json:"digest,omitempty"`
 }
 
 // ChartBackend is an OCI Helm chart at one version.
