@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
@@ -33,6 +34,12 @@ func FoldBackend(source, applier Observation) BackendResult {
 		res.Objects = append(res.Objects, st)
 	}
 	src, app := source.readiness(), applier.readiness()
+	if app.status == metav1.ConditionFalse && waitsForSource(app) && src.status != metav1.ConditionFalse {
+		// Capwright writes the source and its applier together, and Flux
+		// says the applier fails until the source's first artifact:
+		// progress, not a failure, unless the source itself failed.
+		app.status = metav1.ConditionUnknown
+	}
 	switch {
 	case src.status == metav1.ConditionFalse:
 		res.Status, res.Reason, res.Message = metav1.ConditionFalse, src.reason, trimFlux(src.message)
@@ -55,6 +62,17 @@ func FoldBackend(source, applier Observation) BackendResult {
 		res.Reason = clustersv1alpha1.InstallingReason
 	}
 	return res
+}
+
+// sourceNotReadyReason is helm-controller's Ready reason while a
+// HelmRelease's chart source has no artifact yet (not in its API package).
+const sourceNotReadyReason = "SourceNotReady"
+
+// waitsForSource tells whether an applier's failure only says its source
+// has no (current) artifact yet: kustomize-controller's ArtifactFailed,
+// helm-controller's ArtifactFailed or SourceNotReady.
+func waitsForSource(r readiness) bool {
+	return r.reason == meta.ArtifactFailedReason || r.reason == sourceNotReadyReason
 }
 
 // trimFlux drops the trailing newline Flux leaves on some messages (Helm's

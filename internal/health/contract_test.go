@@ -30,6 +30,22 @@ func TestFoldBackend(t *testing.T) {
 	if res.Status != metav1.ConditionFalse || res.Reason != "InstallFailed" || res.Message[len(res.Message)-1] == '\n' {
 		t.Fatalf("a failed install: %+v", res)
 	}
+	// The applier written with its source says it fails until the
+	// source's first artifact: progress, unless the source failed.
+	waiting := hr
+	waiting.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "SourceNotReady",
+		Message: "OCIRepository 'team/controlplane-a' is not ready: latest generation of object has not been reconciled", ObservedGeneration: 2}}
+	fetching := src
+	fetching.Revision = ""
+	fetching.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionUnknown, Reason: "Progressing", Message: "building artifact", ObservedGeneration: 2}}
+	if res := FoldBackend(fetching, waiting); res.Status != metav1.ConditionUnknown {
+		t.Fatalf("an applier waiting for its source's first artifact: %+v", res)
+	}
+	broken := fetching
+	broken.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "OCIPullFailed", Message: "no such tag", ObservedGeneration: 2}}
+	if res := FoldBackend(broken, waiting); res.Status != metav1.ConditionFalse || res.Reason != "OCIPullFailed" {
+		t.Fatalf("a source that failed: %+v", res)
+	}
 	// An applier that has not seen its new generation yet.
 	behind := hr
 	behind.Generation = 3

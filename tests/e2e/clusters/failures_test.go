@@ -87,8 +87,10 @@ func TestBadInputAndFailingBackendsAreReported(t *testing.T) {
 	update(func(cp *clustersv1alpha1.CapwrightControlPlane) {
 		cp.Spec.Backend.Chart.Values.Raw = []byte(`{"version":"1.31","clusterName":"${CLUSTER_NAME}"}`)
 	})
-	cond = cpCondition(t, ctx, c, key, clustersv1alpha1.BackendReadyCondition, metav1.ConditionFalse, "", 3*time.Minute)
-	contains(cond, "HelmRelease failures/controlplane-gamma", "version")
+	// (Until the source has its artifact, helm-controller says
+	// SourceNotReady: that is progress, not this failure.)
+	cond = cpCondition(t, ctx, c, key, clustersv1alpha1.BackendReadyCondition, metav1.ConditionFalse, "InstallFailed", 3*time.Minute)
+	contains(cond, "HelmRelease failures/controlplane-gamma", "values don't meet the specifications of the schema", "/version")
 	available := cpCondition(t, ctx, c, key, clustersv1alpha1.AvailableCondition, metav1.ConditionFalse, cond.Reason, time.Minute)
 	eventually(t, ctx, time.Minute, "Flux's reason on the Cluster's ControlPlaneAvailable", func(ctx context.Context) (bool, string) {
 		m := clusterCondition(t, ctx, c, key, "ControlPlaneAvailable", metav1.ConditionFalse, time.Minute)
