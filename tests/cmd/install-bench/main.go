@@ -125,6 +125,7 @@ type system interface {
 
 func main() {
 	runs := flag.Int("runs", 3, "runs per system, alternating")
+	flag.BoolVar(&showWatchEvents, "watch-events", false, "print the watch events (count and bytes, by resource) the API server sent during each upgrade")
 	flag.BoolVar(&showWrites, "writes", false, "print what the system's own controller wrote during each install, by verb and resource")
 	flag.StringVar(&profileDir, "profile", "", "directory to write Capwright's manager CPU profile of each upgrade to (upgrade-<run>.pprof)")
 	only := flag.String("systems", "capwright,flux,flux+contract,flux+capwright-objects,cluster-api-operator", "systems to run, comma-separated; flux+capwright-objects+idle-manager (Capwright's objects with an idle manager beside them) is also known")
@@ -266,6 +267,12 @@ func runOnce(ctx context.Context, s system) (result, error) {
 			}()
 		}
 	}
+	var watched watchTotals
+	if showWatchEvents {
+		if watched, err = scrapeWatchEvents(ctx, cfg); err != nil {
+			return res, err
+		}
+	}
 	start = time.Now()
 	if err := s.Apply(ctx, c, toVersion); err != nil {
 		return res, err
@@ -273,6 +280,13 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	up, err := waitReady(ctx, c, s, toVersion, start)
 	if err != nil {
 		return res, err
+	}
+	if showWatchEvents {
+		after, err := scrapeWatchEvents(ctx, cfg)
+		if err != nil {
+			return res, err
+		}
+		printWatchEvents(s.Name(), watched, after)
 	}
 	res.CPUUp = cpuSeconds(pid) - cpu0
 	res.UpCPU = processCPU(append(p.PIDs(), pid))
