@@ -2,7 +2,6 @@ package contract
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -120,12 +119,8 @@ func (s clusterSteps) State(c *clustersv1alpha1.CapwrightCluster) metrics.Object
 func (r *ClusterReconciler) reconcile(ctx context.Context, c *clustersv1alpha1.CapwrightCluster, request string) (shell.Outcome, error) {
 	sub := clusterSubject(c)
 	p, err := r.prepare(ctx, sub, request)
-	var h *halt
-	if errors.As(err, &h) {
-		return h.outcome, nil
-	}
 	if err != nil {
-		return shell.Outcome{}, err
+		return halted(err)
 	}
 	requeue := r.resync()
 	if c.Spec.Backend == nil {

@@ -3,7 +3,6 @@ package contract
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -143,12 +142,8 @@ func (s cpSteps) State(cp *clustersv1alpha1.CapwrightControlPlane) metrics.Objec
 func (r *ControlPlaneReconciler) reconcile(ctx context.Context, cp *clustersv1alpha1.CapwrightControlPlane, request string) (shell.Outcome, error) {
 	sub := cpSubject(cp)
 	p, err := r.prepare(ctx, sub, request)
-	var h *halt
-	if errors.As(err, &h) {
-		return h.outcome, nil
-	}
 	if err != nil {
-		return shell.Outcome{}, err
+		return halted(err)
 	}
 	requeue := r.resync()
 	statusRef := fmt.Sprintf("%s %s/%s", cp.Spec.StatusFrom.Kind, cp.Namespace, p.statusName)
@@ -163,7 +158,7 @@ func (r *ControlPlaneReconciler) reconcile(ctx context.Context, cp *clustersv1al
 	// not (a control plane that is upgrading still serves).
 	kubeconfig, err := substitute("spec.kubeconfig.secretName", cp.Spec.Kubeconfig.SecretName, p.vars)
 	if err != nil {
-		return shell.Outcome{}, r.invalid(sub, err)
+		return halted(r.invalid(sub, err))
 	}
 	published := false
 	if ok && v.Ready {

@@ -137,6 +137,16 @@ type halt struct{ outcome shell.Outcome }
 
 func (h *halt) Error() string { return "halted" }
 
+// halted is the outcome of steps that end with err: a *halt's own outcome
+// (conditions set, no error for the shell to retry), else err.
+func halted(err error) (shell.Outcome, error) {
+	var h *halt
+	if errors.As(err, &h) {
+		return h.outcome, nil
+	}
+	return shell.Outcome{}, err
+}
+
 // prepare runs the steps both kinds share: find the owning Cluster, honour
 // a pause, render the backend, write its Flux objects and fold their
 // health into BackendReady. A *halt error says the steps end here with

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -112,5 +113,17 @@ func TestVariables(t *testing.T) {
 	}
 	if l := values.(map[string]any)["list"].([]any); l[0] != "alpha" || l[1] != int64(3) {
 		t.Fatalf("values = %v", values)
+	}
+}
+
+func TestHaltedEndsTheStepsWithoutAnError(t *testing.T) {
+	stall := (&Shared{}).invalid(subject{obj: &clustersv1alpha1.CapwrightControlPlane{}, kind: clustersv1alpha1.ControlPlaneKind},
+		errors.New("spec.kubeconfig.secretName uses ${X}"))
+	out, err := halted(stall)
+	if err != nil || out.Stalled == nil || out.Stalled.Reason != clustersv1alpha1.InvalidSpecReason {
+		t.Fatalf("an invalid spec: %+v, %v; want a stall and no error", out, err)
+	}
+	if _, err := halted(errors.New("the API server did not answer")); err == nil {
+		t.Fatal("an error that is no halt was swallowed")
 	}
 }

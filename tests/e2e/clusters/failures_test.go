@@ -136,8 +136,17 @@ func TestBadInputAndFailingBackendsAreReported(t *testing.T) {
 		t.Fatalf("a condition carries the kubeconfig: %s", cond.Message)
 	}
 
+	// 8. An undefined variable in the kubeconfig Secret's name: refused
+	// like any spec that cannot be rendered (Stalled, no retry storm).
+	update(func(cp *clustersv1alpha1.CapwrightControlPlane) {
+		cp.Spec.Kubeconfig.Key = "admin.conf"
+		cp.Spec.Kubeconfig.SecretName = "${CLUSTER}-admin-kubeconfig"
+	})
+	cond = cpCondition(t, ctx, c, key, "Stalled", metav1.ConditionTrue, clustersv1alpha1.InvalidSpecReason, time.Minute)
+	contains(cond, "spec.kubeconfig.secretName uses ${CLUSTER}, which is not defined")
+
 	// Fixed, it becomes Ready: nothing was lost on the way.
-	update(func(cp *clustersv1alpha1.CapwrightControlPlane) { cp.Spec.Kubeconfig.Key = "admin.conf" })
+	update(func(cp *clustersv1alpha1.CapwrightControlPlane) { cp.Spec.Kubeconfig.SecretName = "${CLUSTER_NAME}-admin-kubeconfig" })
 	cpCondition(t, ctx, c, key, clustersv1alpha1.ReadyCondition, metav1.ConditionTrue, "", 2*time.Minute)
 	clusterCondition(t, ctx, c, key, "Available", metav1.ConditionTrue, 2*time.Minute)
 
