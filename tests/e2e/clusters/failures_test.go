@@ -146,7 +146,9 @@ func TestBadInputAndFailingBackendsAreReported(t *testing.T) {
 	contains(cond, "spec.kubeconfig.secretName uses ${CLUSTER}, which is not defined")
 
 	// Fixed, it becomes Ready: nothing was lost on the way.
-	update(func(cp *clustersv1alpha1.CapwrightControlPlane) { cp.Spec.Kubeconfig.SecretName = "${CLUSTER_NAME}-admin-kubeconfig" })
+	update(func(cp *clustersv1alpha1.CapwrightControlPlane) {
+		cp.Spec.Kubeconfig.SecretName = "${CLUSTER_NAME}-admin-kubeconfig"
+	})
 	cpCondition(t, ctx, c, key, clustersv1alpha1.ReadyCondition, metav1.ConditionTrue, "", 2*time.Minute)
 	clusterCondition(t, ctx, c, key, "Available", metav1.ConditionTrue, 2*time.Minute)
 
