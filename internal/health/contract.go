@@ -2,7 +2,6 @@ package health
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,13 +41,13 @@ func FoldBackend(source, applier Observation) BackendResult {
 	}
 	switch {
 	case src.status == metav1.ConditionFalse:
-		res.Status, res.Reason, res.Message = metav1.ConditionFalse, src.reason, trimFlux(src.message)
+		res.Status, res.Reason, res.Message = metav1.ConditionFalse, src.reason, src.message
 	case app.status == metav1.ConditionFalse:
-		res.Status, res.Reason, res.Message = metav1.ConditionFalse, app.reason, trimFlux(app.message)
+		res.Status, res.Reason, res.Message = metav1.ConditionFalse, app.reason, app.message
 	case src.status != metav1.ConditionTrue:
-		res.Status, res.Reason, res.Message = metav1.ConditionUnknown, src.reason, trimFlux(src.message)
+		res.Status, res.Reason, res.Message = metav1.ConditionUnknown, src.reason, src.message
 	case app.status != metav1.ConditionTrue:
-		res.Status, res.Reason, res.Message = metav1.ConditionUnknown, app.reason, trimFlux(app.message)
+		res.Status, res.Reason, res.Message = metav1.ConditionUnknown, app.reason, app.message
 	case source.Revision != "" && !sameRevision(source.Revision, applier.Revision):
 		// The source holds a new artifact (a tag that moved) the applier
 		// has not applied yet: its Ready describes the previous one.
@@ -74,10 +73,6 @@ const sourceNotReadyReason = "SourceNotReady"
 func waitsForSource(r readiness) bool {
 	return r.reason == meta.ArtifactFailedReason || r.reason == sourceNotReadyReason
 }
-
-// trimFlux drops the trailing newline Flux leaves on some messages (Helm's
-// and kustomize's errors end in one).
-func trimFlux(message string) string { return strings.TrimRight(message, " \n\t") }
 
 // ControlPlaneSummary is a CapwrightControlPlane's Ready over
 // BackendReady, KubeconfigReady and Available (which must be True) and

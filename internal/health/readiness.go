@@ -3,6 +3,7 @@ package health
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -35,7 +36,7 @@ func (o Observation) readiness() readiness {
 		return readiness{status: metav1.ConditionUnknown, reason: notFoundReason, message: o.ref() + " does not exist"}
 	}
 	if stalled := o.condition(meta.StalledCondition); stalled != nil && stalled.Status == metav1.ConditionTrue {
-		return readiness{status: metav1.ConditionFalse, reason: stalled.Reason, message: o.ref() + ": " + stalled.Message, current: true}
+		return readiness{status: metav1.ConditionFalse, reason: stalled.Reason, message: o.ref() + ": " + fluxMessage(stalled.Message), current: true}
 	}
 	ready := o.condition(meta.ReadyCondition)
 	if ready == nil {
@@ -51,17 +52,22 @@ func (o Observation) readiness() readiness {
 	}
 	switch {
 	case ready.Status == metav1.ConditionFalse:
-		return readiness{status: metav1.ConditionFalse, reason: ready.Reason, message: o.ref() + ": " + ready.Message, current: true}
+		return readiness{status: metav1.ConditionFalse, reason: ready.Reason, message: o.ref() + ": " + fluxMessage(ready.Message), current: true}
 	case reconciling != nil:
-		return readiness{status: metav1.ConditionUnknown, reason: reconciling.Reason, message: o.ref() + ": " + applyingStep(reconciling.Message), current: true}
+		return readiness{status: metav1.ConditionUnknown, reason: reconciling.Reason, message: o.ref() + ": " + applyingStep(fluxMessage(reconciling.Message)), current: true}
 	case ready.Status != metav1.ConditionTrue:
-		return readiness{status: metav1.ConditionUnknown, reason: ready.Reason, message: o.ref() + ": " + ready.Message, current: true}
+		return readiness{status: metav1.ConditionUnknown, reason: ready.Reason, message: o.ref() + ": " + fluxMessage(ready.Message), current: true}
 	case o.ObservedGeneration != o.Generation:
 		return readiness{status: metav1.ConditionUnknown, reason: meta.ProgressingReason, current: true,
 			message: fmt.Sprintf("%s has not finished reconciling generation %d", o.ref(), o.Generation)}
 	}
-	return readiness{status: metav1.ConditionTrue, reason: ready.Reason, message: o.ref() + ": " + ready.Message, current: true}
+	return readiness{status: metav1.ConditionTrue, reason: ready.Reason, message: o.ref() + ": " + fluxMessage(ready.Message), current: true}
 }
+
+// fluxMessage is a Flux condition's message without the newline Flux
+// leaves at the end of some (Helm's and kustomize's errors): whatever
+// Capwright puts after it starts on the same line.
+func fluxMessage(m string) string { return strings.TrimRightFunc(m, unicode.IsSpace) }
 
 // applySteps are the steps kustomize-controller reports, one after the
 // other within a second or two, before it runs the health checks.

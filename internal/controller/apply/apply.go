@@ -78,21 +78,28 @@ func Unchanged(want, existing *unstructured.Unstructured, hashAnnotation string)
 // ownership) unless the object, read through r, already holds what was
 // last applied and nobody changed those fields since. When it exists,
 // check may refuse it (someone else's object of that name): its error is
-// returned and nothing is written. r is an uncached reader for kinds the
-// controller keeps no informer of.
+// returned and nothing is written. The object is read as desired's own
+// type: r is the manager's cache for kinds the controller watches (an
+// unstructured read would start a second informer of the kind), else an
+// uncached reader.
 func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.Object, hashAnnotation, fieldOwner string, check func(existing *unstructured.Unstructured) error) error {
 	want, err := Desired(desired, hashAnnotation)
 	if err != nil {
 		return err
 	}
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(want.GroupVersionKind())
-	err = r.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
+	current := desired.DeepCopyObject().(ctrl.Object)
+	err = r.Get(ctx, ctrl.ObjectKeyFromObject(want), current)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return fmt.Errorf("reading %s %s: %w", want.GetKind(), ObjectRef(want), err)
 	default:
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
+		if err != nil {
+			return err
+		}
+		existing := &unstructured.Unstructured{Object: u}
+		existing.SetGroupVersionKind(want.GroupVersionKind())
 		if err := check(existing); err != nil {
 			return err
 		}

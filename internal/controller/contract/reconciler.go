@@ -48,8 +48,8 @@ type Shared struct {
 	// Client reads the contract kinds and Flux objects from the cache,
 	// and writes.
 	Client ctrl.Client
-	// Reader reads without the cache: Secrets, and objects written by
-	// apply.IfChanged.
+	// Reader reads without the cache: Secrets, and status objects of
+	// kinds the manager does not watch.
 	Reader   ctrl.Reader
 	Recorder kuberecorder.EventRecorder
 	Metrics  *metrics.Recorder
@@ -197,7 +197,7 @@ func (s *Shared) prepare(ctx context.Context, sub subject, request string) (*pre
 		return nil, s.invalid(sub, err)
 	}
 	for _, o := range p.objects.Objects() {
-		err := apply.IfChanged(ctx, s.Reader, s.Client, o, appliedHashAnnotation, FieldOwner, func(existing *unstructured.Unstructured) error {
+		err := apply.IfChanged(ctx, s.Client, s.Client, o, appliedHashAnnotation, FieldOwner, func(existing *unstructured.Unstructured) error {
 			if !render.ControlledBy(existing, sub.obj.GetUID()) {
 				return &conflictError{kind: existing.GetKind(), ref: apply.ObjectRef(existing)}
 			}

@@ -15,6 +15,7 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,6 +117,10 @@ func newFakeEnv(t *testing.T, kind Kind, objs ...ctrl.Object) *fakeEnv {
 					env.secretReads = append(env.secretReads, key.String())
 				case *unstructured.Unstructured:
 					env.uncachedReads[o.GetKind()]++
+				case *corev1.ServiceAccount:
+					env.uncachedReads["ServiceAccount"]++
+				case *rbacv1.ClusterRoleBinding:
+					env.uncachedReads["ClusterRoleBinding"]++
 				}
 				env.mu.Unlock()
 				return c.Get(ctx, key, o, opts...)
@@ -202,7 +207,9 @@ func newFakeEnv(t *testing.T, kind Kind, objs ...ctrl.Object) *fakeEnv {
 	return env
 }
 
-// reads is how often objects of kind were read as unstructured.
+// reads is how often objects of kind were read as unstructured, or, for
+// the installer's ServiceAccount and ClusterRoleBinding (read uncached),
+// at all.
 func (e *fakeEnv) reads(kind string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()

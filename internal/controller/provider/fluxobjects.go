@@ -11,11 +11,9 @@ import (
 	"github.com/fluxcd/pkg/apis/kustomize"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -174,42 +172,19 @@ func imageName(image string) string {
 
 // applyIfChanged applies desired with server-side apply unless the object
 // already holds exactly what was last applied and nobody changed those
-// fields since.
+// fields since; it reads the object through the cache the controller
+// watches it with.
 func (r *Reconciler) applyIfChanged(ctx context.Context, desired ctrl.Object) error {
-	want, err := apply.Desired(desired, specHashAnnotation)
-	if err != nil {
-		return err
-	}
-	// Read through the typed cache the controller watches the object
-	// with: an unstructured read would start a second informer of the
-	// same kind, and every status change Flux writes would reach the
-	// manager twice.
-	current := desired.DeepCopyObject().(ctrl.Object)
-	err = r.Client.Get(ctx, ctrl.ObjectKeyFromObject(want), current)
-	switch {
-	case apierrors.IsNotFound(err):
-	case apimeta.IsNoMatchError(err):
-		return fmt.Errorf("the Flux API %s is not installed on this cluster; install Flux (source, kustomize and helm controllers): %w", want.GroupVersionKind(), err)
-	case err != nil:
-		return err
-	default:
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
-		if err != nil {
-			return err
-		}
-		existing := &unstructured.Unstructured{Object: u}
-		existing.SetGroupVersionKind(want.GroupVersionKind())
-		if apply.Unchanged(want, existing, specHashAnnotation) {
-			return nil
-		}
+	err := apply.IfChanged(ctx, r.Client, r.Client, desired, specHashAnnotation, FieldOwner, func(existing *unstructured.Unstructured) error {
 		if !render.ControlledBy(existing, render.ControllerUID(desired)) {
-			return fmt.Errorf("%s %s/%s exists and was not created by Capwright for this provider; rename or delete it", want.GetKind(), want.GetNamespace(), want.GetName())
+			return fmt.Errorf("%s %s exists and was not created by Capwright for this provider; rename or delete it", existing.GetKind(), apply.ObjectRef(existing))
 		}
+		return nil
+	})
+	if apimeta.IsNoMatchError(err) {
+		return fmt.Errorf("the Flux API %s is not installed on this cluster; install Flux (source, kustomize and helm controllers): %w", desired.GetObjectKind().GroupVersionKind(), err)
 	}
-	if err := r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(FieldOwner), ctrl.ForceOwnership); err != nil {
-		return fmt.Errorf("applying %s %s/%s: %w", want.GetKind(), want.GetNamespace(), want.GetName(), err)
-	}
-	return nil
+	return err
 }
 
 // suspendFluxObjects carries spec.suspend to the existing Flux objects.
