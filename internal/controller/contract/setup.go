@@ -57,40 +57,18 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 	cl := &ClusterReconciler{Shared: shared}
 	kinds := []struct {
 		obj      ctrl.Object
-		list     func() ctrl.ObjectList
-		items    func(ctrl.ObjectList) []statusReader
 		refField string
 		r        reconcile.Reconciler
 		name     string
 	}{
-		{&clustersv1alpha1.CapwrightControlPlane{}, func() ctrl.ObjectList { return &clustersv1alpha1.CapwrightControlPlaneList{} },
-			func(l ctrl.ObjectList) []statusReader {
-				var out []statusReader
-				for i := range l.(*clustersv1alpha1.CapwrightControlPlaneList).Items {
-					o := &l.(*clustersv1alpha1.CapwrightControlPlaneList).Items[i]
-					out = append(out, statusReader{o.Name, &o.Spec.StatusFrom})
-				}
-				return out
-			}, "controlPlaneRef", cp, clustersv1alpha1.ControlPlaneKind},
-		{&clustersv1alpha1.CapwrightCluster{}, func() ctrl.ObjectList { return &clustersv1alpha1.CapwrightClusterList{} },
-			func(l ctrl.ObjectList) []statusReader {
-				var out []statusReader
-				for i := range l.(*clustersv1alpha1.CapwrightClusterList).Items {
-					o := &l.(*clustersv1alpha1.CapwrightClusterList).Items[i]
-					out = append(out, statusReader{o.Name, o.Spec.StatusFrom})
-				}
-				return out
-			}, "infrastructureRef", cl, clustersv1alpha1.ClusterKind},
+		{&clustersv1alpha1.CapwrightControlPlane{}, "controlPlaneRef", cp, clustersv1alpha1.ControlPlaneKind},
+		{&clustersv1alpha1.CapwrightCluster{}, "infrastructureRef", cl, clustersv1alpha1.ClusterKind},
 	}
 	var late []lateWatch
 	for _, k := range kinds {
 		k := k
 		inNamespace := func(ctx context.Context, namespace string) []statusReader {
-			l := k.list()
-			if err := mgr.GetClient().List(ctx, l, ctrl.InNamespace(namespace)); err != nil {
-				return nil
-			}
-			return k.items(l)
+			return statusReadersIn(ctx, mgr.GetClient(), k.name, namespace)
 		}
 		owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.obj, handler.OnlyControllerOwner())
 		flux := builder.WithPredicates(shell.FluxObjectChanged())
@@ -113,7 +91,7 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 					// Helm's release records change on every install and
 					// upgrade; they are no backend's kubeconfig.
 					return !strings.HasPrefix(o.GetName(), "sh.helm.release.")
-				})), builder.OnlyMetadata).
+				}))).
 			WithOptions(opts)
 		byCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o ctrl.Object) []reconcile.Request {
 			ref, _, _ := unstructured.NestedStringMap(o.(*unstructured.Unstructured).Object, "spec", k.refField)
@@ -189,6 +167,30 @@ func (w *clusterWatcher) start(ctx context.Context) error {
 type statusReader struct {
 	name string
 	from *clustersv1alpha1.StatusFrom
+}
+
+// statusReadersIn lists the objects of kind in namespace, from the cache.
+func statusReadersIn(ctx context.Context, c ctrl.Reader, kind, namespace string) []statusReader {
+	var out []statusReader
+	switch kind {
+	case clustersv1alpha1.ControlPlaneKind:
+		var l clustersv1alpha1.CapwrightControlPlaneList
+		if err := c.List(ctx, &l, ctrl.InNamespace(namespace)); err != nil {
+			return nil
+		}
+		for i := range l.Items {
+			out = append(out, statusReader{l.Items[i].Name, &l.Items[i].Spec.StatusFrom})
+		}
+	default:
+		var l clustersv1alpha1.CapwrightClusterList
+		if err := c.List(ctx, &l, ctrl.InNamespace(namespace)); err != nil {
+			return nil
+		}
+		for i := range l.Items {
+			out = append(out, statusReader{l.Items[i].Name, l.Items[i].Spec.StatusFrom})
+		}
+	}
+	return out
 }
 
 // ownersChanged lets through an update that changes the owner
