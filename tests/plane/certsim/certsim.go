@@ -11,23 +11,31 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Options configure the simulator.
 type Options struct {
-	// Interval between reconcile passes; default 250ms.
-	Interval time.Duration
+	// Resync is the longest time between two reconcile passes while no
+	// watched object changes; default 2s. A pass runs as soon as one does.
+	Resync time.Duration
 	// Logf receives one line per action (issued, injected, …); may be nil.
 	// Key material is never logged.
 	Logf func(format string, args ...any)
 }
 
 const (
-	defaultInterval = 250 * time.Millisecond
+	defaultResync = 2 * time.Second
+	// minGap spaces passes while changes arrive in bursts (Flux applying a
+	// provider's objects), so that a burst shares a few passes.
+	minGap = 100 * time.Millisecond
 	// fieldManager names certsim in managedFields and is its user agent.
 	fieldManager = "certsim"
 )
@@ -65,29 +73,88 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("certsim: creating metadata client: %w", err)
 	}
-	s := newSimulator(dyn, opts.Logf)
-	s.listMeta = func(ctx context.Context, gvr schema.GroupVersionResource) ([]metav1.ObjectMeta, error) {
-		list, err := md.Resource(gvr).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]metav1.ObjectMeta, len(list.Items))
-		for i := range list.Items {
-			out[i] = list.Items[i].ObjectMeta
-		}
-		return out, nil
+	resync := opts.Resync
+	if resync <= 0 {
+		resync = defaultResync
 	}
+	s := newSimulator(dyn, opts.Logf)
 	s.apply = func(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		return dyn.Resource(gvr).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	}
+	return watchAndReconcile(ctx, s, dyn, md, resync)
+}
 
-	interval := opts.Interval
-	if interval <= 0 {
-		interval = defaultInterval
+// watchAndReconcile runs s's passes on change, as cert-manager's
+// controllers do: informers watch the kinds a pass reads (the issuers and
+// Certificates whole; Secrets and the CA injection targets by their
+// metadata only, as CRDs carry megabytes of schema), a pass reads its lists
+// from their caches, and a change of any of them wakes it. Polling the API
+// server several times a second instead would load it in a way no real
+// management cluster is loaded, and the plane's benchmarks measure that
+// load.
+func watchAndReconcile(ctx context.Context, s *simulator, dyn dynamic.Interface, md metadata.Interface, resync time.Duration) error {
+	wake := make(chan struct{}, 1)
+	kick := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
 	}
-	ticker := time.NewTicker(interval)
+	onChange := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { kick() },
+		UpdateFunc: func(any, any) { kick() },
+		DeleteFunc: func(any) { kick() },
+	}
+	objects := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	metas := metadatainformer.NewSharedInformerFactory(md, 0)
+	for _, gvr := range []schema.GroupVersionResource{gvrIssuer, gvrClusterIssuer, gvrCertificate} {
+		if _, err := objects.ForResource(gvr).Informer().AddEventHandler(onChange); err != nil {
+			return fmt.Errorf("certsim: watching %s: %w", gvr.Resource, err)
+		}
+	}
+	for _, gvr := range []schema.GroupVersionResource{gvrSecret, gvrCRD, gvrValidating, gvrMutating, gvrAPIService} {
+		if _, err := metas.ForResource(gvr).Informer().AddEventHandler(onChange); err != nil {
+			return fmt.Errorf("certsim: watching %s: %w", gvr.Resource, err)
+		}
+	}
+	objects.Start(ctx.Done())
+	metas.Start(ctx.Done())
+	defer objects.Shutdown()
+	defer metas.Shutdown()
+	// No waiting for the caches to fill: a pass over a partial cache does
+	// less, never harm, and filling them wakes the next one.
+
+	s.listObjects = func(_ context.Context, gvr schema.GroupVersionResource) ([]unstructured.Unstructured, error) {
+		cached, err := objects.ForResource(gvr).Lister().List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		out := make([]unstructured.Unstructured, 0, len(cached))
+		for _, o := range cached {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				out = append(out, *u.DeepCopy()) // a pass edits what it lists
+			}
+		}
+		return out, nil
+	}
+	s.listMeta = func(_ context.Context, gvr schema.GroupVersionResource) ([]metav1.ObjectMeta, error) {
+		cached, err := metas.ForResource(gvr).Lister().List(labels.Everything())
+		if err != nil {
+			return nil, err
+		}
+		out := make([]metav1.ObjectMeta, 0, len(cached))
+		for _, o := range cached {
+			if m, ok := o.(*metav1.PartialObjectMetadata); ok {
+				out = append(out, *m.ObjectMeta.DeepCopy())
+			}
+		}
+		return out, nil
+	}
+
+	ticker := time.NewTicker(resync)
 	defer ticker.Stop()
 	for {
+		started := time.Now()
 		if err := s.pass(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -97,7 +164,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-wake:
 		case <-ticker.C:
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Until(started.Add(minGap))):
 		}
 	}
 }
@@ -107,8 +180,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 // stand in for what the fake dynamic client cannot model.
 type simulator struct {
 	client dynamic.Interface
+	// listObjects lists issuers and Certificates; nil lists them with
+	// client (the tests).
+	listObjects func(ctx context.Context, gvr schema.GroupVersionResource) ([]unstructured.Unstructured, error)
 	// listMeta lists only the metadata of the CA injection targets: CRDs
-	// carry megabytes of schema, too much to fetch several times a second.
+	// carry megabytes of schema.
 	listMeta func(ctx context.Context, gvr schema.GroupVersionResource) ([]metav1.ObjectMeta, error)
 	// apply server-side applies a minimal caBundle object; see bundlePatch.
 	apply func(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
@@ -168,13 +244,22 @@ func (s *simulator) pass(ctx context.Context) error {
 // list lists gvr, or returns nothing when it cannot, which includes a kind
 // whose CRD is not installed (yet).
 func (s *simulator) list(ctx context.Context, gvr schema.GroupVersionResource) []unstructured.Unstructured {
-	l, err := s.client.Resource(gvr).List(ctx, metav1.ListOptions{})
+	var items []unstructured.Unstructured
+	var err error
+	if s.listObjects != nil {
+		items, err = s.listObjects(ctx, gvr)
+	} else {
+		var l *unstructured.UnstructuredList
+		if l, err = s.client.Resource(gvr).List(ctx, metav1.ListOptions{}); err == nil {
+			items = l.Items
+		}
+	}
 	if err != nil {
 		s.listFailed(ctx, gvr, err)
 		return nil
 	}
 	s.resolved(gvr.String())
-	return l.Items
+	return items
 }
 
 func (s *simulator) listFailed(ctx context.Context, gvr schema.GroupVersionResource, err error) {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -496,5 +497,62 @@ func TestRunStopsWithContext(t *testing.T) {
 	// Nothing listens there; Run must still return nil once ctx is done.
 	if err := Run(ctx, &rest.Config{Host: "https://127.0.0.1:1"}, Options{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChangesWakeAPass runs certsim's loop with a resync longer than the
+// test: a Certificate created, and a webhook configuration annotated for
+// injection, while it runs are served all the same, because passes follow
+// the watches, not a clock.
+func TestChangesWakeAPass(t *testing.T) {
+	c := newFakeClient()
+	md := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+	s := newTestSimulator(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- watchAndReconcile(ctx, s, c, md, time.Hour) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	// Let the first pass (the CA) and the informers' start go by.
+	time.Sleep(500 * time.Millisecond)
+
+	if _, err := c.Resource(gvrCertificate).Namespace("capi-system").Create(ctx, certificateObj("capi-system", "serving", "serving-tls", "webhook.capi-system.svc"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Certificate's Secret", func() bool {
+		_, err := c.Resource(gvrSecret).Namespace("capi-system").Get(ctx, "serving-tls", metav1.GetOptions{})
+		return err == nil
+	})
+
+	// Injection targets are watched by their metadata only.
+	hook := webhookConfig("ValidatingWebhookConfiguration", "capi", injectFrom("capi-system/serving"), "a.example.com")
+	if _, err := c.Resource(gvrValidating).Create(ctx, hook, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: "capi", Annotations: hook.GetAnnotations(), ResourceVersion: hook.GetResourceVersion()}}
+	if _, err := md.Resource(gvrValidating).(metadatafake.MetadataClient).CreateFake(meta, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the webhook's CA bundle", func() bool {
+		hooks, _, _ := unstructured.NestedSlice(get(t, c, gvrValidating, "", "capi").Object, "webhooks")
+		if len(hooks) == 0 {
+			return false
+		}
+		bundle, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "caBundle")
+		return bundle != ""
+	})
+}
+
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not come within 10s", what)
+		}
 	}
 }
