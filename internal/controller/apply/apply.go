@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -94,6 +95,7 @@ func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.O
 	case err != nil:
 		return fmt.Errorf("reading %s %s: %w", want.GetKind(), ObjectRef(want), err)
 	default:
+		withoutStatus(current)
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
 		if err != nil {
 			return err
@@ -111,6 +113,23 @@ func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.O
 		return fmt.Errorf("applying %s %s: %w", want.GetKind(), ObjectRef(want), err)
 	}
 	return nil
+}
+
+// withoutStatus drops what the comparison never looks at (want holds
+// neither) before current is converted: its status, which for a
+// Kustomization is an inventory of every object it applied and for a
+// HelmRelease its history, and its managedFields. The fold reads Flux's
+// objects on every status change they make, so that conversion would
+// otherwise be most of a reconcile's work.
+func withoutStatus(current ctrl.Object) {
+	current.SetManagedFields(nil)
+	v := reflect.ValueOf(current)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	if status := v.Elem().FieldByName("Status"); status.IsValid() && status.CanSet() {
+		status.SetZero()
+	}
 }
 
 // ObjectRef is namespace/name, or name for a cluster-scoped object.

@@ -1,0 +1,120 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+const testHash = "test.capwright.io/hash"
+
+// appliedKustomization is what a cache holds once kustomize-controller has
+// applied a provider: the spec Capwright applied and an inventory of
+// every object, here 150 (the core provider has about that many).
+func appliedKustomization(t testing.TB) (desired, cached *kustomizev1.Kustomization) {
+	desired = &kustomizev1.Kustomization{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+		ObjectMeta: metav1.ObjectMeta{Name: "core-cluster-api", Namespace: "capi-system", Labels: map[string]string{"app": "x"}},
+		Spec:       kustomizev1.KustomizationSpec{Path: "./", Prune: true, Wait: true, TargetNamespace: "capi-system", Interval: metav1.Duration{Duration: 600e9}},
+	}
+	want, err := Desired(desired, testHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached = &kustomizev1.Kustomization{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(want.Object, cached); err != nil {
+		t.Fatal(err)
+	}
+	inv := &kustomizev1.ResourceInventory{}
+	for i := range 150 {
+		inv.Entries = append(inv.Entries, kustomizev1.ResourceRef{ID: fmt.Sprintf("capi-system_object-%d__ConfigMap", i), Version: "v1"})
+	}
+	cached.Status = kustomizev1.KustomizationStatus{Inventory: inv, LastAppliedRevision: "v1.14.2@sha256:0123",
+		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded", Message: "Applied revision: v1.14.2@sha256:0123"}}}
+	return desired, cached
+}
+
+func newClient(t testing.TB, applies *int, objs ...ctrl.Object) ctrl.Client {
+	scheme := runtime.NewScheme()
+	if err := kustomizev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(objs...).Build(), interceptor.Funcs{
+		Apply: func(context.Context, ctrl.WithWatch, runtime.ApplyConfiguration, ...ctrl.ApplyOption) error {
+			*applies++
+			return nil
+		},
+	})
+}
+
+// TestIfChangedLooksOnlyAtWhatItApplies: the status Flux writes (an
+// inventory, conditions) and the managedFields are no change; a field
+// Capwright sets that someone changed is one, and what the check sees is
+// the object without them.
+func TestIfChangedLooksOnlyAtWhatItApplies(t *testing.T) {
+	desired, cached := appliedKustomization(t)
+	applies := 0
+	c := newClient(t, &applies, cached)
+	var seen *unstructured.Unstructured
+	check := func(existing *unstructured.Unstructured) error { seen = existing; return nil }
+	if err := IfChanged(context.Background(), c, c, desired.DeepCopy(), testHash, "capwright", check); err != nil {
+		t.Fatal(err)
+	}
+	if applies != 0 {
+		t.Fatalf("applied %d times an object that holds what was applied", applies)
+	}
+	if seen.GetName() != "core-cluster-api" || seen.GetLabels()["app"] != "x" {
+		t.Errorf("the check saw %s with labels %v", seen.GetName(), seen.GetLabels())
+	}
+	if status, _ := seen.Object["status"].(map[string]any); len(status) > 0 {
+		t.Errorf("the check saw a status: %v", status)
+	}
+
+	// The cache's own copy keeps its status.
+	got := &kustomizev1.Kustomization{}
+	if err := c.Get(context.Background(), ctrl.ObjectKeyFromObject(cached), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Inventory == nil || len(got.Status.Inventory.Entries) != 150 {
+		t.Errorf("the stored object lost its inventory")
+	}
+
+	changed := cached.DeepCopy()
+	changed.Spec.Prune = false
+	changed.ResourceVersion = ""
+	applies = 0
+	c = newClient(t, &applies, changed)
+	if err := IfChanged(context.Background(), c, c, desired.DeepCopy(), testHash, "capwright", check); err != nil {
+		t.Fatal(err)
+	}
+	if applies != 1 {
+		t.Fatalf("applied %d times an object someone changed, want once", applies)
+	}
+}
+
+// BenchmarkIfChangedOfAnAppliedKustomization is the reconcile's look at a
+// Flux object that holds what Capwright applied: what every status change
+// of that object costs the manager.
+func BenchmarkIfChangedOfAnAppliedKustomization(b *testing.B) {
+	desired, cached := appliedKustomization(b)
+	applies := 0
+	c := newClient(b, &applies, cached)
+	ok := func(*unstructured.Unstructured) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := IfChanged(context.Background(), c, c, desired, testHash, "capwright", ok); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if applies != 0 {
+		b.Fatalf("applied %d times", applies)
+	}
+}
