@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -64,7 +65,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 	fluxObjectChanged := builder.WithPredicates(shell.FluxObjectChanged())
 	b := ctrlruntime.NewControllerManagedBy(mgr).
 		Named(r.Kind.Name).
-		For(r.Kind.NewObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		For(r.Kind.NewObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, r.written.CaughtUp()))).
 		Owns(&sourcev1.OCIRepository{}, fluxObjectChanged).
 		Owns(&kustomizev1.Kustomization{}, fluxObjectChanged).
 		Owns(&helmv2.HelmRelease{}, fluxObjectChanged).
@@ -74,13 +75,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configMapProviders), builder.OnlyMetadata).
 		WithOptions(opts)
 	if r.Kind.Name != "CoreProvider" {
-		b = b.Watches(&v1alpha1.CoreProvider{}, handler.EnqueueRequestsFromMapFunc(r.allOfKind))
+		b = b.Watches(&v1alpha1.CoreProvider{}, handler.EnqueueRequestsFromMapFunc(r.allOfKind), builder.WithPredicates(coreProviderChanged()))
 	}
 	// The Flux objects of spec.dependsOn (cert-manager's HelmRelease, say)
 	// wake up the providers that wait for them.
 	b = b.Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents(kustomizev1.KustomizationKind)), fluxObjectChanged).
 		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.dependents(helmv2.HelmReleaseKind)), fluxObjectChanged)
 	return b.Complete(r)
+}
+
+// coreProviderChanged passes what of a CoreProvider the preflight of the
+// other providers reads (checkCore): which core there is (creation,
+// deletion, its generation), its contract and whether that contract is
+// known. The status writes of the core's own install or upgrade, half a
+// dozen, wake no other provider.
+func coreProviderChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*v1alpha1.CoreProvider)
+		cur, okNew := e.ObjectNew.(*v1alpha1.CoreProvider)
+		if !okOld || !okNew {
+			return true
+		}
+		return old.Generation != cur.Generation || old.Status.Contract != cur.Status.Contract ||
+			coreContractKnown(old) != coreContractKnown(cur) || !old.DeletionTimestamp.Equal(cur.DeletionTimestamp)
+	}}
 }
 
 // dependents enqueues the providers of r.Kind whose spec.dependsOn names
