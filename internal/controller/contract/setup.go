@@ -60,9 +60,10 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 		refField string
 		r        reconcile.Reconciler
 		name     string
+		written  *shell.Written
 	}{
-		{&clustersv1alpha1.CapwrightControlPlane{}, "controlPlaneRef", cp, clustersv1alpha1.ControlPlaneKind},
-		{&clustersv1alpha1.CapwrightCluster{}, "infrastructureRef", cl, clustersv1alpha1.ClusterKind},
+		{&clustersv1alpha1.CapwrightControlPlane{}, "controlPlaneRef", cp, clustersv1alpha1.ControlPlaneKind, &cp.written},
+		{&clustersv1alpha1.CapwrightCluster{}, "infrastructureRef", cl, clustersv1alpha1.ClusterKind, &cl.written},
 	}
 	var late []lateWatch
 	for _, k := range kinds {
@@ -75,7 +76,7 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 		b := ctrlruntime.NewControllerManagedBy(mgr).
 			Named(k.name).
 			For(k.obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
-				predicate.LabelChangedPredicate{}, ownersChanged()))).
+				predicate.LabelChangedPredicate{}, ownersChanged(), k.written.CaughtUp()))).
 			Watches(&sourcev1.OCIRepository{}, owned, flux).
 			Watches(&helmv2.HelmRelease{}, owned, flux).
 			Watches(&kustomizev1.Kustomization{}, owned, flux).

@@ -135,8 +135,8 @@ type Reconciler[T Object] struct {
 }
 
 // staleRetry is how soon a reconcile that read an object older than the
-// shell's own last write looks again; the cache usually catches up within
-// milliseconds.
+// shell's own last write looks again if the update that brings the cache
+// up to date is not seen (Written.CaughtUp wakes it as soon as it is).
 const staleRetry = time.Second
 
 func (s *Reconciler[T]) now() time.Time {

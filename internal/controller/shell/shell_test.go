@@ -11,10 +11,12 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
@@ -411,5 +413,38 @@ func TestHoldWritesNothing(t *testing.T) {
 	}
 	if got := get(t, c); got.Status.ObservedGeneration != 1 {
 		t.Fatalf("a held object's observedGeneration moved to %d", got.Status.ObservedGeneration)
+	}
+}
+
+// TestAStaleReadWakesWhenTheCacheCatchesUp: the object whose reconcile
+// was skipped as stale is reconciled on the update that brings the cache
+// past the shell's write, once; other objects' updates and the stale
+// version itself wake nothing.
+func TestAStaleReadWakesWhenTheCacheCatchesUp(t *testing.T) {
+	var w Written
+	p := w.CaughtUp()
+	update := func(uid types.UID, rv string) bool {
+		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: uid, ResourceVersion: rv}}
+		return p.Update(event.UpdateEvent{ObjectOld: o.DeepCopy(), ObjectNew: o})
+	}
+	w.wrote("a", "1", "2")
+	if update("a", "2") {
+		t.Error("an update woke an object no reconcile waits for")
+	}
+	if !w.isStale("a", "1") {
+		t.Fatal("the version before the write is not stale")
+	}
+	if update("a", "1") || update("b", "3") {
+		t.Error("the stale version, or another object, woke the waiting reconcile")
+	}
+	if !update("a", "2") {
+		t.Error("the cache caught up with the write and nothing woke the reconcile")
+	}
+	if update("a", "3") {
+		t.Error("the reconcile was woken twice")
+	}
+	var none *Written
+	if none.CaughtUp().Update(event.UpdateEvent{ObjectOld: &metav1.PartialObjectMetadata{}, ObjectNew: &metav1.PartialObjectMetadata{}}) {
+		t.Error("a nil record woke a reconcile")
 	}
 }
