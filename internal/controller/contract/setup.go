@@ -75,8 +75,7 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 		flux := builder.WithPredicates(shell.FluxObjectChanged())
 		b := ctrlruntime.NewControllerManagedBy(mgr).
 			Named(k.name).
-			For(k.obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
-				predicate.LabelChangedPredicate{}, ownersChanged(), k.written.CaughtUp()))).
+			For(k.obj, builder.WithPredicates(shell.OwnObjectChanged(k.written, ownersChanged()))).
 			Watches(&sourcev1.OCIRepository{}, owned, flux).
 			Watches(&helmv2.HelmRelease{}, owned, flux).
 			Watches(&kustomizev1.Kustomization{}, owned, flux).

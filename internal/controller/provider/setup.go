@@ -65,7 +65,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 	fluxObjectChanged := builder.WithPredicates(shell.FluxObjectChanged())
 	b := ctrlruntime.NewControllerManagedBy(mgr).
 		Named(r.Kind.Name).
-		For(r.Kind.NewObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, r.written.CaughtUp()))).
+		For(r.Kind.NewObject(), builder.WithPredicates(shell.OwnObjectChanged(&r.written))).
 		Owns(&sourcev1.OCIRepository{}, fluxObjectChanged).
 		Owns(&kustomizev1.Kustomization{}, fluxObjectChanged).
 		Owns(&helmv2.HelmRelease{}, fluxObjectChanged).

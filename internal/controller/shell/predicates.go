@@ -10,6 +10,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
+// OwnObjectChanged is the predicate of a kind's watch of its own objects:
+// a new generation (spec), annotations (reconcile requests), labels, what
+// extra lets through, and the update that brings the cache past the
+// shell's own write to an object whose reconcile was skipped as stale
+// (w.CaughtUp). The shell's status writes wake nothing else.
+func OwnObjectChanged(w *Written, extra ...predicate.Predicate) predicate.Predicate {
+	return predicate.Or(append([]predicate.Predicate{predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+		predicate.LabelChangedPredicate{}, w.CaughtUp()}, extra...)...)
+}
+
 // FluxObjectChanged lets through the changes of a generated Flux object
 // that can matter to its owner: a new generation (someone edited what
 // Capwright set), a new status, labels, owners, finalizers or deletion.

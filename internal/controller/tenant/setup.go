@@ -66,7 +66,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 	labelledFlux := builder.WithPredicates(isLabelled, shell.FluxObjectChanged())
 	b := ctrlruntime.NewControllerManagedBy(mgr).
 		Named("Tenant").
-		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}, r.written.CaughtUp()))).
+		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(shell.OwnObjectChanged(&r.written))).
 		// A Tenant created with a management namespace another tenant
 		// lists refuses that tenant (NamespaceNotAllowed); one deleted
 		// lifts the refusal. An update cannot change a management

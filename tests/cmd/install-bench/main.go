@@ -37,7 +37,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -679,8 +678,11 @@ func report(systems []system, results map[string][]result) {
 		}
 		second := 0
 		for _, r := range rs {
-			if slices.ContainsFunc(slices.Collect(maps.Values(r.UpHealth)), func(d float64) bool { return d >= secondPoll }) {
-				second++
+			for _, d := range r.UpHealth {
+				if d >= secondPoll {
+					second++
+					break
+				}
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d of %d\n", s.Name(), strings.Join(cells, "\t"), second, len(rs))
