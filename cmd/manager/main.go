@@ -255,41 +255,31 @@ func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
 // setupTenants sets up the Tenant controller, which hands Flux the target
 // namespaces of kustomize stacks through the same artifact storage as the
 // providers' additional manifests (and restores them there for any
-// replica). Clusters and kubeconfig
-// Secrets are watched once the Cluster API's Cluster kind is served —
-// from the start, or as soon as it is installed (often by the manager's
-// own provider controllers): a watch on a kind that is not served would
-// stop the whole manager. Until then every Tenant says on its own status
-// that no cluster can be selected yet.
+// replica). Clusters and kubeconfig Secrets are watched once a Tenant
+// exists and the Cluster API's Cluster kind is served — at once, or as
+// soon as it is installed (often by the manager's own provider
+// controllers): a watch on a kind that is not served would stop the
+// whole manager, and one nothing needs costs a cache of every Cluster.
+// Until then every Tenant says on its own status that no cluster can be
+// selected yet.
 func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, storage *fluxartifact.Storage, o *options) error {
-	log := ctrlruntime.Log.WithName("setup")
-	watch, err := served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
-	if err != nil {
-		return err
+	clusterAPIServed := func() (bool, error) {
+		return served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
 	}
 	r := &tenant.Reconciler{
-		Client:         mgr.GetClient(),
-		Reader:         mgr.GetAPIReader(),
-		Clusters:       mgr.GetAPIReader(),
-		WatchClusters:  watch,
-		Recorder:       recorder,
-		ResyncInterval: o.resync,
-		Metrics:        m,
+		Client:           mgr.GetClient(),
+		Reader:           mgr.GetAPIReader(),
+		Clusters:         mgr.GetAPIReader(),
+		ClusterAPIServed: clusterAPIServed,
+		Recorder:         recorder,
+		ResyncInterval:   o.resync,
+		Metrics:          m,
 		// The Deployment sets RUNTIME_NAMESPACE (see run).
 		ForbiddenNamespaces: o.tenantForbiddenNamespaces(os.Getenv("RUNTIME_NAMESPACE")),
 		Artifacts:           storage,
 	}
 	if storage != nil {
 		storage.Restore = r.RestoreArtifacts(storage.Restore)
-	}
-	if watch {
-		r.Clusters = mgr.GetCache()
-	} else {
-		log.Info("Cluster API's Cluster kind is not served yet: Tenants look for Clusters every minute, and watch them once Cluster API is installed",
-			"kind", render.ClusterAPIVersion+", Kind="+render.ClusterKind)
-		r.ClusterAPIServed = func() (bool, error) {
-			return served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
-		}
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 		return fmt.Errorf("setting up the Tenant controller: %w", err)
@@ -298,14 +288,10 @@ func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecord
 }
 
 // setupContract sets up the controllers of CapwrightControlPlane and
-// CapwrightCluster. Clusters are watched when Cluster API is served at
-// start-up; otherwise each object looks at its Cluster every resync and
-// whenever Cluster API sets itself as its owner.
+// CapwrightCluster. Clusters are watched once an object of either kind
+// exists and Cluster API is served; until then each object looks at its
+// Cluster every resync and whenever Cluster API sets itself as its owner.
 func setupContract(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, rules catalog.Mirrors, o *options) error {
-	watch, err := served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
-	if err != nil {
-		return err
-	}
 	shared := &contract.Shared{
 		Client:         mgr.GetClient(),
 		Reader:         mgr.GetAPIReader(),
@@ -317,7 +303,7 @@ func setupContract(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecor
 			return served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
 		},
 	}
-	if err := contract.Setup(mgr, shared, controller.Options{MaxConcurrentReconciles: o.concurrent}, watch); err != nil {
+	if err := contract.Setup(mgr, shared, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 		return fmt.Errorf("setting up the Cluster API contract controllers: %w", err)
 	}
 	return nil

@@ -10,17 +10,26 @@ import (
 	"time"
 )
 
-// auditPolicy records the metadata of write requests only.
+// auditPolicy records the metadata of write requests, and the watches
+// opened on Cluster API's Clusters (which Capwright opens only when a
+// Tenant or contract object needs them).
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
+omitStages: ["RequestReceived", "Panic"]
 rules:
 - level: Metadata
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: Metadata
+  verbs: ["watch"]
+  resources:
+  - group: cluster.x-k8s.io
+    resources: ["clusters"]
+  omitStages: ["ResponseComplete"]
 - level: None
 `
 
-// Write is one write request the API server completed.
+// Write is one write request the API server completed (or, from Watches,
+// one watch it started serving).
 type Write struct {
 	Time time.Time
 	// User made the request: the impersonated user when another
@@ -48,6 +57,17 @@ func (w Write) String() string {
 // audit log (Options.AuditLog). Requests made impersonating user are
 // user's.
 func (p *Plane) Writes(user string, since time.Time) ([]Write, error) {
+	return p.audited(user, since, func(verb string) bool { return verb != "watch" })
+}
+
+// Watches returns the watches of Clusters (cluster.x-k8s.io) user, or
+// anyone when user is empty, opened after since, from the audit log
+// (Options.AuditLog): the only watches it records.
+func (p *Plane) Watches(user string, since time.Time) ([]Write, error) {
+	return p.audited(user, since, func(verb string) bool { return verb == "watch" })
+}
+
+func (p *Plane) audited(user string, since time.Time, verb func(string) bool) ([]Write, error) {
 	if !p.opts.AuditLog {
 		return nil, errors.New("the plane was started without Options.AuditLog")
 	}
@@ -84,10 +104,10 @@ func (p *Plane) Writes(user string, since time.Time) ([]Write, error) {
 			by = e.User.Username
 			e.User.Username = e.ImpersonatedUser.Username
 		}
-		if e.User.Username != user || e.StageTimestamp.Before(since) {
+		if (user != "" && e.User.Username != user) || !verb(e.Verb) || e.StageTimestamp.Before(since) {
 			continue
 		}
-		writes = append(writes, Write{Time: e.StageTimestamp, User: user, ImpersonatedBy: by, Verb: e.Verb, Resource: e.ObjectRef.Resource,
+		writes = append(writes, Write{Time: e.StageTimestamp, User: e.User.Username, ImpersonatedBy: by, Verb: e.Verb, Resource: e.ObjectRef.Resource,
 			Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, Subresource: e.ObjectRef.Subresource, Code: e.ResponseStatus.Code})
 	}
 	return writes, sc.Err()

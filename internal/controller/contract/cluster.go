@@ -27,6 +27,7 @@ type ClusterReconciler struct {
 
 // Reconcile runs the reconcile shell with the infrastructure's steps.
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.wantClusters()
 	return (&shell.Reconciler[*clustersv1alpha1.CapwrightCluster]{
 		Client:     r.Client,
 		Kind:       clustersv1alpha1.ClusterKind,

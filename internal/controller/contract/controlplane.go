@@ -43,6 +43,7 @@ type ControlPlaneReconciler struct {
 
 // Reconcile runs the reconcile shell with the control plane's steps.
 func (r *ControlPlaneReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.wantClusters()
 	return (&shell.Reconciler[*clustersv1alpha1.CapwrightControlPlane]{
 		Client:     r.Client,
 		Kind:       clustersv1alpha1.ControlPlaneKind,

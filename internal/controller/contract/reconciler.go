@@ -58,13 +58,21 @@ type Shared struct {
 	Mirrors catalog.Mirrors
 	// ResyncInterval is how often an unchanged object is looked at again.
 	ResyncInterval time.Duration
-	// ClusterAPIServed, for a manager started before Cluster API, says
-	// whether Clusters are served now; they are watched from then on.
+	// ClusterAPIServed says whether Clusters are served now; once an
+	// object of either kind exists, it is asked until they are, and they
+	// are watched from then on. Without it they are watched from the
+	// start.
 	ClusterAPIServed func() (bool, error)
+	// clusterWatch starts the Cluster watches (nil when they run from the
+	// start).
+	clusterWatch *shell.WhenServed
 
 	exprs   expressionCache
 	watches *statusWatches
 }
+
+// wantClusters asks for the Cluster watches: an object exists.
+func (s *Shared) wantClusters() { s.clusterWatch.Want() }
 
 func (s *Shared) resync() time.Duration {
 	if s.ResyncInterval > 0 {

@@ -48,10 +48,11 @@ import (
 // backends' Flux objects, the metadata of Secrets (a backend's kubeconfig
 // appearing or rotating, the published one changed or deleted), the
 // kinds statusFrom names as they are first seen, and Clusters, for
-// spec.paused and topology variables: from the start when watchClusters
-// (Cluster API is served at start-up), else once shared.ClusterAPIServed
-// says they are.
-func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, watchClusters bool) error {
+// spec.paused and topology variables: once an object of either kind
+// exists and shared.ClusterAPIServed says Clusters are served (from the
+// start without shared.ClusterAPIServed).
+func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options) error {
+	watchClusters := shared.ClusterAPIServed == nil
 	shared.watches = &statusWatches{cache: mgr.GetCache(), probe: mgr.GetAPIReader()}
 	cp := &ControlPlaneReconciler{Shared: shared}
 	cl := &ClusterReconciler{Shared: shared}
@@ -107,7 +108,7 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 		if err != nil {
 			return err
 		}
-		if !watchClusters && shared.ClusterAPIServed != nil {
+		if !watchClusters {
 			late = append(late, lateWatch{ctrl: c, handler: byCluster})
 		}
 		shared.watches.controllers = append(shared.watches.controllers, watchTarget{ctrl: c,
@@ -123,7 +124,8 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options, wat
 	}
 	if len(late) > 0 {
 		w := &clusterWatcher{cache: mgr.GetCache(), watches: late}
-		return mgr.Add(&shell.WhenServed{Kind: "Cluster", Served: shared.ClusterAPIServed, Every: clusterPoll, Then: w.start})
+		shared.clusterWatch = &shell.WhenServed{Kind: "Cluster", Served: shared.ClusterAPIServed, Every: clusterPoll, OnDemand: true, Then: w.start}
+		return mgr.Add(shared.clusterWatch)
 	}
 	return nil
 }
@@ -140,10 +142,12 @@ type lateWatch struct {
 	handler handler.EventHandler
 }
 
-// clusterWatcher starts the Cluster watches once Cluster API is served
-// (shell.WhenServed). Until then a Cluster's pause and topology variables
-// are seen at each resync and whenever Cluster API sets itself as an
-// object's owner.
+// clusterWatcher starts the Cluster watches once an object of either
+// kind exists (its reconcile asks, Shared.wantClusters) and Cluster API
+// is served (shell.WhenServed): a management cluster with no such object
+// has no use for a cache of its Clusters. Until then a Cluster's pause
+// and topology variables are seen at each resync and whenever Cluster
+// API sets itself as an object's owner.
 type clusterWatcher struct {
 	cache   cache.Cache
 	watches []lateWatch

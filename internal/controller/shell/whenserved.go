@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -13,16 +14,52 @@ import (
 // installed by the manager's own provider controllers) without a restart.
 // A watch of a kind not served would stop the whole manager. It runs on
 // the leader, as the controllers do.
+//
+// With OnDemand it does not ask before Want is called: a controller starts
+// watching the kind only once one of its objects needs it. A watch is not
+// free: the manager caches every object of the kind, and the API server
+// keeps serving it the kind's changes, and re-opens it with a new serving
+// storage every time the kind's CRD changes.
 type WhenServed struct {
 	// Kind names the kind in logs.
-	Kind   string
-	Served func() (bool, error)
-	Every  time.Duration
-	Then   func(ctx context.Context) error
+	Kind     string
+	Served   func() (bool, error)
+	Every    time.Duration
+	OnDemand bool
+	Then     func(ctx context.Context) error
+
+	once sync.Once
+	want chan struct{}
+}
+
+func (w *WhenServed) wanted() chan struct{} {
+	w.once.Do(func() { w.want = make(chan struct{}, 1) })
+	return w.want
+}
+
+// Want says that an object needs the kind watched: an OnDemand WhenServed
+// starts asking, and any asks again at once instead of at its next tick.
+// It never blocks, and does nothing once Then ran or on a nil WhenServed.
+func (w *WhenServed) Want() {
+	if w == nil {
+		return
+	}
+	select {
+	case w.wanted() <- struct{}{}:
+	default:
+	}
 }
 
 // Start polls until the kind is served, then runs Then.
 func (w *WhenServed) Start(ctx context.Context) error {
+	want := w.wanted()
+	if w.OnDemand {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-want:
+		}
+	}
 	tick := time.NewTicker(w.Every)
 	defer tick.Stop()
 	for {
@@ -37,6 +74,7 @@ func (w *WhenServed) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case <-want:
 		}
 	}
 }

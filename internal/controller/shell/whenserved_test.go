@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -24,4 +25,44 @@ func TestWhenServedRunsOnceTheKindIsServed(t *testing.T) {
 	if err := never.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestWhenServedOnDemandWaitsToBeWanted(t *testing.T) {
+	asked := make(chan struct{}, 10)
+	ran := make(chan struct{})
+	var served atomic.Bool
+	w := &WhenServed{Kind: "Cluster", Every: time.Hour, OnDemand: true,
+		Served: func() (bool, error) { asked <- struct{}{}; return served.Load(), nil },
+		Then:   func(context.Context) error { close(ran); return nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error)
+	go func() { done <- w.Start(ctx) }()
+
+	select {
+	case <-asked:
+		t.Fatal("asked whether the kind is served before anything wanted it")
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.Want()
+	select {
+	case <-asked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not asked once wanted")
+	}
+	// Not served yet: a second Want asks again at once, not at the next
+	// tick an hour later.
+	served.Store(true)
+	w.Want()
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("did not run Then when wanted again once the kind was served")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	w.Want() // after Then: does not block
+	var none *WhenServed
+	none.Want()
 }

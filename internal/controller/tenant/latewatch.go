@@ -36,11 +36,13 @@ func (r *Reconciler) clusterReader() (ctrl.Reader, bool) {
 }
 
 // clusterAPIWatcher starts watching Clusters and kubeconfig Secrets once
-// the Cluster kind is served: Cluster API is often installed by the
-// manager's own provider controllers, after the manager started. Until
-// then tenants read them uncached every minute; from then on their
-// changes wake the tenants that look for them, and every tenant is
-// looked at once, at once.
+// a Tenant exists (its reconcile asks, Reconciler.wantClusters) and the
+// Cluster kind is served: Cluster API is often installed by the manager's
+// own provider controllers, after the manager started, and a management
+// cluster that only runs providers has no use for a cache of its
+// Clusters. Until then tenants read them uncached, every minute while
+// Cluster API is missing; from then on their changes wake the tenants
+// that look for them, and every tenant is looked at once, at once.
 type clusterAPIWatcher struct {
 	r     *Reconciler
 	ctrl  controller.Controller
@@ -89,5 +91,14 @@ func (r *Reconciler) watchClustersLater(mgr ctrlruntime.Manager, build func(wake
 		every = DefaultClusterAPIPoll
 	}
 	w := &clusterAPIWatcher{r: r, ctrl: c, cache: mgr.GetCache(), wake: wake}
-	return mgr.Add(&shell.WhenServed{Kind: "Cluster", Served: r.ClusterAPIServed, Every: every, Then: w.start})
+	r.clusterWatch = &shell.WhenServed{Kind: "Cluster", Served: r.ClusterAPIServed, Every: every, OnDemand: true, Then: w.start}
+	return mgr.Add(r.clusterWatch)
+}
+
+// wantClusters asks for the Cluster watch: a Tenant exists. It does
+// nothing once Clusters are watched.
+func (r *Reconciler) wantClusters() {
+	if r.late.Load() == nil {
+		r.clusterWatch.Want()
+	}
 }

@@ -40,23 +40,27 @@ type Reconciler struct {
 	// not watch.
 	Reader ctrl.Reader
 	// Clusters reads Cluster API Clusters (unstructured, v1beta2) and the
-	// metadata of kubeconfig Secrets: the manager's cache when the
-	// Cluster API is served at start-up (then watched), else Reader.
+	// metadata of kubeconfig Secrets: the manager's cache when
+	// WatchClusters, else an uncached reader until the watches start
+	// (ClusterAPIServed).
 	Clusters ctrl.Reader
 	// WatchClusters is set when Clusters and kubeconfig Secrets are
 	// watched from the start; without it the controller re-reads them
 	// every minute until they are.
 	WatchClusters bool
-	// ClusterAPIServed, when set and WatchClusters is not, is asked every
-	// ClusterAPIPoll (default DefaultClusterAPIPoll) whether the Cluster
-	// kind is served now; once it is (Cluster API was installed after the
-	// manager started), Clusters and kubeconfig Secrets are watched
-	// through the manager's cache, without a restart.
+	// ClusterAPIServed, when set and WatchClusters is not, is asked,
+	// once a Tenant exists, every ClusterAPIPoll (default
+	// DefaultClusterAPIPoll) whether the Cluster kind is served now; once
+	// it is (at once if it was at start-up, or once Cluster API was
+	// installed after the manager), Clusters and kubeconfig Secrets are
+	// watched through the manager's cache, without a restart.
 	ClusterAPIServed func() (bool, error)
 	ClusterAPIPoll   time.Duration
-	// late holds the cache once the watches started after start-up.
-	late     atomic.Pointer[lateClusters]
-	Recorder kuberecorder.EventRecorder
+	// late holds the cache once the watches started after start-up, and
+	// clusterWatch starts them.
+	late         atomic.Pointer[lateClusters]
+	clusterWatch *shell.WhenServed
+	Recorder     kuberecorder.EventRecorder
 	// ResyncInterval is how often an unchanged tenant is looked at again
 	// (Clusters and Flux objects are watched, so this is a safety net).
 	ResyncInterval time.Duration
@@ -82,6 +86,7 @@ type Reconciler struct {
 
 // Reconcile runs the reconcile shell with the tenant's steps.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.wantClusters()
 	return (&shell.Reconciler[*tenancyv1alpha1.Tenant]{
 		Client:     r.Client,
 		Kind:       tenancyv1alpha1.TenantKind,

@@ -9,6 +9,7 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,4 +79,31 @@ func nothingWrittenWhileIdle(t *testing.T, ctx context.Context, c client.Client,
 	}
 	noManagerWrites(t, since, fmt.Sprintf("while Flux re-reconciled (%v status writes per Kustomization), the manager", runs))
 	t.Logf("Flux reconciled each provider's Kustomization %v times in %s; the manager wrote nothing", runs, time.Since(since).Round(time.Second))
+}
+
+// noClusterWatch checks that, with Cluster API served (the core provider
+// installed it) but no Tenant and no contract object, the manager never
+// watched Clusters: a management cluster that only runs providers keeps
+// no cache of them. The plane's audit log records every watch of
+// Clusters; kube-controller-manager's garbage collector opens one, which
+// shows the record works.
+func noClusterWatch(t *testing.T, ctx context.Context, c client.Client) {
+	clusters := &unstructured.UnstructuredList{}
+	clusters.SetAPIVersion(render.ClusterAPIVersion)
+	clusters.SetKind(render.ClusterKind + "List")
+	if err := c.List(ctx, clusters); err != nil {
+		t.Fatalf("Cluster API's Clusters are not served after the core provider was installed: %v", err)
+	}
+	watches, err := env.Watches("", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(watches) == 0 {
+		t.Fatal("the audit log records no watch of Clusters, not even kube-controller-manager's: the check cannot see the manager's either")
+	}
+	for _, w := range watches {
+		if w.User == plane.CapwrightUser {
+			t.Errorf("the manager watched Clusters (%s) although no Tenant, CapwrightControlPlane or CapwrightCluster exists", w)
+		}
+	}
 }

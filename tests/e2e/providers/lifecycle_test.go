@@ -129,6 +129,10 @@ func TestProviderLifecycle(t *testing.T) {
 		nothingWrittenWhileIdle(t, ctx, c, objs)
 	})
 
+	t.Run("Clusters are not watched while no Tenant or contract object needs them", func(t *testing.T) {
+		noClusterWatch(t, ctx, c)
+	})
+
 	refusals(t, ctx, c)
 	t.Run("a downgrade is refused, also once the status is lost", func(t *testing.T) {
 		downgradeRefused(t, ctx, c, core, newVersion, oldVersion)
