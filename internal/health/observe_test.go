@@ -2,6 +2,7 @@ package health
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -91,6 +92,47 @@ func TestSameRevision(t *testing.T) {
 	for _, tt := range tests {
 		if got := sameRevision(tt.a, tt.b); got != tt.want {
 			t.Errorf("sameRevision(%q, %q) = %v", tt.a, tt.b, got)
+		}
+	}
+}
+
+// TestFinishing: the moment between kustomize-controller's conditions
+// write and its status write at the end of a reconcile of a new revision
+// is told apart from the states around it.
+func TestFinishing(t *testing.T) {
+	now := time.Date(2026, 11, 26, 3, 29, 47, 0, time.UTC)
+	cond := func(typ string, status metav1.ConditionStatus, ago time.Duration) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(now.Add(-ago))}
+	}
+	between := Observation{Kind: "Kustomization", Namespace: "capi-system", Name: "core-cluster-api", Generation: 2, ObservedGeneration: 2,
+		Revision: oldDigest, LastAttemptedRevision: newDigest,
+		Conditions: []metav1.Condition{cond("Ready", metav1.ConditionTrue, 0), cond("Healthy", metav1.ConditionTrue, 0)}}
+	if !between.Finishing(now) {
+		t.Error("Ready at the new revision before lastAppliedRevision is written: not Finishing")
+	}
+	firstInstall := between
+	firstInstall.Revision = ""
+	if !firstInstall.Finishing(now) {
+		t.Error("a first install between the two writes: not Finishing")
+	}
+	for name, o := range map[string]Observation{
+		"applied":        func() Observation { o := between; o.Revision = newDigest; return o }(),
+		"still applying": func() Observation { o := between; o.Conditions = append(o.Conditions, cond("Reconciling", metav1.ConditionTrue, 0)); return o }(),
+		"not ready": func() Observation {
+			o := between
+			o.Conditions = []metav1.Condition{cond("Ready", metav1.ConditionFalse, 0)}
+			return o
+		}(),
+		"ready long ago": func() Observation {
+			o := between
+			o.Conditions = []metav1.Condition{cond("Ready", metav1.ConditionTrue, time.Minute)}
+			return o
+		}(),
+		"a HelmRelease": func() Observation { o := between; o.Kind = "HelmRelease"; return o }(),
+		"missing":       {Kind: "Kustomization", Missing: true},
+	} {
+		if o.Finishing(now) {
+			t.Errorf("%s: Finishing", name)
 		}
 	}
 }

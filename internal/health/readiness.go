@@ -3,8 +3,10 @@ package health
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -194,4 +196,28 @@ func revisionDigest(revision string) string {
 		return revision[i+1:]
 	}
 	return revision
+}
+
+// finishingWindow bounds how long an applier may look Finishing: Flux's
+// second write follows its first within milliseconds.
+const finishingWindow = 5 * time.Second
+
+// Finishing tells whether kustomize-controller is between the two writes
+// that end a reconcile of a new revision: its patch helper writes the
+// conditions (Ready True, Reconciling gone) before the other status fields
+// (lastAppliedRevision), so for a moment the Kustomization is Ready while
+// it still names the previous revision as applied. Folded, that moment is
+// a status that is out of date a few milliseconds later ("has applied the
+// old revision, not yet the new one"); the caller waits for the second
+// write instead, which wakes it. A Ready that turned True more than
+// finishingWindow before now is not that moment.
+func (o Observation) Finishing(now time.Time) bool {
+	if o.Kind != kustomizev1.KustomizationKind || o.Missing || o.LastAttemptedRevision == "" || sameRevision(o.Revision, o.LastAttemptedRevision) {
+		return false
+	}
+	ready, rec := o.condition(meta.ReadyCondition), o.condition(meta.ReconcilingCondition)
+	if ready == nil || ready.Status != metav1.ConditionTrue || (rec != nil && rec.Status == metav1.ConditionTrue) {
+		return false
+	}
+	return now.Sub(ready.LastTransitionTime.Time) < finishingWindow
 }

@@ -100,6 +100,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,
 		Written:    &r.written,
+		// The Flux objects' Ready flip within a second or two while Flux
+		// fetches and applies; Installed and Available carry the news.
+		ProgressFields: []string{"fluxObjects"},
 	}).Reconcile(ctx, req)
 }
 
@@ -167,7 +170,12 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 			logger.Error(err, "nudging a Kustomization whose dependencies are Ready")
 		}
 	}
-	r.foldHealth(ctx, obj, status.Artifact)
+	if r.foldHealth(ctx, obj, status.Artifact) {
+		// Flux is between the two writes that end its reconcile: the
+		// second, a moment later, wakes the provider, and what would be
+		// written now would be out of date by then.
+		return shell.Outcome{Hold: true, Result: reconcile.Result{RequeueAfter: finishingRetry}}, nil
+	}
 	if err := r.recordInventory(ctx, obj); err != nil {
 		logger.Error(err, "recording the clusterctl inventory")
 	}
@@ -185,9 +193,16 @@ func (r *Reconciler) resyncInterval(obj v1alpha1.Provider) time.Duration {
 	return interval
 }
 
+// finishingRetry is how soon a reconcile held while Flux finishes
+// (health.Observation.Finishing) looks again if Flux's second write is
+// not seen.
+const finishingRetry = time.Second
+
 // foldHealth reads the Flux objects and folds their conditions into
-// Installed, Available, installedVersion and fluxObjects.
-func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art *v1alpha1.ResolvedArtifact) {
+// Installed, Available, installedVersion and fluxObjects. It tells whether
+// an applier is between the two writes that end Flux's reconcile
+// (health.Observation.Finishing): the fold is then a moment already past.
+func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art *v1alpha1.ResolvedArtifact) (finishing bool) {
 	status := obj.GetStatus()
 	name := objectName(obj)
 	in := health.ProviderInput{
@@ -216,6 +231,7 @@ func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art 
 	}
 	res := health.FoldProvider(in)
 	now := time.Now()
+	finishing = in.Apply.Finishing(now) || in.AdditionalApply.Finishing(now)
 	r.Timelines.observe(obj, in, now)
 	if res.Installed.Status == metav1.ConditionTrue {
 		r.Timelines.finish(obj, r.Kind.Name, log.FromContext(ctx), now)
@@ -231,6 +247,7 @@ func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art 
 		// its next attempt should find them restored.
 		r.installers.forget(obj.GetUID())
 	}
+	return finishing
 }
 
 // observe gets a Flux object; a missing one is an observation too.

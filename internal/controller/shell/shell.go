@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -87,9 +88,11 @@ type Outcome struct {
 	// Done, from Finalize: the object may go; the shell removes its
 	// finalizer.
 	Done bool
-	// Hold: the object is paused and already says so; the shell writes
-	// nothing at all, not even the status of a new generation (which
-	// stays unobserved until the pause ends, as kstatus should see it).
+	// Hold: the shell writes nothing at all, not even the status of a new
+	// generation. The object is paused and already says so (its new
+	// generation stays unobserved until the pause ends, as kstatus should
+	// see it), or what would be written is a moment Flux is passing
+	// through (its next write wakes the object a moment later).
 	Hold bool
 }
 
@@ -132,6 +135,11 @@ type Reconciler[T Object] struct {
 	Written *Written
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// ProgressFields are status fields (by their JSON name) that, like
+	// condition messages, report how far work has got: a status that
+	// changes only them and messages is written at most every
+	// progressEvery.
+	ProgressFields []string
 }
 
 // staleRetry is how soon a reconcile that read an object older than the
@@ -233,9 +241,10 @@ func (s *Reconciler[T]) removeFinalizer(ctx context.Context, obj T) error {
 }
 
 // progressEvery is how often, at most, a status that only rewords its
-// conditions is written for one object. While Flux fetches, applies and
-// checks, its steps ("building artifact", "stored artifact", "Running
-// health checks …") follow each other within a second or two; mirrored
+// conditions (or changes the kind's ProgressFields) is written for one
+// object. While Flux fetches, applies and checks, its steps ("building
+// artifact", "stored artifact", "Running health checks …") and its
+// objects' Ready flips follow each other within a second or two; mirrored
 // one by one, each is a status write and a watch event for every object
 // being installed. A change of any condition's status or reason, or of
 // any other status field, is written at once.
@@ -245,8 +254,9 @@ const progressEvery = 2 * time.Second
 // write for conditions and the other fields together. The first status is
 // written whole (an update): a merge patch leaves out fields still at
 // their zero value, and kubectl's columns would show nothing for them. A
-// status that only rewords its conditions within progressEvery of the
-// last write is not written yet: deferred says when to look again.
+// status that only rewords its conditions (or changes ProgressFields)
+// within progressEvery of the last write is not written yet: deferred
+// says when to look again.
 func (s *Reconciler[T]) writeStatus(ctx context.Context, before, obj T) (deferred time.Duration, err error) {
 	old, err := statusOf(before)
 	if err != nil {
@@ -259,7 +269,7 @@ func (s *Reconciler[T]) writeStatus(ctx context.Context, before, obj T) (deferre
 	if equality.Semantic.DeepEqual(old, now) {
 		return 0, nil
 	}
-	if last, ok := s.Written.statusWrittenAt(obj.GetUID()); ok && rewordedOnly(old, now) {
+	if last, ok := s.Written.statusWrittenAt(obj.GetUID()); ok && progressOnly(old, now, s.ProgressFields) {
 		if wait := progressEvery - s.now().Sub(last); wait > 0 {
 			return wait, nil
 		}
@@ -281,26 +291,28 @@ func (s *Reconciler[T]) writeStatus(ctx context.Context, before, obj T) (deferre
 	return 0, err
 }
 
-// rewordedOnly tells whether two statuses differ only in the messages of
-// their conditions.
-func rewordedOnly(old, now any) bool {
-	return equality.Semantic.DeepEqual(withoutMessages(old), withoutMessages(now))
+// progressOnly tells whether two statuses differ only in the messages of
+// their conditions and in the fields named progress.
+func progressOnly(old, now any, progress []string) bool {
+	return equality.Semantic.DeepEqual(withoutProgress(old, progress), withoutProgress(now, progress))
 }
 
-// withoutMessages is a copy of an unstructured status whose conditions
-// carry no message.
-func withoutMessages(status any) any {
+// withoutProgress is a copy of an unstructured status without the fields
+// named progress, whose conditions carry no message.
+func withoutProgress(status any, progress []string) any {
 	m, ok := status.(map[string]any)
-	if !ok {
-		return status
-	}
-	conds, ok := m["conditions"].([]any)
 	if !ok {
 		return status
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		out[k] = v
+		if !slices.Contains(progress, k) {
+			out[k] = v
+		}
+	}
+	conds, ok := m["conditions"].([]any)
+	if !ok {
+		return out
 	}
 	stripped := make([]any, len(conds))
 	for i, c := range conds {

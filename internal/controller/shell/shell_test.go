@@ -33,6 +33,8 @@ type fakeSteps struct {
 	finalize Outcome
 	// message words the steps' condition; "" says "the steps say <reason>".
 	message string
+	// installing is set as status.installingClusters.
+	installing int32
 }
 
 func (f *fakeSteps) Init(t *tenancyv1alpha1.Tenant) {
@@ -55,6 +57,7 @@ func (f *fakeSteps) Reconcile(_ context.Context, t *tenancyv1alpha1.Tenant, requ
 		msg = "the steps say " + reason
 	}
 	apimeta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{Type: "Done", Status: f.ready, Reason: reason, Message: msg, ObservedGeneration: t.Generation})
+	t.Status.InstallingClusters = f.installing
 	return f.outcome, nil
 }
 
@@ -381,6 +384,38 @@ func TestRewordingIsWrittenAtMostEveryInterval(t *testing.T) {
 	clock = clock.Add(100 * time.Millisecond)
 	if _, err := s.Reconcile(ctx, req); err != nil || w.statusWrites != 3 {
 		t.Fatalf("Ready 0.1 s later: %v, %d status writes; want it written at once", err, w.statusWrites)
+	}
+}
+
+// TestProgressFieldsAreWrittenWithTheWording: a change of a kind's
+// ProgressFields alone waits like a rewording; the same change is written
+// at once where the field is not one.
+func TestProgressFieldsAreWrittenWithTheWording(t *testing.T) {
+	ctx := context.Background()
+	for _, progress := range [][]string{{"installingClusters"}, nil} {
+		steps := &fakeSteps{ready: metav1.ConditionFalse, installing: 1, outcome: Outcome{Result: reconcile.Result{RequeueAfter: time.Minute}}}
+		s, c, w, _ := newShell(t, steps, tenant())
+		clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		s.Now = func() time.Time { return clock }
+		s.Written = &Written{}
+		s.ProgressFields = progress
+		if _, err := s.Reconcile(ctx, req); err != nil || w.statusWrites != 1 {
+			t.Fatalf("first reconcile: %v, %d status writes; want 1", err, w.statusWrites)
+		}
+		steps.installing = 2
+		clock = clock.Add(500 * time.Millisecond)
+		res, err := s.Reconcile(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := get(t, c).Status.InstallingClusters
+		if progress != nil && (w.statusWrites != 1 || got != 1 || res.RequeueAfter != progressEvery-500*time.Millisecond) {
+			t.Errorf("progress field changed 0.5 s later: %d status writes, installingClusters %d, requeue after %v; want 1, 1 and %v",
+				w.statusWrites, got, res.RequeueAfter, progressEvery-500*time.Millisecond)
+		}
+		if progress == nil && (w.statusWrites != 2 || got != 2) {
+			t.Errorf("a field that is not progress changed: %d status writes, installingClusters %d; want it written at once", w.statusWrites, got)
+		}
 	}
 }
 
