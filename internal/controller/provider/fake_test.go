@@ -459,3 +459,18 @@ func toJSON(t *testing.T, v any) string {
 	}
 	return string(data)
 }
+
+// installCore pushes the test core provider v1.14.2 (contract v1beta2) to
+// a test registry and reconciles its CoreProvider once on a fake API
+// server: the Flux objects are written, Flux has reported nothing yet.
+func installCore(t *testing.T) (*fakeEnv, *v1alpha1.CoreProvider, pushed, *registrytest.Registry) {
+	t.Helper()
+	reg := registrytest.New(t, registrytest.Options{})
+	art := pushCore(t, reg, "v1.14.2", "v1beta2")
+	core := coreProvider(art.URL, "v1.14.2")
+	env := newFakeEnv(t, kindFor(core), core)
+	if _, err := env.reconcile(core); err != nil {
+		t.Fatal(err)
+	}
+	return env, core, art, reg
+}

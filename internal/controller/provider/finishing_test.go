@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
-	"github.com/capwright/capwright/internal/artifact/registrytest"
 )
 
 // TestNothingIsWrittenWhileFluxFinishes: kustomize-controller ends a
@@ -21,13 +20,7 @@ import (
 // the second write brings Installed.
 func TestNothingIsWrittenWhileFluxFinishes(t *testing.T) {
 	ctx := context.Background()
-	reg := registrytest.New(t, registrytest.Options{})
-	art := pushCore(t, reg, "v1.14.2", "v1beta2")
-	core := coreProvider(art.URL, "v1.14.2")
-	env := newFakeEnv(t, kindFor(core), core)
-	if _, err := env.reconcile(core); err != nil {
-		t.Fatal(err)
-	}
+	env, core, art, _ := installCore(t)
 	key := ctrl.ObjectKey{Namespace: "capi-system", Name: "core-cluster-api"}
 
 	var repo sourcev1.OCIRepository

@@ -21,12 +21,7 @@ import (
 // and its binding are written before the Flux objects that name them, so
 // Flux's first apply already runs with its permissions.
 func TestInstallerComesBeforeTheFluxObjects(t *testing.T) {
-	reg := registrytest.New(t, registrytest.Options{})
-	core := coreProvider(pushCore(t, reg, "v1.14.2", "v1beta2").URL, "v1.14.2")
-	env := newFakeEnv(t, kindFor(core), core)
-	if _, err := env.reconcile(core); err != nil {
-		t.Fatal(err)
-	}
+	env, core, _, _ := installCore(t)
 	order := map[string]int{}
 	for i, w := range env.fluxWrites() {
 		if _, seen := order[w.Kind]; !seen {

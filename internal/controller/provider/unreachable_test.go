@@ -24,13 +24,7 @@ import (
 // is not installed yet, still fail.
 func TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown(t *testing.T) {
 	ctx := context.Background()
-	reg := registrytest.New(t, registrytest.Options{})
-	art := pushCore(t, reg, "v1.14.2", "v1beta2")
-	core := coreProvider(art.URL, "v1.14.2")
-	env := newFakeEnv(t, kindFor(core), core)
-	if _, err := env.reconcile(core); err != nil {
-		t.Fatal(err)
-	}
+	env, core, art, reg := installCore(t)
 	installed := env.get(core)
 	// As the fold leaves it once Flux applied the revision.
 	installed.GetStatus().InstalledVersion = "v1.14.2"
