@@ -263,14 +263,11 @@ func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
 // Until then every Tenant says on its own status that no cluster can be
 // selected yet.
 func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, storage *fluxartifact.Storage, o *options) error {
-	clusterAPIServed := func() (bool, error) {
-		return served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
-	}
 	r := &tenant.Reconciler{
 		Client:           mgr.GetClient(),
 		Reader:           mgr.GetAPIReader(),
 		Clusters:         mgr.GetAPIReader(),
-		ClusterAPIServed: clusterAPIServed,
+		ClusterAPIServed: clusterAPIServed(cfg),
 		Recorder:         recorder,
 		ResyncInterval:   o.resync,
 		Metrics:          m,
@@ -293,20 +290,26 @@ func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecord
 // Cluster every resync and whenever Cluster API sets itself as its owner.
 func setupContract(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, rules catalog.Mirrors, o *options) error {
 	shared := &contract.Shared{
-		Client:         mgr.GetClient(),
-		Reader:         mgr.GetAPIReader(),
-		Recorder:       recorder,
-		Metrics:        m,
-		Mirrors:        rules,
-		ResyncInterval: o.resync,
-		ClusterAPIServed: func() (bool, error) {
-			return served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
-		},
+		Client:           mgr.GetClient(),
+		Reader:           mgr.GetAPIReader(),
+		Recorder:         recorder,
+		Metrics:          m,
+		Mirrors:          rules,
+		ResyncInterval:   o.resync,
+		ClusterAPIServed: clusterAPIServed(cfg),
 	}
 	if err := contract.Setup(mgr, shared, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 		return fmt.Errorf("setting up the Cluster API contract controllers: %w", err)
 	}
 	return nil
+}
+
+// clusterAPIServed asks whether the API server serves Cluster API's
+// Cluster kind.
+func clusterAPIServed(cfg *rest.Config) func() (bool, error) {
+	return func() (bool, error) {
+		return served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
+	}
 }
 
 // served tells whether the API server serves gvk.

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -110,25 +111,25 @@ func TestFinishing(t *testing.T) {
 	if !between.Finishing(now) {
 		t.Error("Ready at the new revision before lastAppliedRevision is written: not Finishing")
 	}
-	firstInstall := between
-	firstInstall.Revision = ""
-	if !firstInstall.Finishing(now) {
+	with := func(change func(*Observation)) Observation {
+		o := between
+		o.Conditions = slices.Clone(between.Conditions)
+		change(&o)
+		return o
+	}
+	if !with(func(o *Observation) { o.Revision = "" }).Finishing(now) {
 		t.Error("a first install between the two writes: not Finishing")
 	}
 	for name, o := range map[string]Observation{
-		"applied":        func() Observation { o := between; o.Revision = newDigest; return o }(),
-		"still applying": func() Observation { o := between; o.Conditions = append(o.Conditions, cond("Reconciling", metav1.ConditionTrue, 0)); return o }(),
-		"not ready": func() Observation {
-			o := between
-			o.Conditions = []metav1.Condition{cond("Ready", metav1.ConditionFalse, 0)}
-			return o
-		}(),
-		"ready long ago": func() Observation {
-			o := between
+		"applied": with(func(o *Observation) { o.Revision = newDigest }),
+		"still applying": with(func(o *Observation) {
+			o.Conditions = append(o.Conditions, cond("Reconciling", metav1.ConditionTrue, 0))
+		}),
+		"not ready": with(func(o *Observation) { o.Conditions = []metav1.Condition{cond("Ready", metav1.ConditionFalse, 0)} }),
+		"ready long ago": with(func(o *Observation) {
 			o.Conditions = []metav1.Condition{cond("Ready", metav1.ConditionTrue, time.Minute)}
-			return o
-		}(),
-		"a HelmRelease": func() Observation { o := between; o.Kind = "HelmRelease"; return o }(),
+		}),
+		"a HelmRelease": with(func(o *Observation) { o.Kind = "HelmRelease" }),
 		"missing":       {Kind: "Kustomization", Missing: true},
 	} {
 		if o.Finishing(now) {

@@ -27,7 +27,8 @@ type ClusterReconciler struct {
 
 // Reconcile runs the reconcile shell with the infrastructure's steps.
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	r.wantClusters()
+	// An object exists: it needs Clusters watched.
+	r.clusterWatch.Want()
 	return (&shell.Reconciler[*clustersv1alpha1.CapwrightCluster]{
 		Client:     r.Client,
 		Kind:       clustersv1alpha1.ClusterKind,

@@ -43,7 +43,8 @@ type ControlPlaneReconciler struct {
 
 // Reconcile runs the reconcile shell with the control plane's steps.
 func (r *ControlPlaneReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	r.wantClusters()
+	// An object exists: it needs Clusters watched.
+	r.clusterWatch.Want()
 	return (&shell.Reconciler[*clustersv1alpha1.CapwrightControlPlane]{
 		Client:     r.Client,
 		Kind:       clustersv1alpha1.ControlPlaneKind,

@@ -71,9 +71,6 @@ type Shared struct {
 	watches *statusWatches
 }
 
-// wantClusters asks for the Cluster watches: an object exists.
-func (s *Shared) wantClusters() { s.clusterWatch.Want() }
-
 func (s *Shared) resync() time.Duration {
 	if s.ResyncInterval > 0 {
 		return s.ResyncInterval

@@ -143,7 +143,7 @@ type lateWatch struct {
 }
 
 // clusterWatcher starts the Cluster watches once an object of either
-// kind exists (its reconcile asks, Shared.wantClusters) and Cluster API
+// kind exists (its reconcile asks, WhenServed.Want) and Cluster API
 // is served (shell.WhenServed): a management cluster with no such object
 // has no use for a cache of its Clusters. Until then a Cluster's pause
 // and topology variables are seen at each resync and whenever Cluster

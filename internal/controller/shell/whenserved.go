@@ -16,10 +16,9 @@ import (
 // the leader, as the controllers do.
 //
 // With OnDemand it does not ask before Want is called: a controller starts
-// watching the kind only once one of its objects needs it. A watch is not
-// free: the manager caches every object of the kind, and the API server
-// keeps serving it the kind's changes, and re-opens it with a new serving
-// storage every time the kind's CRD changes.
+// watching the kind only once one of its objects needs it: a watch costs
+// the manager a cache of every object of the kind, and the API server
+// sends it every change of them.
 type WhenServed struct {
 	// Kind names the kind in logs.
 	Kind     string

@@ -36,7 +36,7 @@ func (r *Reconciler) clusterReader() (ctrl.Reader, bool) {
 }
 
 // clusterAPIWatcher starts watching Clusters and kubeconfig Secrets once
-// a Tenant exists (its reconcile asks, Reconciler.wantClusters) and the
+// a Tenant exists (its reconcile asks, WhenServed.Want) and the
 // Cluster kind is served: Cluster API is often installed by the manager's
 // own provider controllers, after the manager started, and a management
 // cluster that only runs providers has no use for a cache of its
@@ -93,12 +93,4 @@ func (r *Reconciler) watchClustersLater(mgr ctrlruntime.Manager, build func(wake
 	w := &clusterAPIWatcher{r: r, ctrl: c, cache: mgr.GetCache(), wake: wake}
 	r.clusterWatch = &shell.WhenServed{Kind: "Cluster", Served: r.ClusterAPIServed, Every: every, OnDemand: true, Then: w.start}
 	return mgr.Add(r.clusterWatch)
-}
-
-// wantClusters asks for the Cluster watch: a Tenant exists. It does
-// nothing once Clusters are watched.
-func (r *Reconciler) wantClusters() {
-	if r.late.Load() == nil {
-		r.clusterWatch.Want()
-	}
 }

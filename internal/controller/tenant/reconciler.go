@@ -86,7 +86,8 @@ type Reconciler struct {
 
 // Reconcile runs the reconcile shell with the tenant's steps.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	r.wantClusters()
+	// A Tenant exists: it needs Clusters watched.
+	r.clusterWatch.Want()
 	return (&shell.Reconciler[*tenancyv1alpha1.Tenant]{
 		Client:     r.Client,
 		Kind:       tenancyv1alpha1.TenantKind,
