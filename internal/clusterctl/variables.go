@@ -1,6 +1,7 @@
 package clusterctl
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -208,4 +209,36 @@ func shorten(s string) string {
 		return s
 	}
 	return s[:limit] + "…"
+}
+
+// CRDsSubstitutionFree tells whether no CustomResourceDefinition of the
+// components has anything for Flux's post-build substitution to do: no
+// key or string of theirs holds "${" (a variable, or the escape $${).
+// Such CRDs can be annotated kustomize.toolkit.fluxcd.io/substitute:
+// disabled, and kustomize-controller skips the round trip substitution
+// costs it per object, which for CRDs, most of a provider's YAML, is most
+// of its post-build time.
+//
+// A "$$" elsewhere is left as the release wrote it: substituted, it would
+// become "$" (the escape's other half), which in real CRDs only garbles
+// descriptions copied from Kubernetes' EnvVar ("Double $$ are reduced to a
+// single $"). False when the components have no CRD.
+func (c *Components) CRDsSubstitutionFree() bool {
+	crds := 0
+	for _, o := range c.objs {
+		if !isCRD(o) {
+			continue
+		}
+		crds++
+		hasVariable := errors.New("a variable")
+		if visitStrings(o.Object, func(s string) error {
+			if strings.Contains(s, "${") {
+				return hasVariable
+			}
+			return nil
+		}) != nil {
+			return false
+		}
+	}
+	return crds > 0
 }

@@ -1,6 +1,7 @@
 package clusterctl_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -173,5 +174,36 @@ func TestMissingVariables(t *testing.T) {
 	}
 	if got := clusterctl.MissingVariables(vars, nil); !reflect.DeepEqual(got, []string{"A", "C", "D"}) {
 		t.Errorf("MissingVariables(nil) = %v", got)
+	}
+}
+
+func TestCRDsSubstitutionFree(t *testing.T) {
+	const crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  versions:\n  - name: v1\n    schema:\n      openAPIV3Schema:\n        description: %s\n        type: object\n"
+	const deployment = "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: manager\n  namespace: ${NAMESPACE:=system}\n"
+	tests := []struct {
+		name, components string
+		want             bool
+	}{
+		{"real core components", string(clusterctltest.Read(t, clusterctltest.Current, "core-components.yaml")), true},
+		{"real bootstrap components", string(clusterctltest.Read(t, clusterctltest.Current, "bootstrap-components.yaml")), true},
+		{"real control plane components", string(clusterctltest.Read(t, clusterctltest.Current, "control-plane-components.yaml")), true},
+		{"variables outside the CRDs only", fmt.Sprintf(crd, "plain") + deployment, true},
+		{"a variable in a CRD", fmt.Sprintf(crd, "'set by ${WIDGET_MODE:=fast}'") + deployment, false},
+		{"an escaped variable in a CRD", fmt.Sprintf(crd, "'write $${VAR} for a literal'") + deployment, false},
+		{"a double dollar in a CRD", fmt.Sprintf(crd, "'Double $$ are reduced'"), true},
+		{"a variable in a CRD's key", strings.Replace(fmt.Sprintf(crd, "plain"), "type: object", "type: object\n        x-${KEY}: 1", 1), false},
+		{"a lone dollar", fmt.Sprintf(crd, "'matches ^a$'"), true},
+		{"no CRD", deployment, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := clusterctl.Decode([]byte(tt.components))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.CRDsSubstitutionFree(); got != tt.want {
+				t.Errorf("CRDsSubstitutionFree() = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

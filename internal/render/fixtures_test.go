@@ -12,6 +12,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/tests/bindir"
 )
 
@@ -80,7 +81,12 @@ func managerOf(t testing.TB, components []byte) (*appsv1.Deployment, []string) {
 // the real Cluster API release.
 func inputFor(t testing.TB, p v1alpha1.Provider) Input {
 	t.Helper()
-	dep, args := managerOf(t, fixture(t, componentsFile(p)))
+	components := fixture(t, componentsFile(p))
+	dep, args := managerOf(t, components)
+	decoded, err := clusterctl.Decode(components)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return Input{
 		Provider:          p,
 		ArtifactURL:       "oci://registry.example.com/cluster-api/manifests/" + p.ProviderType() + "-" + p.GetName(),
@@ -90,5 +96,7 @@ func inputFor(t testing.TB, p v1alpha1.Provider) Input {
 		ProviderLabel:     providerLabel(p),
 		ManagerDeployment: dep.Name,
 		ManagerArgs:       args,
+
+		SkipCRDSubstitution: decoded.CRDsSubstitutionFree(),
 	}
 }

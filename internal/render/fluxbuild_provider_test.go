@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -192,4 +193,85 @@ func managerContainerOf(t *testing.T, deploy *unstructured.Unstructured) corev1.
 	}
 	t.Fatalf("Deployment %s has no manager container", deploy.GetName())
 	return corev1.Container{}
+}
+
+// TestSkippingCRDSubstitutionChangesNothingElse builds each real provider
+// as Flux would, with and without its CRDs annotated out of substitution:
+// every other object comes out the same, and a CRD differs only by the
+// annotation and by keeping the release's "$$" (substitution turns the
+// escape into "$", which in Cluster API's CRDs only garbles copies of
+// Kubernetes' EnvVar description).
+func TestSkippingCRDSubstitutionChangesNothingElse(t *testing.T) {
+	controlPlane := &v1alpha1.ControlPlaneProvider{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"},
+		Spec:       v1alpha1.ProviderSpec{Version: capiVersion},
+	}
+	bootstrap := bootstrapInput(t)
+	vars := secret("kubeadm-bootstrap", "kubeadm-vars", map[string]string{"CAPI_DIAGNOSTICS_ADDRESS": ":9443"})
+	for _, tt := range []struct {
+		in      Input
+		secrets []*corev1.Secret
+	}{
+		{inputFor(t, coreProvider()), nil},
+		{bootstrap, []*corev1.Secret{vars}},
+		{inputFor(t, controlPlane), nil},
+	} {
+		t.Run(tt.in.Provider.ProviderType(), func(t *testing.T) {
+			if !tt.in.SkipCRDSubstitution {
+				t.Fatal("the real components' CRDs hold no variable, yet SkipCRDSubstitution is off")
+			}
+			files := artifactFiles(t, componentsFile(tt.in.Provider))
+			skipping, err := Provider(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.in.SkipCRDSubstitution = false
+			substituting, err := Provider(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fluxBuild(t, skipping, files, tt.secrets...)
+			want := fluxBuild(t, substituting, files, tt.secrets...)
+			if len(got) != len(want) {
+				t.Fatalf("%d objects built, %d with substitution", len(got), len(want))
+			}
+			crds, doubled := 0, 0
+			for i, o := range got {
+				w := want[i]
+				if o.GetKind() != "CustomResourceDefinition" {
+					if !reflect.DeepEqual(o.Object, w.Object) {
+						t.Errorf("%s %s differs when the CRDs skip substitution", o.GetKind(), o.GetName())
+					}
+					continue
+				}
+				crds++
+				annotations := o.GetAnnotations()
+				if annotations[substituteAnnotation] != "disabled" || annotations[pruneAnnotation] != "disabled" {
+					t.Errorf("CRD %s annotations = %v, want substitution and pruning disabled", o.GetName(), annotations)
+				}
+				delete(annotations, substituteAnnotation)
+				o.SetAnnotations(annotations)
+				data, err := o.MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantData, err := w.MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bytes.Contains(data, []byte("$$")) {
+					doubled++
+				}
+				if !bytes.Equal(bytes.ReplaceAll(data, []byte("$$"), []byte("$")), wantData) {
+					t.Errorf("CRD %s differs by more than the annotation and \"$$\" when it skips substitution", o.GetName())
+				}
+			}
+			if crds == 0 {
+				t.Error("no CRD built")
+			}
+			if tt.in.Provider.ProviderType() != v1alpha1.CoreProviderType && doubled == 0 {
+				t.Error("no CRD kept the release's \"$$\"; the kubeadm CRDs have them in their EnvVar descriptions")
+			}
+		})
+	}
 }

@@ -82,6 +82,13 @@ type Input struct {
 	// controller Deployment.
 	ManagerDeployment string
 	ManagerArgs       []string
+
+	// SkipCRDSubstitution is set when no CustomResourceDefinition of the
+	// components holds a variable (clusterctl.Components.
+	// CRDsSubstitutionFree): the CRDs are then annotated
+	// kustomize.toolkit.fluxcd.io/substitute: disabled and Flux builds
+	// the provider faster. Left false, every object is substituted.
+	SkipCRDSubstitution bool
 }
 
 // RenderedObjects are the Flux objects of one provider: the OCIRepository

@@ -94,7 +94,11 @@ func TestCoreProvider(t *testing.T) {
 		CommonMetadata: &kustomizev1.CommonMetadata{Labels: map[string]string{
 			"cluster.x-k8s.io/provider": "cluster-api", "clusterctl.cluster.x-k8s.io": ""}},
 		Patches: []kustomize.Patch{
-			keepOnPrune("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+			{
+				Patch: "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: not-used\n  annotations:\n" +
+					"    kustomize.toolkit.fluxcd.io/prune: disabled\n    kustomize.toolkit.fluxcd.io/substitute: disabled\n",
+				Target: &kustomize.Selector{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
+			},
 			keepOnPrune("", "v1", "Namespace"),
 		},
 		ServiceAccountName: "core-cluster-api-installer",

@@ -54,6 +54,7 @@ type CheckedArtifact struct {
 	images     []string
 	imagesErr  error
 	coreObjs   []string
+	crdsFree   bool
 	deployment string
 	args       []string
 	patches    map[string]namespacePatches
@@ -88,6 +89,7 @@ func (a *CheckedArtifact) analyse(namespace string) error {
 			a.variables, a.varsErr = c.Variables()
 			a.images, a.imagesErr = c.ResolvedImages(nil)
 			a.coreObjs = c.ObjectsInGroups(coreGroups)
+			a.crdsFree = c.CRDsSubstitutionFree()
 			a.deployment, a.args = c.ManagerDeployment()
 		}
 	}
@@ -120,6 +122,13 @@ func (a *CheckedArtifact) CoreObjects() ([]string, error) {
 		return nil, err
 	}
 	return a.coreObjs, nil
+}
+
+// CRDsSubstitutionFree tells whether no CRD of the components holds a
+// variable (clusterctl.Components.CRDsSubstitutionFree); false when the
+// components cannot be decoded.
+func (a *CheckedArtifact) CRDsSubstitutionFree() bool {
+	return a.analyse("") == nil && a.crdsFree
 }
 
 // ManagerDeployment is the components' controller Deployment and its

@@ -56,6 +56,8 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider
 		MirrorImages:      r.mirrorImages(pre),
 		ManagerDeployment: pre.ManagerDeployment,
 		ManagerArgs:       pre.ManagerArgs,
+
+		SkipCRDSubstitution: pre.CRDsSubstitutionFree,
 	}
 	if pre.CoreDependency != nil {
 		in.CoreDependency = &meta.NamespacedObjectReference{Name: pre.CoreDependency.Name, Namespace: pre.CoreDependency.Namespace}

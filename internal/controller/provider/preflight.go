@@ -39,6 +39,9 @@ type PreflightResult struct {
 	// Deployment and its manager container's args.
 	ManagerDeployment string
 	ManagerArgs       []string
+	// CRDsSubstitutionFree is set when no CRD of the components holds a
+	// variable (render.Input.SkipCRDSubstitution).
+	CRDsSubstitutionFree bool
 	// CoreDependency is the core provider's Kustomization when the
 	// components hold objects of the core's kinds (see checkCore).
 	CoreDependency *ctrl.ObjectKey
@@ -142,6 +145,7 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 	}
 	res.NamespacePatches = patches
 	res.ManagerDeployment, res.ManagerArgs = res.Artifact.ManagerDeployment()
+	res.CRDsSubstitutionFree = res.Artifact.CRDsSubstitutionFree()
 	setTrue(obj, v1alpha1.CompatibleCondition, v1alpha1.CompatibleReason,
 		fmt.Sprintf("%s %s (contract %s) can be installed", obj.GetName(), obj.GetSpec().Version, res.Contract))
 	return res, nil
