@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -33,6 +34,7 @@ func Desired(obj ctrl.Object, hashAnnotation string) (*unstructured.Unstructured
 	delete(want.Object, "status")
 	unstructured.RemoveNestedField(want.Object, "metadata", "creationTimestamp")
 	claimSuspend(want)
+	claimFinalizer(want)
 	data, err := json.Marshal(want.Object)
 	if err != nil {
 		return nil, err
@@ -68,11 +70,47 @@ func claimSuspend(want *unstructured.Unstructured) {
 	}
 }
 
-// Unchanged tells whether existing already holds want: the same hash, and
-// every field want sets still has its value.
+// fluxFinalizer is the finalizer source-, kustomize- and helm-controller
+// put on the objects they reconcile (sourcev1.SourceFinalizer,
+// kustomizev1.KustomizationFinalizer, helmv2.HelmReleaseFinalizer).
+const fluxFinalizer = "finalizers.fluxcd.io"
+
+// claimFinalizer creates a Flux object with its controller's finalizer.
+// Source-, kustomize- and helm-controller add finalizers.fluxcd.io on their
+// first reconcile of an object and then requeue it through their rate
+// limiter (--min-retry-delay, 750 ms by default) before doing any work;
+// created with it, a provider's artifact is fetched, and its Kustomization
+// applied, at once. Flux removes it on deletion as always, after its
+// clean-up (a Kustomization's prune).
+func claimFinalizer(want *unstructured.Unstructured) {
+	if !strings.HasSuffix(want.GroupVersionKind().Group, ".toolkit.fluxcd.io") {
+		return
+	}
+	switch want.GetKind() {
+	case "OCIRepository", "Kustomization", "HelmRelease":
+		want.SetFinalizers([]string{fluxFinalizer})
+	}
+}
+
+// Unchanged tells whether existing already holds want: the same hash,
+// every field want sets still has its value, and each finalizer want sets
+// is still there (others may come and go: someone else's is no change).
 func Unchanged(want, existing *unstructured.Unstructured, hashAnnotation string) bool {
-	return existing.GetAnnotations()[hashAnnotation] == want.GetAnnotations()[hashAnnotation] &&
-		Subset(want.Object, existing.Object)
+	if existing.GetAnnotations()[hashAnnotation] != want.GetAnnotations()[hashAnnotation] {
+		return false
+	}
+	finalizers := want.GetFinalizers()
+	for _, f := range finalizers {
+		if !slices.Contains(existing.GetFinalizers(), f) {
+			return false
+		}
+	}
+	if finalizers == nil {
+		return Subset(want.Object, existing.Object)
+	}
+	rest := want.DeepCopy()
+	rest.SetFinalizers(nil)
+	return Subset(rest.Object, existing.Object)
 }
 
 // IfChanged applies desired server-side (as fieldOwner, forcing
@@ -105,7 +143,11 @@ func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.O
 		if err := check(existing); err != nil {
 			return err
 		}
-		if Unchanged(want, existing, hashAnnotation) {
+		// An object on its way out is left to its finalizers (Flux's
+		// prune): an apply could neither add a finalizer to it nor
+		// drop one without cutting that clean-up short. Its deletion
+		// wakes the caller, which creates it anew.
+		if existing.GetDeletionTimestamp() != nil || Unchanged(want, existing, hashAnnotation) {
 			return nil
 		}
 	}

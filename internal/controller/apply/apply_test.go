@@ -1,11 +1,13 @@
 package apply
 
 import (
+	"reflect"
 	"testing"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -66,5 +68,66 @@ func TestDesiredClaimsSuspend(t *testing.T) {
 	}
 	if Subset(want.Object["spec"], suspended["spec"]) {
 		t.Error("a Kustomization someone suspended counts as unchanged")
+	}
+}
+
+// TestDesiredClaimsFinalizer checks that the Flux objects a controller
+// reconciles are applied with its finalizer, so it need not add it (and
+// wait out a requeue) before its first reconcile, and that other kinds,
+// ExternalArtifacts included (no Flux controller finalizes them), get
+// none.
+func TestDesiredClaimsFinalizer(t *testing.T) {
+	typed := func(apiVersion, kind string) ctrl.Object {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		u.SetNamespace("capi-system")
+		u.SetName("core-cluster-api")
+		return u
+	}
+	for _, tt := range []struct {
+		obj  ctrl.Object
+		want []string
+	}{
+		{typed("source.toolkit.fluxcd.io/v1", "OCIRepository"), []string{"finalizers.fluxcd.io"}},
+		{typed("kustomize.toolkit.fluxcd.io/v1", "Kustomization"), []string{"finalizers.fluxcd.io"}},
+		{typed("helm.toolkit.fluxcd.io/v2", "HelmRelease"), []string{"finalizers.fluxcd.io"}},
+		{typed("source.toolkit.fluxcd.io/v1", "ExternalArtifact"), nil},
+		{typed("v1", "ConfigMap"), nil},
+	} {
+		want, err := Desired(tt.obj, "capwright.io/hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := want.GetFinalizers(); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: finalizers = %v, want %v", want.GetKind(), got, tt.want)
+		}
+	}
+}
+
+// TestUnchangedFinalizers: a Flux object that still has Flux's finalizer
+// is unchanged whatever other finalizers it gained; one that lost it is
+// changed.
+func TestUnchangedFinalizers(t *testing.T) {
+	ks := &kustomizev1.Kustomization{TypeMeta: metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "core-cluster-api"}}
+	want, err := Desired(ks, "capwright.io/hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		finalizers []string
+		unchanged  bool
+	}{
+		{[]string{"finalizers.fluxcd.io"}, true},
+		{[]string{"example.com/backup", "finalizers.fluxcd.io"}, true},
+		{[]string{"example.com/backup"}, false},
+		{nil, false},
+	} {
+		existing := want.DeepCopy()
+		existing.SetFinalizers(tt.finalizers)
+		if got := Unchanged(want, existing, "capwright.io/hash"); got != tt.unchanged {
+			t.Errorf("finalizers %v: Unchanged = %v, want %v", tt.finalizers, got, tt.unchanged)
+		}
 	}
 }

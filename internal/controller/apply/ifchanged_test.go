@@ -118,3 +118,25 @@ func BenchmarkIfChangedOfAnAppliedKustomization(b *testing.B) {
 		b.Fatalf("applied %d times", applies)
 	}
 }
+
+// TestIfChangedLeavesAnObjectBeingDeleted: a Flux object someone deleted
+// waits for Flux's finalizer (its prune); applying to it could not add the
+// finalizer back and might drop it, so nothing is written, even when its
+// spec differs.
+func TestIfChangedLeavesAnObjectBeingDeleted(t *testing.T) {
+	desired, cached := appliedKustomization(t)
+	deleting := cached.DeepCopy()
+	deleting.Spec.Prune = false
+	deleting.ResourceVersion = ""
+	deleting.Finalizers = []string{"finalizers.fluxcd.io"}
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	applies := 0
+	c := newClient(t, &applies, deleting)
+	if err := IfChanged(context.Background(), c, c, desired.DeepCopy(), testHash, "capwright", func(*unstructured.Unstructured) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if applies != 0 {
+		t.Fatalf("applied %d times to an object being deleted", applies)
+	}
+}

@@ -39,7 +39,8 @@ func TestReconcileHandsFluxTheTargetNamespace(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "a-kubeconfig"}},
 	}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
-		WithStatusSubresource(&tenancyv1alpha1.Tenant{}, &sourcev1.ExternalArtifact{}, &kustomizev1.Kustomization{}).Build()
+		WithStatusSubresource(&tenancyv1alpha1.Tenant{}, &sourcev1.ExternalArtifact{}, &kustomizev1.Kustomization{}).
+		WithInterceptorFuncs(fluxFinalizes()).Build()
 	storage, err := fluxartifact.New(t.TempDir(), "http://capwright-artifacts.capwright-system.svc:80")
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,8 @@ func TestReconcileWritesOnceAndDeletesStale(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "a-kubeconfig"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "b-kubeconfig"}},
 	}
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).Build()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).
+		WithInterceptorFuncs(fluxFinalizes()).Build()
 	r := &Reconciler{Client: c, Reader: c, Clusters: c, WatchClusters: true}
 	req := reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tn.Name}}
 	if _, err := r.Reconcile(ctx, req); err != nil {

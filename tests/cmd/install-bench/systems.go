@@ -15,13 +15,13 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
@@ -419,7 +419,11 @@ func renderCapwrightObjects(componentsPath string, pt providerSpec, version, dig
 	if err != nil {
 		return nil, err
 	}
-	patches, err := clusterctl.NamespacePatches(components, pt.Namespace)
+	decoded, err := clusterctl.Decode(components)
+	if err != nil {
+		return nil, err
+	}
+	patches, err := decoded.NamespacePatches(pt.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -434,6 +438,8 @@ func renderCapwrightObjects(componentsPath string, pt providerSpec, version, dig
 		ComponentsFile:   clusterctl.ComponentsFile(pt.Type),
 		ProviderLabel:    clusterctl.ProviderLabelValue(pt.Type, pt.Name),
 		NamespacePatches: patches,
+
+		SkipCRDSubstitution: decoded.CRDsSubstitutionFree(),
 	}
 	objs, err := render.Provider(in)
 	if err != nil {
@@ -446,11 +452,13 @@ func renderCapwrightObjects(componentsPath string, pt providerSpec, version, dig
 	var out []*unstructured.Unstructured
 	for _, obj := range []client.Object{inst.ServiceAccount, inst.ClusterRoleBinding, objs.OCIRepository, objs.Kustomization} {
 		obj.SetOwnerReferences(nil)
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		// As the manager applies it (apply.IfChanged): its hash
+		// annotation, spec.suspend spelled out, Flux's finalizer.
+		u, err := apply.Desired(obj, "providers.capwright.io/applied-hash")
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &unstructured.Unstructured{Object: u})
+		out = append(out, u)
 	}
 	return out, nil
 }
