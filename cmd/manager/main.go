@@ -98,6 +98,7 @@ func run(o *options) error {
 		}
 	}
 	cfg := runtimeclient.GetConfigOrDie(o.client)
+	cfg.WarningHandlerWithContext = newAPIWarnings()
 	if err := requireFluxAPIs(cfg); err != nil {
 		return err
 	}

@@ -191,6 +191,9 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	if err != nil {
 		return res, err
 	}
+	// Applying what the manager applies draws the API server's warning
+	// about Flux's finalizer name, which the manager drops too.
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
