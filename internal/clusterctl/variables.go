@@ -230,10 +230,9 @@ func (c *Components) CRDsSubstitutionFree() bool {
 			continue
 		}
 		crds++
-		hasVariable := errors.New("a variable")
 		if visitStrings(o.Object, func(s string) error {
 			if strings.Contains(s, "${") {
-				return hasVariable
+				return errVariable
 			}
 			return nil
 		}) != nil {
@@ -242,3 +241,6 @@ func (c *Components) CRDsSubstitutionFree() bool {
 	}
 	return crds > 0
 }
+
+// errVariable stops a walk at the first string that holds a variable.
+var errVariable = errors.New("holds a variable")

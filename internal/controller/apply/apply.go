@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -99,18 +100,25 @@ func Unchanged(want, existing *unstructured.Unstructured, hashAnnotation string)
 	if existing.GetAnnotations()[hashAnnotation] != want.GetAnnotations()[hashAnnotation] {
 		return false
 	}
-	finalizers := want.GetFinalizers()
-	for _, f := range finalizers {
+	for _, f := range want.GetFinalizers() {
 		if !slices.Contains(existing.GetFinalizers(), f) {
 			return false
 		}
 	}
-	if finalizers == nil {
-		return Subset(want.Object, existing.Object)
+	return Subset(withoutFinalizers(want.Object), existing.Object)
+}
+
+// withoutFinalizers is obj without metadata.finalizers, sharing the rest.
+func withoutFinalizers(obj map[string]any) map[string]any {
+	meta, ok := obj["metadata"].(map[string]any)
+	if _, set := meta["finalizers"]; !ok || !set {
+		return obj
 	}
-	rest := want.DeepCopy()
-	rest.SetFinalizers(nil)
-	return Subset(rest.Object, existing.Object)
+	meta = maps.Clone(meta)
+	delete(meta, "finalizers")
+	obj = maps.Clone(obj)
+	obj["metadata"] = meta
+	return obj
 }
 
 // IfChanged applies desired server-side (as fieldOwner, forcing
