@@ -39,8 +39,7 @@ func renderChart(in Input, om objectMeta) (*RenderedObjects, error) {
 			om.kind, p.GetNamespace(), p.GetName(), om.name, helmReleaseNameMax)
 	}
 	src := spec.Source.Chart
-	repo := ociRepository(in, om, &src.OCIRegistryAccess)
-	repo.Spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: artifact.HelmChartMediaType, Operation: sourcev1.OCILayerCopy}
+	repo := chartSource(in, om)
 
 	hr := &helmv2.HelmRelease{
 		TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
@@ -71,6 +70,13 @@ func renderChart(in Input, om objectMeta) (*RenderedObjects, error) {
 		hr.Spec.ValuesFrom = append(hr.Spec.ValuesFrom, meta.ValuesReference{Kind: v.Kind, Name: v.Name, ValuesKey: v.ValuesKey, Optional: v.Optional})
 	}
 	return &RenderedObjects{OCIRepository: repo, HelmRelease: hr}, nil
+}
+
+// chartSource is the OCIRepository of a chart: the chart's layer only.
+func chartSource(in Input, om objectMeta) *sourcev1.OCIRepository {
+	repo := ociRepository(in, om, &in.Provider.GetSpec().Source.Chart.OCIRegistryAccess)
+	repo.Spec.LayerSelector = &sourcev1.OCILayerSelector{MediaType: artifact.HelmChartMediaType, Operation: sourcev1.OCILayerCopy}
+	return repo
 }
 
 // checkChartSpec refuses settings that only make sense for a components

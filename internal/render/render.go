@@ -113,32 +113,66 @@ func ObjectName(providerType, name string) string { return providerType + "-" + 
 // the input is incomplete (preflight did not run) or the spec asks for
 // something Flux cannot do; the message names the field and the fix.
 func Provider(in Input) (*RenderedObjects, error) {
-	if in.Provider == nil {
-		return nil, errors.New("render: no provider given")
-	}
-	if err := checkArtifact(in); err != nil {
-		return nil, err
-	}
-	om, err := newObjectMeta(in)
+	om, err := checkInput(in)
 	if err != nil {
 		return nil, err
 	}
-	spec := in.Provider.GetSpec()
-	if spec.Source != nil && spec.Source.OCI != nil && spec.Source.Chart != nil {
-		return nil, errors.New("spec.source: both oci and chart are set; keep oci for a provider-artifact (components file) or chart for an OCI Helm chart")
-	}
-	if err := CheckAdditionalManifests(in.Provider); err != nil {
-		return nil, err
-	}
-	if spec.Source != nil && spec.Source.Chart != nil {
+	if isChart(in) {
 		return renderChart(in, om)
 	}
 	return renderComponents(in, om)
 }
 
-// renderComponents renders a provider-artifact: OCIRepository filtered to
-// the components file plus the Kustomization applying it.
-func renderComponents(in Input, om objectMeta) (*RenderedObjects, error) {
+// Source renders only the provider's OCIRepository, exactly as Provider
+// renders it. It needs the resolved artifact (URL, tag, digest, components
+// file) but nothing preflight reads from the components, so the controller
+// can have Flux fetch a provider's artifact while the rest of preflight
+// runs, before anything refers to it.
+func Source(in Input) (*sourcev1.OCIRepository, error) {
+	om, err := checkInput(in)
+	if err != nil {
+		return nil, err
+	}
+	if isChart(in) {
+		if err := checkChartSpec(in); err != nil {
+			return nil, err
+		}
+		return chartSource(in, om), nil
+	}
+	return componentsSource(in, om)
+}
+
+// checkInput refuses an incomplete input or a spec no Flux object can be
+// rendered from, and returns the objects' shared metadata.
+func checkInput(in Input) (objectMeta, error) {
+	if in.Provider == nil {
+		return objectMeta{}, errors.New("render: no provider given")
+	}
+	if err := checkArtifact(in); err != nil {
+		return objectMeta{}, err
+	}
+	om, err := newObjectMeta(in)
+	if err != nil {
+		return objectMeta{}, err
+	}
+	spec := in.Provider.GetSpec()
+	if spec.Source != nil && spec.Source.OCI != nil && spec.Source.Chart != nil {
+		return objectMeta{}, errors.New("spec.source: both oci and chart are set; keep oci for a provider-artifact (components file) or chart for an OCI Helm chart")
+	}
+	if err := CheckAdditionalManifests(in.Provider); err != nil {
+		return objectMeta{}, err
+	}
+	return om, nil
+}
+
+func isChart(in Input) bool {
+	src := in.Provider.GetSpec().Source
+	return src != nil && src.Chart != nil
+}
+
+// componentsSource is the OCIRepository of a provider-artifact, filtered
+// to the components file.
+func componentsSource(in Input, om objectMeta) (*sourcev1.OCIRepository, error) {
 	if in.ComponentsFile == "" {
 		return nil, errors.New("render: the components file is unknown; preflight must read the artifact first")
 	}
@@ -149,7 +183,16 @@ func renderComponents(in Input, om objectMeta) (*RenderedObjects, error) {
 	repo := ociRepository(in, om, access)
 	ignore := componentsOnly(in.ComponentsFile)
 	repo.Spec.Ignore = &ignore
+	return repo, nil
+}
 
+// renderComponents renders a provider-artifact: OCIRepository filtered to
+// the components file plus the Kustomization applying it.
+func renderComponents(in Input, om objectMeta) (*RenderedObjects, error) {
+	repo, err := componentsSource(in, om)
+	if err != nil {
+		return nil, err
+	}
 	ks, err := kustomization(in, om)
 	if err != nil {
 		return nil, err

@@ -11,10 +11,12 @@ import (
 	"github.com/fluxcd/pkg/apis/kustomize"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
@@ -39,6 +41,32 @@ func isChart(obj v1alpha1.Provider) bool {
 
 // writeFluxObjects renders the Flux objects and applies those that changed.
 func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider, pre *PreflightResult) error {
+	in := r.renderInput(obj, pre)
+	rendered, err := render.Provider(in)
+	if err != nil {
+		return &renderError{fmt.Errorf("rendering the Flux objects of %s %s/%s: %w", r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)}
+	}
+	if err := r.writeInstaller(ctx, in); err != nil {
+		return err
+	}
+	objects := []ctrl.Object{rendered.OCIRepository}
+	if rendered.Kustomization != nil {
+		objects = append(objects, rendered.Kustomization)
+	}
+	if rendered.HelmRelease != nil {
+		objects = append(objects, rendered.HelmRelease)
+	}
+	for _, o := range objects {
+		if err := r.applyIfChanged(ctx, o); err != nil {
+			return err
+		}
+	}
+	return r.writeAdditional(ctx, obj, rendered, pre.AdditionalManifests)
+}
+
+// renderInput is what render is given for the provider and what
+// preflight established (so far) about it.
+func (r *Reconciler) renderInput(obj v1alpha1.Provider, pre *PreflightResult) render.Input {
 	componentsFile := ""
 	if pre.Artifact != nil {
 		componentsFile = pre.Artifact.ComponentsFile
@@ -62,26 +90,49 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider
 	if pre.CoreDependency != nil {
 		in.CoreDependency = &meta.NamespacedObjectReference{Name: pre.CoreDependency.Name, Namespace: pre.CoreDependency.Namespace}
 	}
-	rendered, err := render.Provider(in)
+	return in
+}
+
+// fetchAhead writes the OCIRepository of a provider that nothing has been
+// applied from yet as soon as its artifact is resolved and its contract
+// read, so that source-controller fetches the artifact while the slower
+// part of preflight runs (decoding the components, waiting for the core
+// provider's contract, for spec.dependsOn): the Kustomization, written
+// when preflight passes, then finds its source Ready instead of waiting
+// for it.
+//
+// An OCIRepository only fetches; nothing is applied from it until a
+// Kustomization or HelmRelease refers to it, and those are written only
+// once every check passed. So it is written ahead only while neither
+// exists, read without the cache, which may not have seen this
+// controller's own last write yet: an upgrade, whose applier exists,
+// moves its source only after the checks, as before. The object is the
+// one writeFluxObjects applies later (render.Source), so that write finds
+// it unchanged. It refuses nothing: a failure is only logged, and the
+// write after the checks reports it.
+func (r *Reconciler) fetchAhead(ctx context.Context, obj v1alpha1.Provider, pre *PreflightResult) *preflightError {
+	if pre.Keep || (pre.Artifact == nil && !isChart(obj)) {
+		return nil
+	}
+	key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}
+	if err := r.Client.Get(ctx, key, &sourcev1.OCIRepository{}); !apierrors.IsNotFound(err) {
+		return nil // written already (after the checks, or ahead)
+	}
+	var applier ctrl.Object = &kustomizev1.Kustomization{}
+	if isChart(obj) {
+		applier = &helmv2.HelmRelease{}
+	}
+	if err := r.Reader.Get(ctx, key, applier); !apierrors.IsNotFound(err) {
+		return nil
+	}
+	repo, err := render.Source(r.renderInput(obj, pre))
+	if err == nil {
+		err = r.applyIfChanged(ctx, repo)
+	}
 	if err != nil {
-		return &renderError{fmt.Errorf("rendering the Flux objects of %s %s/%s: %w", r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)}
+		log.FromContext(ctx).V(1).Info("cannot have Flux fetch the artifact ahead of the checks", "error", err.Error())
 	}
-	if err := r.writeInstaller(ctx, in); err != nil {
-		return err
-	}
-	objects := []ctrl.Object{rendered.OCIRepository}
-	if rendered.Kustomization != nil {
-		objects = append(objects, rendered.Kustomization)
-	}
-	if rendered.HelmRelease != nil {
-		objects = append(objects, rendered.HelmRelease)
-	}
-	for _, o := range objects {
-		if err := r.applyIfChanged(ctx, o); err != nil {
-			return err
-		}
-	}
-	return r.writeAdditional(ctx, obj, rendered, pre.AdditionalManifests)
+	return nil
 }
 
 // renderError is a spec the Flux objects cannot be rendered from: it

@@ -18,8 +18,9 @@ import (
 )
 
 // TestInstallerComesBeforeTheFluxObjects: the installer ServiceAccount
-// and its binding are written before the Flux objects that name them, so
-// Flux's first apply already runs with its permissions.
+// and its binding are written before the Flux object that names them, the
+// Kustomization, so Flux's first apply already runs with its permissions.
+// (The OCIRepository, which does not, is written ahead: TestFetchAhead.)
 func TestInstallerComesBeforeTheFluxObjects(t *testing.T) {
 	env, core, _, _ := installCore(t)
 	order := map[string]int{}
@@ -29,7 +30,7 @@ func TestInstallerComesBeforeTheFluxObjects(t *testing.T) {
 		}
 	}
 	for _, installer := range []string{"ServiceAccount", "ClusterRoleBinding"} {
-		for _, flux := range []string{"OCIRepository", "Kustomization"} {
+		for _, flux := range []string{"Kustomization"} {
 			i, ok := order[installer]
 			j, fok := order[flux]
 			if !ok || !fok || i > j {

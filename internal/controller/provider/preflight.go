@@ -120,16 +120,18 @@ func (r *Reconciler) preflight(ctx context.Context, obj v1alpha1.Provider) (*Pre
 		return res, nil
 	}
 
-	for _, check := range []func(context.Context, v1alpha1.Provider, *PreflightResult) *preflightError{
+	for _, step := range []func(context.Context, v1alpha1.Provider, *PreflightResult) *preflightError{
 		r.checkContract,
 		r.checkUpgrade,
 		r.checkUnique,
+		// Not a check: the checks that follow take longer, or wait.
+		r.fetchAhead,
 		r.checkCore,
 		r.checkVariables,
 		r.checkAdditionalManifests,
 		r.checkDependencies,
 	} {
-		if perr := check(ctx, obj, res); perr != nil {
+		if perr := step(ctx, obj, res); perr != nil {
 			return nil, r.refuse(obj, perr)
 		}
 	}

@@ -47,6 +47,11 @@ func TestPreflightRefusals(t *testing.T) {
 		// stalls: the shell marks the provider Stalled (else Reconciling).
 		stalls  bool
 		requeue time.Duration
+		// fetchesAhead: the refusal comes after the artifact was resolved
+		// and its contract read, so the provider, which has nothing
+		// applied yet, has its OCIRepository written (fetchAhead); no
+		// other Flux object.
+		fetchesAhead bool
 	}{
 		{
 			name: "artifact not found",
@@ -111,7 +116,7 @@ func TestPreflightRefusals(t *testing.T) {
 			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionFalse, reason: v1alpha1.IncompatibleContractReason,
 			message: []string{"docker v1.14.2 has contract v1beta2", "CoreProvider capi-system/cluster-api v1.14.2 has v1beta1",
 				"choose a provider version whose metadata.yaml maps it to v1beta1"},
-			stalls: true, requeue: 10 * time.Minute,
+			stalls: true, requeue: 10 * time.Minute, fetchesAhead: true,
 		},
 		{
 			name: "downgrade across minors",
@@ -161,7 +166,7 @@ func TestPreflightRefusals(t *testing.T) {
 			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionFalse, reason: v1alpha1.MissingVariablesReason,
 			message: []string{"infrastructure-components.yaml of docker v1.14.2 uses variables with no value and no default: DOCKER_TOKEN;",
 				"set them in spec.variables or in the spec.configSecret Secret"},
-			stalls: true, requeue: 30 * time.Second,
+			stalls: true, requeue: 30 * time.Second, fetchesAhead: true,
 		},
 		{
 			name: "config Secret missing",
@@ -173,7 +178,7 @@ func TestPreflightRefusals(t *testing.T) {
 			},
 			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionFalse, reason: v1alpha1.ConfigSecretMissingReason,
 			message: []string{"spec.configSecret: Secret capd-system/docker-vars does not exist", "create it", "or drop spec.configSecret"},
-			stalls:  true, requeue: 30 * time.Second,
+			stalls:  true, requeue: 30 * time.Second, fetchesAhead: true,
 		},
 		{
 			name: "config Secret in another namespace",
@@ -188,7 +193,7 @@ func TestPreflightRefusals(t *testing.T) {
 			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionFalse, reason: v1alpha1.ConfigSecretNotAllowedReason,
 			message: []string{"spec.configSecret: Secret kube-system/cloud-creds is outside the provider's namespace capd-system",
 				"copy the Secret into capd-system and drop spec.configSecret.namespace"},
-			stalls: true, requeue: time.Minute,
+			stalls: true, requeue: time.Minute, fetchesAhead: true,
 		},
 		{
 			name: "waiting for the core provider",
@@ -198,7 +203,7 @@ func TestPreflightRefusals(t *testing.T) {
 			},
 			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionUnknown, reason: v1alpha1.WaitingForCoreReason,
 			message: []string{"waiting for the core provider", "create a CoreProvider named cluster-api"},
-			stalls:  false, requeue: 10 * time.Minute,
+			stalls:  false, requeue: 10 * time.Minute, fetchesAhead: true,
 		},
 		{
 			name: "waiting for the core provider's contract",
@@ -210,7 +215,7 @@ func TestPreflightRefusals(t *testing.T) {
 			},
 			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionUnknown, reason: v1alpha1.WaitingForCoreReason,
 			message: []string{"waiting for CoreProvider capi-system/cluster-api to pass its preflight"},
-			stalls:  false, requeue: 10 * time.Minute,
+			stalls:  false, requeue: 10 * time.Minute, fetchesAhead: true,
 		},
 		{
 			name: "waiting for spec.dependsOn",
@@ -226,7 +231,7 @@ func TestPreflightRefusals(t *testing.T) {
 			},
 			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionUnknown, reason: v1alpha1.WaitingForDependencyReason,
 			message: []string{"waiting for HelmRelease cert-manager/cert-manager (spec.dependsOn): Running 'install' action"},
-			stalls:  false, requeue: 10 * time.Minute,
+			stalls:  false, requeue: 10 * time.Minute, fetchesAhead: true,
 		},
 	}
 	for _, tt := range tests {
@@ -288,11 +293,30 @@ func TestPreflightRefusals(t *testing.T) {
 				t.Errorf("requeue after %v, want %v", res.RequeueAfter, tt.requeue)
 			}
 
-			if w := env.fluxWrites(); len(w) > 0 {
-				t.Errorf("preflight refused, yet the reconciler wrote %v", w)
+			var ahead []string
+			wantObjects := existing
+			if tt.fetchesAhead {
+				source := "OCIRepository " + p.GetNamespace() + "/" + objectName(p)
+				ahead = []string{"apply " + source}
+				wantObjects = append(slices.Clone(existing), source)
+				slices.Sort(wantObjects)
+				var repo sourcev1.OCIRepository
+				if err := env.client.Get(context.Background(), ctrl.ObjectKey{Namespace: p.GetNamespace(), Name: objectName(p)}, &repo); err != nil {
+					t.Fatal(err)
+				}
+				if d := repo.Spec.Reference; d == nil || d.Digest == "" || !strings.HasSuffix(got.GetStatus().LastAttemptedRevision, "@"+d.Digest) {
+					t.Errorf("the OCIRepository fetched ahead is at %+v, want pinned to the digest resolved (%s)", d, got.GetStatus().LastAttemptedRevision)
+				}
 			}
-			if objs := env.fluxObjects(); !slices.Equal(objs, existing) {
-				t.Errorf("preflight refused, yet the Flux objects are %v, not %v", objs, existing)
+			var wrote []string
+			for _, w := range env.fluxWrites() {
+				wrote = append(wrote, w.String())
+			}
+			if !slices.Equal(wrote, ahead) {
+				t.Errorf("preflight refused, yet the reconciler wrote %v; want %v", wrote, ahead)
+			}
+			if objs := env.fluxObjects(); !slices.Equal(objs, wantObjects) {
+				t.Errorf("preflight refused, yet the Flux objects are %v, not %v", objs, wantObjects)
 			}
 			if a, b := got.GetStatus().Artifact, p.GetStatus().Artifact; !equality.Semantic.DeepEqual(a, b) {
 				t.Errorf("status.artifact = %+v, want it unchanged by a refusal (%+v)", a, b)
@@ -462,4 +486,110 @@ func inventoryObject(namespace, name, version string) *unstructured.Unstructured
 	inv.SetNamespace(namespace)
 	inv.SetName(name)
 	return inv
+}
+
+// TestFetchAhead: a provider nothing has been applied from yet has its
+// OCIRepository written as soon as its artifact is resolved and its
+// contract read, so Flux fetches while preflight waits (here for the core
+// provider's contract); the write after the checks finds it as it is. An
+// installed provider's source moves only once the new version passed
+// every check: its Kustomization would apply whatever the source holds.
+func TestFetchAhead(t *testing.T) {
+	ctx := context.Background()
+	key := ctrl.ObjectKey{Namespace: "capd-system", Name: "infrastructure-docker"}
+	source := func(env *fakeEnv) *sourcev1.OCIRepository {
+		t.Helper()
+		var repo sourcev1.OCIRepository
+		if err := env.client.Get(ctx, key, &repo); err != nil {
+			t.Fatalf("the OCIRepository: %v", err)
+		}
+		return &repo
+	}
+	writes := func(env *fakeEnv, from int) []string {
+		var out []string
+		for _, w := range env.fluxWrites()[from:] {
+			out = append(out, w.String())
+		}
+		return out
+	}
+
+	t.Run("first install", func(t *testing.T) {
+		reg := registrytest.New(t, registrytest.Options{})
+		art := pushDocker(t, reg, "v1.14.2", "v1beta2")
+		core := installedCore("v1beta2")
+		core.Status = v1alpha1.ProviderStatus{} // its preflight has not passed yet
+		docker := dockerProvider(art.URL, "v1.14.2")
+		docker.Spec.Variables = map[string]string{"DOCKER_TOKEN": "t", "DOCKER_REGION": "r"}
+		env := newFakeEnv(t, kindFor(docker), core, docker)
+
+		if _, err := env.reconcile(docker); err != nil {
+			t.Fatal(err)
+		}
+		if c := condition(env.get(docker), v1alpha1.CompatibleCondition); c == nil || c.Reason != v1alpha1.WaitingForCoreReason {
+			t.Fatalf("Compatible = %+v, want waiting for the core", c)
+		}
+		if got, want := writes(env, 0), []string{"apply OCIRepository " + key.String()}; !slices.Equal(got, want) {
+			t.Fatalf("while waiting for the core the reconciler wrote %v, want %v", got, want)
+		}
+		if d := source(env).Spec.Reference; d == nil || d.Digest != art.Digest {
+			t.Errorf("the OCIRepository is at %+v, want pinned to %s", d, art.Digest)
+		}
+
+		// The core's preflight passes: the provider's checks pass too, and
+		// the source written ahead is the one the Flux objects need.
+		if err := env.client.Get(ctx, ctrl.ObjectKeyFromObject(core), core); err != nil {
+			t.Fatal(err)
+		}
+		core.Status = installedCore("v1beta2").Status
+		if err := env.client.Status().Update(ctx, core); err != nil {
+			t.Fatal(err)
+		}
+		before := len(env.fluxWrites())
+		if _, err := env.reconcile(env.get(docker)); err != nil {
+			t.Fatal(err)
+		}
+		if c := condition(env.get(docker), v1alpha1.CompatibleCondition); c == nil || c.Status != metav1.ConditionTrue {
+			t.Fatalf("Compatible = %+v, want True", c)
+		}
+		after := writes(env, before)
+		if !slices.Contains(after, "apply Kustomization "+key.String()) || slices.Contains(after, "apply OCIRepository "+key.String()) {
+			t.Errorf("once the checks passed the reconciler wrote %v: want the Kustomization, and the OCIRepository left as it was written ahead", after)
+		}
+	})
+
+	t.Run("upgrade", func(t *testing.T) {
+		reg := registrytest.New(t, registrytest.Options{})
+		installed := pushDocker(t, reg, "v1.14.2", "v1beta2")
+		docker := dockerProvider(installed.URL, "v1.14.2")
+		docker.Spec.Variables = map[string]string{"DOCKER_TOKEN": "t", "DOCKER_REGION": "r"}
+		env := newFakeEnv(t, kindFor(docker), installedCore("v1beta2"), docker)
+		if _, err := env.reconcile(docker); err != nil {
+			t.Fatal(err)
+		}
+		if d := source(env).Spec.Reference; d == nil || d.Digest != installed.Digest {
+			t.Fatalf("installed: the OCIRepository is at %+v, want %s", d, installed.Digest)
+		}
+
+		// v1.15.0 resolves and has a contract, the core's does not match.
+		pushDocker(t, reg, "v1.15.0", "v1beta3")
+		upgrade := env.get(docker)
+		upgrade.GetSpec().Version = "v1.15.0"
+		upgrade.SetGeneration(upgrade.GetGeneration() + 1)
+		if err := env.client.Update(ctx, upgrade.(ctrl.Object)); err != nil {
+			t.Fatal(err)
+		}
+		before := len(env.fluxWrites())
+		if _, err := env.reconcile(env.get(docker)); err != nil {
+			t.Fatal(err)
+		}
+		if c := condition(env.get(docker), v1alpha1.CompatibleCondition); c == nil || c.Reason != v1alpha1.IncompatibleContractReason {
+			t.Fatalf("Compatible = %+v, want the incompatible contract refused", c)
+		}
+		if got := writes(env, before); len(got) > 0 {
+			t.Errorf("a refused upgrade wrote %v", got)
+		}
+		if d := source(env).Spec.Reference; d == nil || d.Digest != installed.Digest {
+			t.Errorf("a refused upgrade moved the OCIRepository to %+v; want it at the installed %s", d, installed.Digest)
+		}
+	})
 }

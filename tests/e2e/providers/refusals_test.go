@@ -36,7 +36,7 @@ func refusals(t *testing.T, ctx context.Context, c client.Client) {
 			t.Errorf("message should name TEST_REGION only: %q", msg)
 		}
 		waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionFalse, "", time.Minute)
-		assertNothingApplied(t, ctx, c, p)
+		assertNothingApplied(t, ctx, c, p, true)
 		deleteAndWait(t, ctx, c, p)
 	})
 
@@ -51,7 +51,7 @@ func refusals(t *testing.T, ctx context.Context, c client.Client) {
 		if msg := conditionMessage(p, v1alpha1.CompatibleCondition); !strings.Contains(msg, "CoreProvider capi-system/cluster-api") {
 			t.Errorf("message should name the provider that keeps it: %q", msg)
 		}
-		assertNothingApplied(t, ctx, c, p)
+		assertNothingApplied(t, ctx, c, p, false)
 		deleteAndWait(t, ctx, c, p)
 	})
 
@@ -69,7 +69,7 @@ func refusals(t *testing.T, ctx context.Context, c client.Client) {
 		if msg := conditionMessage(p, v1alpha1.CompatibleCondition); !strings.Contains(msg, "v1alpha4") || !strings.Contains(msg, "v1beta2") {
 			t.Errorf("message should name both contracts: %q", msg)
 		}
-		assertNothingApplied(t, ctx, c, p)
+		assertNothingApplied(t, ctx, c, p, true)
 		deleteAndWait(t, ctx, c, p)
 	})
 
@@ -149,14 +149,34 @@ metadata:
 	})
 }
 
-func assertNothingApplied(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider) {
+// assertNothingApplied checks that no Kustomization was written for the
+// refused provider p. fetchedAhead: p was refused after its artifact
+// resolved and its contract was read, so Flux has fetched its artifact
+// (the OCIRepository is Ready, pinned to the digest preflight resolved);
+// otherwise there is no OCIRepository either.
+func assertNothingApplied(t *testing.T, ctx context.Context, c client.Client, p v1alpha1.Provider, fetchedAhead bool) {
 	t.Helper()
-	name := p.ProviderType() + "-" + p.GetName()
-	if err := c.Get(ctx, client.ObjectKey{Namespace: p.GetNamespace(), Name: name}, &sourcev1.OCIRepository{}); !apierrors.IsNotFound(err) {
-		t.Errorf("an OCIRepository was written for refused %s: %v", p.GetName(), err)
-	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: p.GetNamespace(), Name: name}, &kustomizev1.Kustomization{}); !apierrors.IsNotFound(err) {
+	key := client.ObjectKey{Namespace: p.GetNamespace(), Name: p.ProviderType() + "-" + p.GetName()}
+	if err := c.Get(ctx, key, &kustomizev1.Kustomization{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a Kustomization was written for refused %s: %v", p.GetName(), err)
+	}
+	repo := &sourcev1.OCIRepository{}
+	if !fetchedAhead {
+		if err := c.Get(ctx, key, repo); !apierrors.IsNotFound(err) {
+			t.Errorf("an OCIRepository was written for refused %s: %v", p.GetName(), err)
+		}
+		return
+	}
+	revision := p.GetStatus().LastAttemptedRevision
+	_, digest, _ := strings.Cut(revision, "@")
+	repo.Name, repo.Namespace = key.Name, key.Namespace
+	if err := framework.WaitReady(ctx, c, repo, time.Minute); err != nil {
+		t.Errorf("refused %s: its OCIRepository, written ahead, should have fetched %s: %v", p.GetName(), revision, err)
+		return
+	}
+	if repo.Spec.Reference == nil || repo.Spec.Reference.Digest != digest || repo.Status.Artifact == nil || repo.Status.Artifact.Revision != digest {
+		t.Errorf("refused %s: its OCIRepository is pinned to %+v and holds %+v, want %s, the digest preflight resolved (%s)",
+			p.GetName(), repo.Spec.Reference, repo.Status.Artifact, digest, revision)
 	}
 }
 

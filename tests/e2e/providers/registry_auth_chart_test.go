@@ -58,7 +58,7 @@ func privateChart(t *testing.T, ctx context.Context, c client.Client) {
 	waitCondition(t, ctx, c, p, v1alpha1.ArtifactResolvedCondition, metav1.ConditionFalse, v1alpha1.ResolveFailedReason, time.Minute)
 	assertRefused(t, p, v1alpha1.ResolveFailedReason, "certificate signed by unknown authority",
 		"not signed by the CA in ca.crt of Secret "+ns+"/"+wrongCASecret+" (spec.source.chart.certSecretRef)")
-	assertNothingApplied(t, ctx, c, p)
+	assertNothingApplied(t, ctx, c, p, false)
 
 	updateProvider(t, ctx, c, p, func() {
 		access().CertSecretRef = &meta.LocalObjectReference{Name: caSecret}
@@ -67,7 +67,7 @@ func privateChart(t *testing.T, ctx context.Context, c client.Client) {
 	waitCondition(t, ctx, c, p, v1alpha1.ArtifactResolvedCondition, metav1.ConditionFalse, v1alpha1.AuthenticationFailedReason, time.Minute)
 	assertRefused(t, p, v1alpha1.AuthenticationFailedReason, "the registry requires credentials and none were given",
 		"spec.source.chart.secretRef is not set")
-	assertNothingApplied(t, ctx, c, p)
+	assertNothingApplied(t, ctx, c, p, false)
 
 	since := time.Now()
 	updateProvider(t, ctx, c, p, func() { access().SecretRef = &meta.LocalObjectReference{Name: credentialsSecret} })

@@ -79,7 +79,7 @@ func TestPrivateRegistry(t *testing.T) {
 		waitCondition(t, ctx, c, core, v1alpha1.ArtifactResolvedCondition, metav1.ConditionFalse, v1alpha1.ResolveFailedReason, time.Minute)
 		assertRefused(t, core, v1alpha1.ResolveFailedReason, "certificate signed by unknown authority",
 			"not signed by the CA in ca.crt of Secret "+ns+"/"+wrongCASecret+" (spec.source.oci.certSecretRef)")
-		assertNothingApplied(t, ctx, c, core)
+		assertNothingApplied(t, ctx, c, core, false)
 	})
 	t.Run("without credentials the registry refuses access", func(t *testing.T) {
 		updateProvider(t, ctx, c, core, func() {
@@ -89,7 +89,7 @@ func TestPrivateRegistry(t *testing.T) {
 		waitCondition(t, ctx, c, core, v1alpha1.ArtifactResolvedCondition, metav1.ConditionFalse, v1alpha1.AuthenticationFailedReason, time.Minute)
 		assertRefused(t, core, v1alpha1.AuthenticationFailedReason, "the registry requires credentials and none were given",
 			"spec.source.oci.secretRef is not set")
-		assertNothingApplied(t, ctx, c, core)
+		assertNothingApplied(t, ctx, c, core, false)
 	})
 	installed := t.Run("with the CA and the credentials the provider is installed", func(t *testing.T) {
 		since := time.Now()
