@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
+	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
@@ -42,8 +44,8 @@ func decodeObjects(components []byte) ([]object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading YAML document %d: %w", doc, err)
 		}
-		var content map[string]any
-		if err := utilyaml.Unmarshal(data, &content); err != nil {
+		content, err := decodeDocument(data)
+		if err != nil {
 			return nil, fmt.Errorf("decoding YAML document %d: %w", doc, err)
 		}
 		if len(content) == 0 {
@@ -54,6 +56,181 @@ func decodeObjects(components []byte) ([]object, error) {
 			return nil, fmt.Errorf("YAML document %d is not a Kubernetes object: it has no apiVersion or kind", doc)
 		}
 		objs = append(objs, o)
+	}
+}
+
+// decodeDocument decodes one YAML document into the JSON-like values an
+// unstructured object holds (maps with string keys, []any, string, bool,
+// int64, float64, nil), as k8s.io/apimachinery's YAML decoding does, but
+// with yaml.v3, the parser kustomize (and so Flux) reads the components
+// with, from its node tree straight into those values: sigs.k8s.io/yaml's
+// route through yaml.v2 and JSON took about twice the time, and decoding
+// is most of a provider's preflight. Where the two differ, Flux's parser
+// is followed: an unquoted yes, no, on or off is a string (YAML 1.2), not a
+// bool (YAML 1.1), and a key defined twice in one mapping is an error.
+// Nothing clusterctl asks of the components depends on those.
+func decodeDocument(data []byte) (map[string]any, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	if root.Kind == 0 {
+		return nil, nil // comments only
+	}
+	// Aliases may expand a document many times over its size (a billion
+	// laughs); the values built are bounded by a multiple of it.
+	c := converter{budget: 10*len(data) + 10000}
+	v, err := c.value(&root)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok && v != nil {
+		what := "a scalar"
+		if _, list := v.([]any); list {
+			what = "a list"
+		}
+		return nil, fmt.Errorf("the document is %s, not a mapping (an object)", what)
+	}
+	return m, nil
+}
+
+// converter turns a yaml.v3 node tree into unstructured values.
+type converter struct {
+	budget int // nodes left to convert
+}
+
+func (c *converter) value(n *yaml.Node) (any, error) {
+	if c.budget--; c.budget < 0 {
+		return nil, errors.New("the document contains excessive aliasing")
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return c.value(n.Content[0])
+	case yaml.AliasNode:
+		return c.value(n.Alias)
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, e := range n.Content {
+			v, err := c.value(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case yaml.MappingNode:
+		return c.mapping(n)
+	case yaml.ScalarNode:
+		return scalar(n)
+	}
+	return nil, fmt.Errorf("line %d: unknown YAML node kind %d", n.Line, n.Kind)
+}
+
+// mapping converts a mapping; merge keys (<<) add the keys of the mappings
+// they name that it does not set itself, the first named winning.
+func (c *converter) mapping(n *yaml.Node) (any, error) {
+	out := make(map[string]any, len(n.Content)/2)
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			merges = append(merges, v)
+			continue
+		}
+		kv, err := scalarKey(k)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[kv]; dup {
+			return nil, fmt.Errorf("line %d: mapping key %q already defined", k.Line, kv)
+		}
+		val, err := c.value(v)
+		if err != nil {
+			return nil, err
+		}
+		out[kv] = val
+	}
+	for _, m := range merges {
+		if m.Kind == yaml.AliasNode {
+			m = m.Alias
+		}
+		sources := []*yaml.Node{m}
+		if m.Kind == yaml.SequenceNode {
+			sources = m.Content
+		}
+		for _, src := range sources {
+			v, err := c.value(src)
+			if err != nil {
+				return nil, err
+			}
+			sm, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("line %d: a merge key (<<) takes a mapping or a list of mappings", m.Line)
+			}
+			for k, e := range sm {
+				if _, set := out[k]; !set {
+					out[k] = e
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// scalar converts a scalar: strings (most of a components file) and
+// timestamps as they are written, other tags as yaml.v3 resolves them.
+func scalar(n *yaml.Node) (any, error) {
+	switch n.ShortTag() {
+	case "!!str", "!!timestamp":
+		return n.Value, nil
+	case "!!null":
+		return nil, nil
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, err
+	}
+	switch t := v.(type) {
+	case int:
+		return int64(t), nil
+	case int64, bool, string:
+		return t, nil
+	case uint64:
+		return float64(t), nil // beyond int64, as JSON decoding gives it
+	case float64:
+		if math.IsInf(t, 0) || math.IsNaN(t) {
+			return nil, fmt.Errorf("line %d: %s is not a number JSON can hold", n.Line, n.Value)
+		}
+		return t, nil
+	case []byte:
+		return string(t), nil
+	}
+	return nil, fmt.Errorf("line %d: unsupported YAML value %q (%s)", n.Line, n.Value, n.ShortTag())
+}
+
+// scalarKey is a mapping key as a string.
+func scalarKey(k *yaml.Node) (string, error) {
+	if k.Kind == yaml.AliasNode {
+		k = k.Alias
+	}
+	if k.Kind != yaml.ScalarNode {
+		return "", fmt.Errorf("line %d: a mapping key must be a scalar", k.Line)
+	}
+	v, err := scalar(k)
+	if err != nil {
+		return "", err
+	}
+	switch t := v.(type) {
+	case string:
+		return t, nil
+	case nil:
+		return "null", nil
+	default:
+		return fmt.Sprint(t), nil
 	}
 }
 
