@@ -64,7 +64,7 @@ func decodeObjects(components []byte) ([]object, error) {
 // int64, float64, nil), as k8s.io/apimachinery's YAML decoding does, but
 // with yaml.v3, the parser kustomize (and so Flux) reads the components
 // with, from its node tree straight into those values: sigs.k8s.io/yaml's
-// route through yaml.v2 and JSON took about twice the time, and decoding
+// route through yaml.v2 and JSON took a third longer, and decoding
 // is most of a provider's preflight. Where the two differ, Flux's parser
 // is followed: an unquoted yes, no, on or off is a string (YAML 1.2), not a
 // bool (YAML 1.1), and a key defined twice in one mapping is an error.
