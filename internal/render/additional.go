@@ -120,7 +120,7 @@ func CheckAdditionalManifests(p v1alpha1.Provider) error {
 	switch {
 	case ref == nil:
 		return nil
-	case spec.Source != nil && spec.Source.Chart != nil:
+	case IsChart(p):
 		return errors.New("spec.additionalManifests: not supported with spec.source.chart; add the objects to the chart (or a chart that depends on it), or publish the provider as a provider-artifact (spec.source.oci)")
 	case ref.Namespace != "" && ref.Namespace != p.GetNamespace():
 		return fmt.Errorf("spec.additionalManifests: ConfigMap %s/%s is outside the provider's namespace %s; move it into %s and drop spec.additionalManifests.namespace",

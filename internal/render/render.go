@@ -117,7 +117,7 @@ func Provider(in Input) (*RenderedObjects, error) {
 	if err != nil {
 		return nil, err
 	}
-	if isChart(in) {
+	if IsChart(in.Provider) {
 		return renderChart(in, om)
 	}
 	return renderComponents(in, om)
@@ -133,7 +133,7 @@ func Source(in Input) (*sourcev1.OCIRepository, error) {
 	if err != nil {
 		return nil, err
 	}
-	if isChart(in) {
+	if IsChart(in.Provider) {
 		if err := checkChartSpec(in); err != nil {
 			return nil, err
 		}
@@ -165,8 +165,11 @@ func checkInput(in Input) (objectMeta, error) {
 	return om, nil
 }
 
-func isChart(in Input) bool {
-	src := in.Provider.GetSpec().Source
+// IsChart tells whether the provider is packaged as a Helm chart
+// (spec.source.chart): its Flux objects are an OCIRepository of the chart
+// and a HelmRelease.
+func IsChart(p v1alpha1.Provider) bool {
+	src := p.GetSpec().Source
 	return src != nil && src.Chart != nil
 }
 

@@ -34,10 +34,7 @@ func objectName(obj v1alpha1.Provider) string {
 	return render.ObjectName(obj.ProviderType(), obj.GetName())
 }
 
-func isChart(obj v1alpha1.Provider) bool {
-	src := obj.GetSpec().Source
-	return src != nil && src.Chart != nil
-}
+func isChart(obj v1alpha1.Provider) bool { return render.IsChart(obj) }
 
 // writeFluxObjects renders the Flux objects and applies those that changed.
 func (r *Reconciler) writeFluxObjects(ctx context.Context, obj v1alpha1.Provider, pre *PreflightResult) error {
