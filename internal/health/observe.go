@@ -28,9 +28,6 @@ type Observation struct {
 	LastAttemptedRevision string
 	// Missing is set when the object does not exist.
 	Missing bool
-	// ResourceVersion tells two states of the object apart where its
-	// conditions' second-precision transition times cannot.
-	ResourceVersion string
 }
 
 // ObserveOCIRepository observes a source.
@@ -95,7 +92,7 @@ func ObserveHelmRelease(h *helmv2.HelmRelease) Observation {
 
 func observation(kind string, m metav1.ObjectMeta, observed int64, conds []metav1.Condition) Observation {
 	return Observation{
-		Kind: kind, Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
+		Kind: kind, Name: m.Name, Namespace: m.Namespace,
 		Generation: m.Generation, ObservedGeneration: observed,
 		Conditions: append([]metav1.Condition(nil), conds...),
 	}

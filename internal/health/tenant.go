@@ -140,17 +140,26 @@ func foldCluster(c TenantClusterInput, suspended bool, previous *tenancyv1alpha1
 		return set(tenancyv1alpha1.ClusterPhasePending, c.PendingReason, c.PendingMessage)
 	case c.Apply.Kind == "":
 		return set(tenancyv1alpha1.ClusterPhaseInstalling, tenancyv1alpha1.InstallingReason, "the cluster's Flux object is not written yet")
-	case c.Apply.Missing:
+	}
+
+	namespace := namespaceReadiness(c.Namespace)
+	namespaceFailed := func() tenancyv1alpha1.TenantClusterStatus {
+		return set(tenancyv1alpha1.ClusterPhaseFailed, namespace.reason, "Flux failed to create the target namespace: "+
+			withHints(namespace.message, identityHint(namespace), externalArtifactHint(namespace)))
+	}
+	if c.Apply.Missing {
+		switch {
+		case namespace.status == metav1.ConditionFalse:
+			return namespaceFailed()
+		case c.Namespace.Kind != "" && !TenantNamespaceCreated(c.Namespace):
+			return set(tenancyv1alpha1.ClusterPhaseInstalling, tenancyv1alpha1.InstallingReason,
+				fmt.Sprintf("%s is written once the target namespace exists: %s", c.Apply.ref(), namespace.message))
+		}
 		return set(tenancyv1alpha1.ClusterPhaseInstalling, tenancyv1alpha1.InstallingReason, c.Apply.ref()+" is not written yet")
 	}
 
 	apply := c.Apply.settledReadiness()
 	if apply.status == metav1.ConditionUnknown && recheckingInstalled(c.Apply, previous) {
-		apply.status = metav1.ConditionTrue
-	}
-	namespace := namespaceReadiness(c.Namespace)
-	waiting := waitsForNamespace(c, apply)
-	if waiting && namespace.status != metav1.ConditionFalse && waitingAfterInstalled(c.Apply, previous) {
 		apply.status = metav1.ConditionTrue
 	}
 	source := sourceReadiness(c.Source)
@@ -159,16 +168,12 @@ func foldCluster(c TenantClusterInput, suspended bool, previous *tenancyv1alpha1
 		line.AppliedRevision = c.Source.Revision // tag@digest reads better than the digest
 	}
 	switch {
-	case apply.status == metav1.ConditionFalse && !waiting:
+	case apply.status == metav1.ConditionFalse:
 		return set(tenancyv1alpha1.ClusterPhaseFailed, apply.reason, "Flux failed to install the stack: "+withHints(apply.message, namespaceHint(c, apply), identityHint(apply)))
 	case namespace.status == metav1.ConditionFalse:
-		return set(tenancyv1alpha1.ClusterPhaseFailed, namespace.reason, "Flux failed to create the target namespace: "+
-			withHints(namespace.message, identityHint(namespace), externalArtifactHint(namespace)))
+		return namespaceFailed()
 	case source.status == metav1.ConditionFalse:
 		return set(tenancyv1alpha1.ClusterPhaseFailed, source.reason, "Flux cannot fetch the stack: "+source.message)
-	case apply.status == metav1.ConditionFalse:
-		return set(tenancyv1alpha1.ClusterPhaseInstalling, tenancyv1alpha1.InstallingReason,
-			fmt.Sprintf("%s waits for the target namespace: %s", c.Apply.ref(), namespace.message))
 	case apply.status == metav1.ConditionTrue && source.status == metav1.ConditionTrue && atSource:
 		return set(tenancyv1alpha1.ClusterPhaseReady, tenancyv1alpha1.InstalledReason,
 			fmt.Sprintf("Flux installed %s and its health checks passed (%s)", c.Source.Revision, c.Apply.ref()))

@@ -290,7 +290,7 @@ status:
 `
 )
 
-// Stack Kustomization statuses while it depends on the namespace's.
+// Stack Kustomization statuses beside the namespace's.
 const (
 	// Installed and healthy.
 	tenantKSInstalled = `
@@ -300,24 +300,6 @@ status:
   lastAttemptedRevision: 1.4.2@NEW
   conditions:
   - {type: Ready, status: "True", reason: ReconciliationSucceeded, message: "Applied revision: 1.4.2@NEW", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
-  - {type: Healthy, status: "True", reason: Succeeded, message: "Health check passed in 3.52s", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
-`
-	// The first install: waiting for the namespace Kustomization.
-	tenantKSWaiting = `
-status:
-  observedGeneration: -1
-  conditions:
-  - {type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'team-b-clusters/team-b-edge-7-0d1e2f3a-namespace' is not ready", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:02Z"}
-`
-	// A routine reconcile of the installed stack that found the namespace
-	// Kustomization in its own hourly reconcile.
-	tenantKSWaitingAfterInstall = `
-status:
-  observedGeneration: 1
-  lastAppliedRevision: 1.4.2@NEW
-  lastAttemptedRevision: 1.4.2@NEW
-  conditions:
-  - {type: Ready, status: "False", reason: DependencyNotReady, message: "dependency 'team-b-clusters/team-b-edge-7-0d1e2f3a-namespace' is not ready", observedGeneration: 1, lastTransitionTime: "2026-11-22T11:00:05Z"}
   - {type: Healthy, status: "True", reason: Succeeded, message: "Health check passed in 3.52s", observedGeneration: 1, lastTransitionTime: "2026-11-22T10:00:12Z"}
 `
 )

@@ -7,15 +7,22 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 )
 
 // A kustomize stack's target namespace is created by a Kustomization of
-// its own, which the stack's Kustomization depends on
-// (render.TenantNamespaceObjectName). Its state is part of the cluster's:
-// while the stack waits for it the cluster is Installing, when it fails
-// the cluster is Failed with its message, even while the stack is Ready.
+// its own (render.TenantNamespaceObjectName), which the controller writes
+// before the stack's and the stack's only once it is Ready
+// (TenantNamespaceCreated). Its state is part of the cluster's: while the
+// stack waits for it the cluster is Installing, when it fails the cluster
+// is Failed with its message, even while the stack is Ready.
+
+// TenantNamespaceCreated tells whether the namespace Kustomization o
+// created the target namespace for its current spec: the controller
+// writes a cluster's stack Kustomization only then, so that its first
+// apply finds the namespace.
+func TenantNamespaceCreated(o Observation) bool {
+	return o.Kind != "" && !o.Missing && o.settledReadiness().status == metav1.ConditionTrue
+}
 
 // namespaceReadiness is the readiness of the namespace Kustomization:
 // True when there is none; Unknown while kustomize-controller has not
@@ -33,29 +40,6 @@ func namespaceReadiness(o Observation) readiness {
 		r.status = metav1.ConditionUnknown
 	}
 	return r
-}
-
-// waitsForNamespace tells whether the stack's Kustomization only waits
-// for the namespace Kustomization it depends on: kustomize-controller
-// reports that as Ready False, reason DependencyNotReady, and looks again
-// after --requeue-dependency.
-func waitsForNamespace(c TenantClusterInput, apply readiness) bool {
-	return c.Namespace.Kind != "" && apply.status == metav1.ConditionFalse && apply.reason == meta.DependencyNotReadyReason
-}
-
-// waitingAfterInstalled tells whether a stack that waits for its
-// namespace Kustomization had installed its current spec before: the
-// stack's routine reconcile found the namespace Kustomization in the
-// middle of its own (hourly) one. The cluster's line stays Ready then,
-// as for the stack's own re-checks (recheckingInstalled): nothing changed
-// on the cluster, and a thousand clusters must not flip to Installing
-// and back for it.
-func waitingAfterInstalled(o Observation, previous *tenancyv1alpha1.TenantClusterStatus) bool {
-	if previous == nil || previous.Phase != tenancyv1alpha1.ClusterPhaseReady || previous.FluxObject == nil ||
-		previous.FluxObject.Kind != o.Kind || previous.FluxObject.Name != o.Name {
-		return false
-	}
-	return o.ObservedGeneration == o.Generation && sameRevision(o.Revision, previous.AppliedRevision)
 }
 
 // namespaceHint explains kustomize-controller's "namespaces … not found":
@@ -96,25 +80,14 @@ type Nudge struct {
 	Token                 string
 }
 
-// TenantNamespaceNudge tells which of a cluster's Kustomizations
-// kustomize-controller should reconcile now rather than later:
-//
-//   - the stack's, when it waits for the namespace Kustomization and that
-//     one is Ready: kustomize-controller does not watch dependencies and
-//     would look again only after --requeue-dependency (30 s by
-//     default), on every cluster's first install. The token is the
-//     namespace Kustomization's Ready transition and resourceVersion: it
-//     often reconciles twice within a second (kustomize-controller
-//     enqueues it with its dependants when the stack's source gets its
-//     artifact), and a stack that looked in between, while it was not
-//     Ready, must be asked again although the transition time, in whole
-//     seconds, reads the same.
-//   - the namespace Kustomization's, when the stack finds the namespace
-//     gone and the namespace Kustomization has not run since: it would
-//     create it again only at its hourly interval. The token is the
-//     stack's failure (kustomize-controller turns Ready Unknown and back
-//     on every retry, so each failed retry is a new transition), and the
-//     nudge stops once the namespace Kustomization ran after it.
+// TenantNamespaceNudge tells whether kustomize-controller should
+// reconcile a cluster's namespace Kustomization now rather than later:
+// when the stack finds the namespace gone and the namespace Kustomization
+// has not run since, it would create it again only at its hourly
+// interval. The token is the stack's failure (kustomize-controller turns
+// Ready Unknown and back on every retry, so each failed retry is a new
+// transition), and the nudge stops once the namespace Kustomization ran
+// after it.
 func TenantNamespaceNudge(c TenantClusterInput) (Nudge, bool) {
 	if c.Namespace.Kind == "" || c.Namespace.Missing || c.Apply.Missing || c.Apply.Kind != kustomizev1.KustomizationKind {
 		return Nudge{}, false
@@ -124,14 +97,10 @@ func TenantNamespaceNudge(c TenantClusterInput) (Nudge, bool) {
 		c.Namespace.ObservedGeneration != c.Namespace.Generation {
 		return Nudge{}, false
 	}
-	apply := c.Apply.readiness()
-	switch {
-	case waitsForNamespace(c, apply):
-		return Nudge{Kind: c.Apply.Kind, Namespace: c.Apply.Namespace, Name: c.Apply.Name, Token: token(nsReady.LastTransitionTime) + "/" + c.Namespace.ResourceVersion}, true
-	case namespaceNotFound(c.Apply, apply) && nsReady.LastTransitionTime.Before(&stackReady.LastTransitionTime):
-		return Nudge{Kind: c.Namespace.Kind, Namespace: c.Namespace.Namespace, Name: c.Namespace.Name, Token: token(stackReady.LastTransitionTime)}, true
+	if !namespaceNotFound(c.Apply, c.Apply.readiness()) || !nsReady.LastTransitionTime.Before(&stackReady.LastTransitionTime) {
+		return Nudge{}, false
 	}
-	return Nudge{}, false
+	return Nudge{Kind: c.Namespace.Kind, Namespace: c.Namespace.Namespace, Name: c.Namespace.Name, Token: token(stackReady.LastTransitionTime)}, true
 }
 
 func token(t metav1.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -12,13 +12,15 @@ const (
 	namespaceRef = stackRef + "-namespace"
 )
 
-// The namespace Kustomization is part of the cluster's phase: the stack
-// waiting for it is Installing, its failure fails the cluster, and its
-// routine re-checks change nothing.
+// The namespace Kustomization is part of the cluster's phase: until it is
+// Ready the stack's Kustomization is not written and the cluster is
+// Installing, its failure fails the cluster, and its routine re-checks
+// change nothing.
 func TestFoldTenantClusterWithItsNamespace(t *testing.T) {
 	repo := ObserveOCIRepository(tenantRepo(t, "1", tenantRepoReady))
 	stack := func(status string) Observation { return ObserveKustomization(tenantKustomization(t, status)) }
 	ns := func(status string) Observation { return ObserveKustomization(namespaceKustomization(t, status)) }
+	notWritten := Observation{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a", Missing: true}
 	wasReady := &tenancyv1alpha1.TenantClusterStatus{Namespace: prodEU1.Namespace, Name: prodEU1.Name, Phase: tenancyv1alpha1.ClusterPhaseReady,
 		Reason: tenancyv1alpha1.InstalledReason, AppliedRevision: tenantRevisionNew,
 		FluxObject: &tenancyv1alpha1.FluxObjectReference{Kind: "Kustomization", Name: "team-b-edge-7-0d1e2f3a"}}
@@ -37,25 +39,25 @@ func TestFoldTenantClusterWithItsNamespace(t *testing.T) {
 		name: "ready while the namespace Kustomization re-checks the namespace", apply: stack(tenantKSInstalled), ns: ns(nsKSRecheck), previous: wasReady,
 		phase: tenancyv1alpha1.ClusterPhaseReady, reason: tenancyv1alpha1.InstalledReason,
 	}, {
-		name: "ready while the stack's routine reconcile waits for the namespace's", apply: stack(tenantKSWaitingAfterInstall), ns: ns(nsKSRecheck), previous: wasReady,
-		phase: tenancyv1alpha1.ClusterPhaseReady, reason: tenancyv1alpha1.InstalledReason,
-	}, {
-		name: "installing: the stack waits for the namespace to be created", apply: stack(tenantKSWaiting), ns: ns(nsKSProgressing),
+		name: "installing: the stack waits for the namespace to be created", apply: notWritten, ns: ns(nsKSProgressing),
 		phase: tenancyv1alpha1.ClusterPhaseInstalling, reason: tenancyv1alpha1.InstallingReason,
-		message: []string{stackRef + " waits for the target namespace: " + namespaceRef + ": Running health checks"},
+		message: []string{stackRef + " is written once the target namespace exists: " + namespaceRef + ": Running health checks"},
+	}, {
+		name: "installing: the namespace exists, the stack is not written yet", apply: notWritten, ns: ns(nsKSReady),
+		phase: tenancyv1alpha1.ClusterPhaseInstalling, reason: tenancyv1alpha1.InstallingReason, message: []string{stackRef + " is not written yet"},
 	}, {
 		// A first install is not held as Ready, whatever the line said.
-		name: "installing: waiting on a first install", apply: stack(tenantKSWaiting), ns: ns(nsKSProgressing), previous: wasReady,
+		name: "installing: waiting on a first install", apply: notWritten, ns: ns(nsKSProgressing), previous: wasReady,
 		phase: tenancyv1alpha1.ClusterPhaseInstalling, reason: tenancyv1alpha1.InstallingReason,
 	}, {
-		name: "installing: the namespace Kustomization is not written yet", apply: stack(tenantKSWaiting),
+		name: "installing: the namespace Kustomization is not written yet", apply: notWritten,
 		ns:    Observation{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a-namespace", Missing: true},
 		phase: tenancyv1alpha1.ClusterPhaseInstalling, reason: tenancyv1alpha1.InstallingReason, message: []string{namespaceRef + " does not exist"},
 	}, {
-		name: "installing: kustomize-controller has not seen the stored artifact yet", apply: stack(tenantKSWaiting), ns: ns(nsKSArtifactNotFound),
+		name: "installing: kustomize-controller has not seen the stored artifact yet", apply: notWritten, ns: ns(nsKSArtifactNotFound),
 		phase: tenancyv1alpha1.ClusterPhaseInstalling, reason: tenancyv1alpha1.InstallingReason, message: []string{"Source artifact not found"},
 	}, {
-		name: "failed: the identity Flux impersonates may not create the namespace", apply: stack(tenantKSWaiting), ns: ns(nsKSForbidden),
+		name: "failed: the identity Flux impersonates may not create the namespace", apply: notWritten, ns: ns(nsKSForbidden),
 		phase: tenancyv1alpha1.ClusterPhaseFailed, reason: "ReconciliationFailed",
 		message: []string{"Flux failed to create the target namespace: " + namespaceRef, `in the namespace "platform"; Flux applies the stack on the workload cluster as that ServiceAccount`,
 			"grant that ServiceAccount what the stack installs on the workload cluster"},
@@ -63,7 +65,7 @@ func TestFoldTenantClusterWithItsNamespace(t *testing.T) {
 		name: "failed: the namespace's re-check fails while the stack is still Ready", apply: stack(tenantKSInstalled), ns: ns(nsKSForbidden), previous: wasReady,
 		phase: tenancyv1alpha1.ClusterPhaseFailed, reason: "ReconciliationFailed", message: []string{"Flux failed to create the target namespace"},
 	}, {
-		name: "failed: kustomize-controller does not read ExternalArtifacts", apply: stack(tenantKSWaiting), ns: ns(nsKSGateDisabled),
+		name: "failed: kustomize-controller does not read ExternalArtifacts", apply: notWritten, ns: ns(nsKSGateDisabled),
 		phase: tenancyv1alpha1.ClusterPhaseFailed, reason: "AccessDenied", message: []string{"feature gate is disabled; start kustomize-controller with --feature-gates=ExternalArtifact=true"},
 	}, {
 		name: "failed: the namespace was deleted after it was created", apply: stack(tenantKSNamespaceMissing), ns: ns(nsKSReady),
@@ -100,34 +102,18 @@ func TestFoldTenantClusterWithItsNamespace(t *testing.T) {
 
 func TestTenantNamespaceNudge(t *testing.T) {
 	stack := func(status string) Observation { return ObserveKustomization(tenantKustomization(t, status)) }
-	ns := func(status string) Observation {
-		o := ObserveKustomization(namespaceKustomization(t, status))
-		o.ResourceVersion = "4711"
-		return o
-	}
+	ns := func(status string) Observation { return ObserveKustomization(namespaceKustomization(t, status)) }
+	notWritten := Observation{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a", Missing: true}
 	tests := []struct {
 		name  string
 		in    TenantClusterInput
 		want  Nudge
 		nudge bool
 	}{{
-		name: "the stack waits for a namespace that is Ready now", in: TenantClusterInput{Apply: stack(tenantKSWaiting), Namespace: ns(nsKSReady)},
-		want:  Nudge{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a", Token: "2026-11-22T10:00:04Z/4711"},
-		nudge: true,
+		// Written once the namespace Kustomization is Ready: no request.
+		name: "the stack is not written yet", in: TenantClusterInput{Apply: notWritten, Namespace: ns(nsKSReady)},
 	}, {
-		// Ready again within the same second, after a reconcile the
-		// stack saw: another state, another request.
-		name: "the namespace was Ready again in the same second", in: TenantClusterInput{Apply: stack(tenantKSWaiting), Namespace: func() Observation {
-			o := ns(nsKSReady)
-			o.ResourceVersion = "4712"
-			return o
-		}()},
-		want:  Nudge{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a", Token: "2026-11-22T10:00:04Z/4712"},
-		nudge: true,
-	}, {
-		name: "the stack waits for a namespace still being created", in: TenantClusterInput{Apply: stack(tenantKSWaiting), Namespace: ns(nsKSProgressing)},
-	}, {
-		name: "the namespace failed", in: TenantClusterInput{Apply: stack(tenantKSWaiting), Namespace: ns(nsKSForbidden)},
+		name: "the namespace failed", in: TenantClusterInput{Apply: stack(tenantKSForbidden), Namespace: ns(nsKSForbidden)},
 	}, {
 		name: "the stack found the namespace gone after it was created", in: TenantClusterInput{Apply: stack(tenantKSNamespaceMissing), Namespace: ns(nsKSReady)},
 		want:  Nudge{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a-namespace", Token: "2026-11-22T10:00:12Z"},
@@ -152,5 +138,29 @@ func TestTenantNamespaceNudge(t *testing.T) {
 				t.Errorf("nudge = %+v, %v; want %+v, %v", got, ok, tt.want, tt.nudge)
 			}
 		})
+	}
+}
+
+// The controller writes a cluster's stack Kustomization only once the
+// namespace exists: the namespace Kustomization is Ready for its current
+// spec, or only re-checks what it applied.
+func TestTenantNamespaceCreated(t *testing.T) {
+	ns := func(status string) Observation { return ObserveKustomization(namespaceKustomization(t, status)) }
+	for _, tt := range []struct {
+		name    string
+		ns      Observation
+		created bool
+	}{
+		{"ready", ns(nsKSReady), true},
+		{"re-checking the namespace it created", ns(nsKSRecheck), false},
+		{"first reconcile", ns(nsKSProgressing), false},
+		{"artifact not seen yet", ns(nsKSArtifactNotFound), false},
+		{"forbidden", ns(nsKSForbidden), false},
+		{"not written", Observation{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a-namespace", Missing: true}, false},
+		{"none rendered", Observation{}, false},
+	} {
+		if got := TenantNamespaceCreated(tt.ns); got != tt.created {
+			t.Errorf("%s: TenantNamespaceCreated = %v, want %v", tt.name, got, tt.created)
+		}
 	}
 }

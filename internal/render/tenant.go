@@ -134,8 +134,9 @@ type TenantManagementObjects struct {
 
 // TenantClusterObjects is the Flux object installing the stack on one
 // cluster: exactly one of HelmRelease (chart stack) or Kustomization.
-// Namespace is the Kustomization the stack's Kustomization depends on,
-// which creates the target namespace; nil for a chart stack.
+// Namespace is the Kustomization that creates the target namespace,
+// which the stack's Kustomization is written after; nil for a chart
+// stack.
 type TenantClusterObjects struct {
 	Cluster       types.NamespacedName
 	HelmRelease   *helmv2.HelmRelease

@@ -20,8 +20,12 @@ import (
 // to a workload cluster itself. So Capwright hands Flux a Namespace
 // manifest as the artifact of an ExternalArtifact — packed and served by
 // the manager, as for a provider's additional manifests — and per cluster
-// a small Kustomization applies it; the stack's Kustomization depends on
-// it.
+// a small Kustomization applies it. The controller writes the stack's
+// Kustomization once that one is Ready (health.TenantNamespaceCreated),
+// not with dependsOn: kustomize-controller enqueues a Kustomization's
+// dependencies with it whenever its source has a new revision, so every
+// new version of the stack would run every cluster's namespace
+// Kustomization again against its workload cluster, ahead of the stacks.
 //
 //   - One ExternalArtifact per namespace with selected clusters, shared by
 //     the tenant's clusters there (as the stack's OCIRepository is): with

@@ -112,7 +112,6 @@ func tenantCluster(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName, crea
 	out.Kustomization = tenantKustomization(t, cluster)
 	if createNamespace {
 		out.Namespace = tenantNamespaceKustomization(t, cluster, out.Kustomization)
-		out.Kustomization.Spec.DependsOn = []kustomizev1.DependencyReference{{Name: out.Namespace.Name}}
 	}
 	return out, nil
 }
@@ -161,8 +160,8 @@ func tenantHelmRelease(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName) 
 // new artifact dropped, or everything when it is deleted.
 //
 // kustomize-controller does not create the target namespace: the
-// Kustomization of tenantNamespaceKustomization does, before this one
-// (dependsOn). The artifact may carry a Namespace manifest of its own,
+// Kustomization of tenantNamespaceKustomization does, before this one is
+// written (see tenant_createnamespace.go). The artifact may carry a Namespace manifest of its own,
 // which kustomize renames to the target namespace (its namespace
 // transformer sets metadata.name of Namespace objects); this Kustomization
 // then applies it and prunes it as any other object.

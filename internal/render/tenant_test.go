@@ -327,8 +327,6 @@ func TestTenantKustomizeStack(t *testing.T) {
 		TargetNamespace: "platform",
 		DeletionPolicy:  kustomizev1.DeletionPolicyMirrorPrune,
 		CommonMetadata:  &kustomizev1.CommonMetadata{Labels: map[string]string{tenancyv1alpha1.TenantLabel: "team-b"}},
-		// After the target namespace (TestTenantKustomizeStackCreatesItsNamespace).
-		DependsOn: []kustomizev1.DependencyReference{{Name: TenantNamespaceObjectName("team-b", cluster)}},
 	}
 	if !reflect.DeepEqual(ks.Spec, wantSpec) {
 		t.Errorf("Kustomization spec =\n%+v\nwant\n%+v (no postBuild without variables)", ks.Spec, wantSpec)

@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"strings"
 
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -52,8 +56,8 @@ func (r *Reconciler) writeManagement(ctx context.Context, t *tenancyv1alpha1.Ten
 
 // writeFluxObjects applies the sources, the target namespace's
 // ExternalArtifacts (and stores their artifact) and the clusters' Flux
-// objects, each cluster's namespace Kustomization before its stack's. An
-// object that exists and is not the tenant's is left alone: the conflict
+// objects, each cluster's namespace Kustomization before its stack's, and
+// the stack's only once the namespace exists. An object that exists and is not the tenant's is left alone: the conflict
 // fails that cluster (or every cluster of a namespace whose source or
 // ExternalArtifact conflicts) on its own status line, and the others go
 // on.
@@ -92,25 +96,62 @@ func (r *Reconciler) writeFluxObjects(ctx context.Context, t *tenancyv1alpha1.Te
 			conflicts[c.Cluster] = msg
 			continue
 		}
-		objects := []render.Object{c.Object()}
 		if c.Namespace != nil {
-			objects = []render.Object{c.Namespace, c.Object()}
-		}
-		for _, o := range objects {
-			err := r.applyIfChanged(ctx, o)
-			var conflict *render.ConflictError
-			if errors.As(err, &conflict) {
-				// Not the stack either: it would wait for someone
-				// else's namespace Kustomization.
-				conflicts[c.Cluster] = conflict.Error()
-				break
-			}
+			conflict, err := r.applyClusterObject(ctx, c.Namespace)
 			if err != nil {
 				return nil, err
 			}
+			if conflict != "" {
+				// Not the stack either: it would wait for someone
+				// else's namespace Kustomization.
+				conflicts[c.Cluster] = conflict
+				continue
+			}
+			wait, err := r.stackWaitsForNamespace(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			if wait {
+				continue
+			}
+		}
+		conflict, err := r.applyClusterObject(ctx, c.Object())
+		if err != nil {
+			return nil, err
+		}
+		if conflict != "" {
+			conflicts[c.Cluster] = conflict
 		}
 	}
 	return conflicts, nil
+}
+
+// applyClusterObject applies one of a cluster's Flux objects; it returns
+// the conflict when the object exists and is someone else's.
+func (r *Reconciler) applyClusterObject(ctx context.Context, o render.Object) (string, error) {
+	err := r.applyIfChanged(ctx, o)
+	var conflict *render.ConflictError
+	if errors.As(err, &conflict) {
+		return conflict.Error(), nil
+	}
+	return "", err
+}
+
+// stackWaitsForNamespace tells whether a cluster's stack Kustomization is
+// not written yet and must wait for the Kustomization creating its target
+// namespace to be Ready (health.TenantNamespaceCreated): its first apply
+// would fail on a missing namespace. A stack that exists is always
+// written. The wait is not a dependsOn, with which kustomize-controller
+// would run the namespace Kustomization again, against the workload
+// cluster, on every new revision of the stack; the namespace
+// Kustomization's status changes wake the controller instead.
+func (r *Reconciler) stackWaitsForNamespace(ctx context.Context, c render.TenantClusterObjects) (bool, error) {
+	var stack kustomizev1.Kustomization
+	err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(c.Kustomization), &stack)
+	if err == nil || !apierrors.IsNotFound(err) {
+		return false, ctrl.IgnoreNotFound(err)
+	}
+	return !health.TenantNamespaceCreated(r.observeKustomization(ctx, ctrl.ObjectKeyFromObject(c.Namespace))), nil
 }
 
 // applyIfChanged applies desired with server-side apply unless the object

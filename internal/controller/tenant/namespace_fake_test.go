@@ -26,10 +26,10 @@ import (
 
 // A kustomize stack's target namespace, orchestrated against a fake API
 // server: the ExternalArtifact is written and points at the stored
-// artifact, each cluster's namespace Kustomization comes before the
-// stack's, a resync writes nothing, the stack is asked to go on once the
-// namespace is Ready (once), another replica restores the artifact, and
-// deleting the Tenant removes the objects and the stored artifact.
+// artifact, each cluster's namespace Kustomization is written and the
+// stack's only once the namespace is Ready, without a dependsOn, a resync
+// writes nothing, another replica restores the artifact, and deleting the
+// Tenant removes the objects and the stored artifact.
 func TestReconcileHandsFluxTheTargetNamespace(t *testing.T) {
 	ctx := context.Background()
 	tn := testTenant()
@@ -67,11 +67,18 @@ func TestReconcileHandsFluxTheTargetNamespace(t *testing.T) {
 	if err := c.Get(ctx, nsKey, nsKS); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, stackKey, stack); err != nil {
+	if nsKS.Spec.SourceRef.Kind != sourcev1.ExternalArtifactKind {
+		t.Fatalf("namespace source %+v, want the ExternalArtifact", nsKS.Spec.SourceRef)
+	}
+	if err := c.Get(ctx, stackKey, stack); !apierrors.IsNotFound(err) {
+		t.Fatalf("the stack was written before its namespace exists: %v", err)
+	}
+	got := &tenancyv1alpha1.Tenant{}
+	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
 		t.Fatal(err)
 	}
-	if len(stack.Spec.DependsOn) != 1 || stack.Spec.DependsOn[0].Name != nsKey.Name || nsKS.Spec.SourceRef.Kind != sourcev1.ExternalArtifactKind {
-		t.Fatalf("stack dependsOn %+v, namespace source %+v", stack.Spec.DependsOn, nsKS.Spec.SourceRef)
+	if l := got.Status.Clusters; len(l) != 1 || l[0].Phase != tenancyv1alpha1.ClusterPhaseInstalling || !strings.Contains(l[0].Message, "is written once the target namespace exists") {
+		t.Errorf("cluster lines = %+v, want Installing while the stack waits", l)
 	}
 
 	versions := namespaceVersions(t, ctx, c)
@@ -81,44 +88,51 @@ func TestReconcileHandsFluxTheTargetNamespace(t *testing.T) {
 	if again := namespaceVersions(t, ctx, c); !equalMaps(versions, again) {
 		t.Errorf("a second reconcile with nothing changed wrote:\nbefore %v\nafter  %v", versions, again)
 	}
+	if err := c.Get(ctx, stackKey, stack); !apierrors.IsNotFound(err) {
+		t.Fatalf("the stack was written while its namespace Kustomization had not run: %v", err)
+	}
 
-	// kustomize-controller created the namespace; the stack still waits.
+	// kustomize-controller created the namespace: the stack is written,
+	// without dependsOn.
 	ready := metav1.NewTime(time.Date(2026, 11, 22, 10, 0, 4, 0, time.UTC))
 	nsKS.Status = kustomizev1.KustomizationStatus{ObservedGeneration: nsKS.Generation, LastAppliedRevision: art.Revision, Conditions: []metav1.Condition{
 		{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.ReconciliationSucceededReason, ObservedGeneration: nsKS.Generation, LastTransitionTime: ready}}}
-	stack.Status = kustomizev1.KustomizationStatus{ObservedGeneration: -1, Conditions: []metav1.Condition{
-		{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: meta.DependencyNotReadyReason, ObservedGeneration: stack.Generation,
-			Message: "dependency '" + nsKey.String() + "' is not ready", LastTransitionTime: ready}}}
-	for _, o := range []ctrl.Object{nsKS, stack} {
-		if err := c.Status().Update(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.Status().Update(ctx, nsKS); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, stackKey, stack); err != nil {
+		t.Fatalf("the stack was not written once its namespace exists: %v", err)
+	}
+	if len(stack.Spec.DependsOn) > 0 {
+		t.Errorf("stack dependsOn = %+v, want none", stack.Spec.DependsOn)
+	}
+
+	// The namespace Kustomization's hourly re-check does not hold an
+	// existing stack back.
+	nsKS.Status.Conditions[0].Status = metav1.ConditionUnknown
+	nsKS.Status.Conditions[0].Reason = meta.ProgressingReason
+	if err := c.Status().Update(ctx, nsKS); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, nsKey, nsKS); err != nil {
+	tn = &tenancyv1alpha1.Tenant{}
+	if err := c.Get(ctx, req.NamespacedName, tn); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := stack.Annotations[meta.ReconcileRequestAnnotation], "2026-11-22T10:00:04Z/"+nsKS.ResourceVersion; got != want {
-		t.Errorf("the waiting stack was asked to reconcile with %q, want %q: the namespace's Ready transition and version", got, want)
-	}
-	got := &tenancyv1alpha1.Tenant{}
-	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
+	tn.Spec.Stack.Kustomize.Path = "./deploy"
+	if err := c.Update(ctx, tn); err != nil {
 		t.Fatal(err)
 	}
-	if l := got.Status.Clusters; len(l) != 1 || l[0].Phase != tenancyv1alpha1.ClusterPhaseInstalling || !strings.Contains(l[0].Message, "waits for the target namespace") {
-		t.Errorf("cluster lines = %+v, want Installing while the stack waits", l)
-	}
-	versions = namespaceVersions(t, ctx, c)
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if again := namespaceVersions(t, ctx, c); !equalMaps(versions, again) {
-		t.Errorf("the stack was asked again for the same state:\nbefore %v\nafter  %v", versions, again)
+	if err := c.Get(ctx, stackKey, stack); err != nil || stack.Spec.Path != "./deploy" {
+		t.Errorf("stack path = %q (%v), want the new spec applied while the namespace Kustomization re-checks", stack.Spec.Path, err)
+	}
+	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
+		t.Fatal(err)
 	}
 
 	// A replica that does not hold the artifact restores it when asked.

@@ -55,9 +55,10 @@ func TestKustomizeStackWithoutNamespaceManifest(t *testing.T) {
 	})
 	took := time.Since(start)
 	t.Logf("Tenant Ready on %d clusters %s after it was created", len(workloads), took.Round(time.Millisecond))
-	// kustomize-controller looks at a Kustomization waiting for its
-	// dependency again only after 30 s; Capwright asks it to go on as
-	// soon as the namespace is there.
+	// Capwright writes each stack's Kustomization as soon as its
+	// namespace Kustomization is Ready; a stack waiting on a dependency
+	// would be looked at again only after kustomize-controller's
+	// --requeue-dependency (30 s).
 	if took > 25*time.Second {
 		t.Errorf("the stack took %s: it waited out kustomize-controller's --requeue-dependency", took.Round(time.Millisecond))
 	}
