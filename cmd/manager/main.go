@@ -145,6 +145,7 @@ func run(o *options) error {
 	resolutions := &provider.Resolutions{}
 	recorderMetrics := metrics.NewRecorder(ctrlmetrics.Registry)
 	kinds := provider.Kinds()
+	corePreflights := provider.NewCorePreflights()
 	var reconcilers []*provider.Reconciler
 	for _, k := range kinds {
 		r := &provider.Reconciler{
@@ -164,6 +165,7 @@ func run(o *options) error {
 			Timelines:          timelines,
 			Resolutions:        resolutions,
 			Metrics:            recorderMetrics,
+			CorePreflights:     corePreflights,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)

@@ -422,7 +422,8 @@ var coreGroups = map[string]bool{
 // constraint only for components that hold objects of the core's kinds
 // (a ClusterClass, say): only those depend on the core's Kustomization. A
 // provider's controller that watches the core's kinds waits for their CRDs
-// when it starts. The wait is driven by the core provider's status
+// when it starts. The wait is driven by the core's preflight passing in
+// this manager (CorePreflights) and by the core provider's status
 // changes, which the controller watches; nothing polls.
 func (r *Reconciler) checkCore(ctx context.Context, obj v1alpha1.Provider, res *PreflightResult) *preflightError {
 	if obj.ProviderType() == v1alpha1.CoreProviderType {
@@ -446,14 +447,21 @@ func (r *Reconciler) checkCore(ctx context.Context, obj v1alpha1.Provider, res *
 			core = &cores.Items[i]
 		}
 	}
-	if !coreContractKnown(core) {
+	// What the core's preflight just read here comes first: its status
+	// says it a moment later, and until then still holds the contract of
+	// the version it is leaving.
+	contract, known := r.CorePreflights.contract(core)
+	if !known {
+		contract, known = core.Status.Contract, coreContractKnown(core)
+	}
+	if !known {
 		return waiting("waiting for CoreProvider %s/%s to pass its preflight, which reads its contract", core.Namespace, core.Name)
 	}
 	if res.Contract != "" {
-		if err := clusterctl.CheckContractCompatible(core.Status.Contract, res.Contract); err != nil {
+		if err := clusterctl.CheckContractCompatible(contract, res.Contract); err != nil {
 			return &preflightError{Condition: v1alpha1.CompatibleCondition, Reason: v1alpha1.IncompatibleContractReason, Retry: 10 * time.Minute,
 				Message: fmt.Sprintf("%s %s has contract %s, CoreProvider %s/%s %s has %s: %v",
-					obj.GetName(), obj.GetSpec().Version, res.Contract, core.Namespace, core.Name, core.Spec.Version, core.Status.Contract, err)}
+					obj.GetName(), obj.GetSpec().Version, res.Contract, core.Namespace, core.Name, core.Spec.Version, contract, err)}
 		}
 	}
 	if res.Artifact != nil {

@@ -78,6 +78,10 @@ type Reconciler struct {
 	// Metrics records reconcile durations and each provider's state; nil
 	// records nothing.
 	Metrics *metrics.Recorder
+	// CorePreflights hands the core provider's contract to the other
+	// kinds the moment its preflight passes, shared by the reconcilers of
+	// all kinds; nil leaves them to read it from the core's status.
+	CorePreflights *CorePreflights
 
 	// written keeps the shell from acting on a read older than its own
 	// last write.
@@ -150,6 +154,9 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	}
 	status.Contract = pre.Contract
 	status.Artifact = &v1alpha1.ResolvedArtifact{URL: pre.URL, Revision: pre.Revision, Digest: pre.Digest}
+	if obj.ProviderType() == v1alpha1.CoreProviderType {
+		r.CorePreflights.pass(obj, pre.Contract)
+	}
 
 	if err := r.writeFluxObjects(ctx, obj, pre); err != nil {
 		setFalse(obj, v1alpha1.InstalledCondition, v1alpha1.InstallFailedReason, err.Error())

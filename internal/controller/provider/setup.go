@@ -60,7 +60,8 @@ func Kinds() []Kind {
 // SetupWithManager registers the reconciler of r.Kind. It watches its
 // provider kind (spec changes and reconcile requests, not its own status
 // writes), the Flux objects it owns, and — for non-core kinds — the core
-// provider, whose installation unblocks them.
+// provider, whose contract unblocks them: its preflight passing here
+// (CorePreflights) and its status.
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
 	fluxObjectChanged := builder.WithPredicates(shell.FluxObjectChanged())
 	b := ctrlruntime.NewControllerManagedBy(mgr).
@@ -76,6 +77,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 		WithOptions(opts)
 	if r.Kind.Name != "CoreProvider" {
 		b = b.Watches(&v1alpha1.CoreProvider{}, handler.EnqueueRequestsFromMapFunc(r.allOfKind), builder.WithPredicates(coreProviderChanged()))
+		if r.CorePreflights != nil {
+			b = b.WatchesRawSource(r.CorePreflights.source(handler.EnqueueRequestsFromMapFunc(r.allOfKind)))
+		}
 	}
 	// The Flux objects of spec.dependsOn (cert-manager's HelmRelease, say)
 	// wake up the providers that wait for them.
