@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,14 +49,20 @@ func (r *Reconciler) writeInstaller(ctx context.Context, in render.Input) error 
 	if r.installers.fresh(p.GetUID(), key, r.resyncInterval(p)/2) {
 		return nil
 	}
-	if err := r.applyUncached(ctx, inst.ServiceAccount, func(existing *unstructured.Unstructured) bool {
-		return render.ControlledBy(existing, p.GetUID())
-	}); err != nil {
-		return err
-	}
-	if err := r.applyUncached(ctx, inst.ClusterRoleBinding, func(existing *unstructured.Unstructured) bool {
-		return isInstallerBindingOf(existing, p, r.Kind.Name)
-	}); err != nil {
+	// Side by side: a binding names its subject, which need not exist yet,
+	// and each is a read and a write on a first install.
+	var g errgroup.Group
+	g.Go(func() error {
+		return r.applyUncached(ctx, inst.ServiceAccount, func(existing *unstructured.Unstructured) bool {
+			return render.ControlledBy(existing, p.GetUID())
+		})
+	})
+	g.Go(func() error {
+		return r.applyUncached(ctx, inst.ClusterRoleBinding, func(existing *unstructured.Unstructured) bool {
+			return isInstallerBindingOf(existing, p, r.Kind.Name)
+		})
+	})
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	r.installers.done(p.GetUID(), key)
