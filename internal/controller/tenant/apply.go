@@ -57,10 +57,10 @@ func (r *Reconciler) writeManagement(ctx context.Context, t *tenancyv1alpha1.Ten
 // writeFluxObjects applies the sources, the target namespace's
 // ExternalArtifacts (and stores their artifact) and the clusters' Flux
 // objects, each cluster's namespace Kustomization before its stack's, and
-// the stack's only once the namespace exists. An object that exists and is not the tenant's is left alone: the conflict
-// fails that cluster (or every cluster of a namespace whose source or
-// ExternalArtifact conflicts) on its own status line, and the others go
-// on.
+// the stack's only once the namespace exists. An object that exists and
+// is not the tenant's is left alone: the conflict fails that cluster (or
+// every cluster of a namespace whose source or ExternalArtifact
+// conflicts) on its own status line, and the others go on.
 func (r *Reconciler) writeFluxObjects(ctx context.Context, t *tenancyv1alpha1.Tenant, rendered *render.RenderedTenant) (map[types.NamespacedName]string, error) {
 	conflicts := map[types.NamespacedName]string{}
 	badSource := map[string]string{}
