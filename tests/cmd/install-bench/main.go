@@ -646,26 +646,32 @@ func report(systems []system, results map[string][]result) {
 			fmt.Printf("  %-22s %.2f×  %.2f×\n", s.Name(), base[s.Name()+"/install"]/f, base[s.Name()+"/upgrade"]/cmp.Or(base["flux/upgrade"], 1))
 		}
 	}
-	if flux := results["flux"]; len(flux) > 0 {
-		// The machine drifts between rounds; a system's time over bare
-		// Flux's in the same round cancels most of it.
-		fmt.Println("median of per-round ratios to bare Flux (install, upgrade):")
+	// The machine drifts between rounds; a system's time over another's in
+	// the same round cancels most of it.
+	perRound := func(baseline, label string) {
+		against := results[baseline]
+		if len(against) == 0 {
+			return
+		}
+		fmt.Printf("median of per-round ratios to %s (install, upgrade):\n", label)
 		for _, s := range systems {
 			rs := results[s.Name()]
 			var inst, up []float64
-			for i := range min(len(rs), len(flux)) {
-				inst = append(inst, rs[i].Install.Seconds()/flux[i].Install.Seconds())
-				up = append(up, rs[i].Upgrade.Seconds()/flux[i].Upgrade.Seconds())
+			for i := range min(len(rs), len(against)) {
+				inst = append(inst, rs[i].Install.Seconds()/against[i].Install.Seconds())
+				up = append(up, rs[i].Upgrade.Seconds()/against[i].Upgrade.Seconds())
 			}
 			fmt.Printf("  %-22s %.2f×  %.2f×\n", s.Name(), median(inst), median(up))
 		}
 	}
+	perRound("flux", "bare Flux")
 	if o := base["cluster-api-operator/install"]; o > 0 {
 		fmt.Println("ratios to cluster-api-operator (install, upgrade):")
 		for _, s := range systems {
 			fmt.Printf("  %-22s %.2f×  %.2f×\n", s.Name(), base[s.Name()+"/install"]/o, base[s.Name()+"/upgrade"]/cmp.Or(base["cluster-api-operator/upgrade"], 1))
 		}
 	}
+	perRound("cluster-api-operator", "cluster-api-operator")
 	fmt.Println("\nkustomize-controller during the upgrade, medians: reconciles of each provider's Kustomization finished, seconds the last one took, of which its health check;")
 	fmt.Println("and the upgrades in which a health check took Flux's second poll (5 s later: the first came before the rollout finished)")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
