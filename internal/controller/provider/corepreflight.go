@@ -61,7 +61,8 @@ func (c *CorePreflights) pass(core v1alpha1.Provider, contract string) {
 	}
 }
 
-// forget drops a deleted core provider.
+// forget drops a core provider whose preflight refused it, or that is
+// being deleted; a provider of another kind is not recorded.
 func (c *CorePreflights) forget(core v1alpha1.Provider) {
 	if c == nil {
 		return

@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -80,6 +83,47 @@ func TestCoreContractFromThisManager(t *testing.T) {
 			t.Fatalf("against the core's new version: Compatible = %+v, want True", c)
 		}
 	})
+}
+
+// The core provider's own reconcile records its contract when its
+// preflight passes, and drops it when a later preflight of the same
+// generation refuses it: here cert-manager, which it depends on, is no
+// longer Ready.
+func TestCoreReconcileRecordsItsContract(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.New(t, registrytest.Options{})
+	art := pushCore(t, reg, "v1.14.2", "v1beta2")
+	core := coreProvider(art.URL, "v1.14.2")
+	core.Spec.DependsOn = []v1alpha1.DependencyReference{{Kind: helmv2.HelmReleaseKind, Name: "cert-manager", Namespace: "cert-manager"}}
+	certManager := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "cert-manager", Name: "cert-manager", Generation: 1},
+		Status: helmv2.HelmReleaseStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue,
+			Reason: meta.SucceededReason, Message: "Helm install succeeded", ObservedGeneration: 1, LastTransitionTime: created}}}}
+	env := newFakeEnv(t, kindFor(core), core, certManager)
+	env.r.CorePreflights = NewCorePreflights()
+	if _, err := env.reconcile(core); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := env.r.CorePreflights.contract(env.get(core).(*v1alpha1.CoreProvider)); !ok || c != "v1beta2" {
+		t.Fatalf("after a passing preflight: contract %q, %v; want v1beta2", c, ok)
+	}
+
+	if err := env.client.Get(ctx, ctrl.ObjectKeyFromObject(certManager), certManager); err != nil {
+		t.Fatal(err)
+	}
+	certManager.Status.Conditions[0].Status, certManager.Status.Conditions[0].Reason = metav1.ConditionFalse, "UpgradeFailed"
+	if err := env.client.Status().Update(ctx, certManager); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.reconcile(core); err != nil {
+		t.Fatal(err)
+	}
+	got := env.get(core).(*v1alpha1.CoreProvider)
+	if c := condition(got, v1alpha1.CompatibleCondition); c == nil || c.Status == metav1.ConditionTrue {
+		t.Fatalf("Compatible = %+v, want the core refused while cert-manager is not Ready", c)
+	}
+	if c, ok := env.r.CorePreflights.contract(got); ok {
+		t.Errorf("a core refused at generation %d still vouches for contract %q", got.Generation, c)
+	}
 }
 
 // A core provider's preflight passing wakes every provider of the other

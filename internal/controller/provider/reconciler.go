@@ -131,6 +131,9 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	pre, perr := r.preflight(ctx, obj)
 	if perr != nil {
 		logger.Info("preflight refused the provider", "reason", perr.Reason, "message", perr.Message)
+		// A core refused now (its config Secret or a dependency changed,
+		// the generation did not) no longer vouches for its contract.
+		r.CorePreflights.forget(obj)
 		// Nothing new is written; what Flux installed before stays, and
 		// so do the additional manifests it was given.
 		if err := r.restoreAdditional(ctx, obj); err != nil {
