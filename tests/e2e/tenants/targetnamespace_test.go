@@ -3,6 +3,7 @@ package tenants
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,11 +57,22 @@ func TestKustomizeStackWithoutNamespaceManifest(t *testing.T) {
 	took := time.Since(start)
 	t.Logf("Tenant Ready on %d clusters %s after it was created", len(workloads), took.Round(time.Millisecond))
 	// Capwright writes each stack's Kustomization as soon as its
-	// namespace Kustomization is Ready; a stack waiting on a dependency
-	// would be looked at again only after kustomize-controller's
-	// --requeue-dependency (30 s).
+	// namespace Kustomization is Ready, without a dependsOn (which Flux
+	// would follow on every new revision of the stack): a stack applied
+	// before its namespace existed would fail and be retried only after
+	// a minute, one waiting on a dependency only after
+	// kustomize-controller's --requeue-dependency (30 s).
 	if took > 25*time.Second {
-		t.Errorf("the stack took %s: it waited out kustomize-controller's --requeue-dependency", took.Round(time.Millisecond))
+		t.Errorf("the stack took %s: it failed on a missing namespace or waited out kustomize-controller's --requeue-dependency", took.Round(time.Millisecond))
+	}
+	var stacks kustomizev1.KustomizationList
+	if err := c.List(ctx, &stacks, client.MatchingLabels{tenancyv1alpha1.TenantLabel: name}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ks := range stacks.Items {
+		if len(ks.Spec.DependsOn) > 0 {
+			t.Errorf("Kustomization %s/%s dependsOn %+v, want none", ks.Namespace, ks.Name, ks.Spec.DependsOn)
+		}
 	}
 
 	for i, w := range workloads {
@@ -111,5 +123,64 @@ func TestKustomizeStackWithoutNamespaceManifest(t *testing.T) {
 		if err := remote[i].Get(ctx, client.ObjectKey{Name: name}, ns); err != nil || !ns.DeletionTimestamp.IsZero() {
 			t.Errorf("%s: the target namespace after the Tenant was deleted: %v (deleting since %v), want it kept", w.Name, err, ns.DeletionTimestamp)
 		}
+	}
+}
+
+// TestStackWaitsForItsNamespace: a kustomize stack's Kustomization is
+// written only once the Kustomization creating its target namespace is
+// Ready. A Tenant created suspended gets the namespace Kustomization
+// (suspended, so it never runs) and no stack Kustomization, and its line
+// says why; resumed, the namespace is created, then the stack is written
+// and installed.
+func TestStackWaitsForItsNamespace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := newClient(t, env.Config)
+	const name = "wernham" // and the target namespace
+	art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/wernham", "v1.0.0", map[string][]byte{
+		"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stack-config\ndata:\n  greeting: hello\n"),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workloads[0]
+	remote := newClient(t, w.Config)
+	t.Cleanup(func() {
+		_ = remote.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	cluster := types.NamespacedName{Namespace: clusterNamespace, Name: w.Name}
+	tn := kustomizeTenant(name, art, tenancyv1alpha1.ClusterSelector{Names: []string{w.Name}, Namespaces: []string{clusterNamespace}})
+	tn.Spec.Suspend = true
+	createTenant(t, ctx, c, tn)
+
+	nsKey := client.ObjectKey{Namespace: clusterNamespace, Name: render.TenantNamespaceObjectName(name, cluster)}
+	stackKey := client.ObjectKey{Namespace: clusterNamespace, Name: render.TenantClusterObjectName(name, cluster)}
+	waitTenant(t, ctx, c, name, time.Minute, "the cluster's line waiting for the namespace", func(tn *tenancyv1alpha1.Tenant) bool {
+		l := clusterLine(tn, w.Name)
+		return l != nil && strings.Contains(l.Message, "is written once the target namespace exists")
+	})
+	if err := c.Get(ctx, nsKey, &kustomizev1.Kustomization{}); err != nil {
+		t.Fatalf("the namespace Kustomization %s: %v", nsKey, err)
+	}
+	time.Sleep(3 * time.Second) // several reconciles of the Tenant
+	if err := c.Get(ctx, stackKey, &kustomizev1.Kustomization{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the stack Kustomization %s exists before its namespace was created (%v)", stackKey, err)
+	}
+
+	current := &tenancyv1alpha1.Tenant{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
+		t.Fatal(err)
+	}
+	current.Spec.Suspend = false
+	if err := c.Update(ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitTenant(t, ctx, c, name, 2*time.Minute, "Tenant Ready once resumed", func(tn *tenancyv1alpha1.Tenant) bool {
+		return isReady(tn) && tn.Status.ReadyClusters == 1
+	})
+	t.Logf("Ready %s after the Tenant was resumed", time.Since(start).Round(time.Millisecond))
+	if got := stackGreeting(t, ctx, remote, name, w.Name); got != "hello" {
+		t.Errorf("greeting %q", got)
 	}
 }
