@@ -718,18 +718,28 @@ func report(systems []system, results map[string][]result) {
 	}
 	_ = tw.Flush()
 	if rs := results["capwright"]; len(rs) > 0 {
-		fmt.Println("\nCapwright's own timeline, medians (seconds since the manager first saw the generation; Flux works from written to healthy):")
+		fmt.Println("\nCapwright's own timeline, medians (seconds since the manager first saw the generation; Flux works from written to healthy);")
+		fmt.Println("manager = its share of the path (seen to written, healthy to ready), Flux = written to healthy:")
 		for _, phase := range []struct {
 			name string
 			get  func(result) map[string]map[string]float64
 		}{{"install", func(r result) map[string]map[string]float64 { return r.Timeline }}, {"upgrade", func(r result) map[string]map[string]float64 { return r.UpTimeln }}} {
 			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "%s\t%s\n", phase.name, strings.Join(stepNames, "\t"))
+			fmt.Fprintf(tw, "%s\t%s\tmanager\tFlux\n", phase.name, strings.Join(stepNames, "\t"))
 			for _, ctrl := range []string{"CoreProvider", "BootstrapProvider", "ControlPlaneProvider"} {
 				var cells []string
 				for _, st := range stepNames {
 					cells = append(cells, fmt.Sprintf("%.2f", median(collect(rs, func(r result) float64 { return phase.get(r)[ctrl][st] }))))
 				}
+				manager := median(collect(rs, func(r result) float64 {
+					t := phase.get(r)[ctrl]
+					return t["written"] + t["ready"] - t["healthy"]
+				}))
+				flux := median(collect(rs, func(r result) float64 {
+					t := phase.get(r)[ctrl]
+					return t["healthy"] - t["written"]
+				}))
+				cells = append(cells, fmt.Sprintf("%.2f", manager), fmt.Sprintf("%.2f", flux))
 				fmt.Fprintf(tw, "  %s\t%s\n", ctrl, strings.Join(cells, "\t"))
 			}
 			_ = tw.Flush()
