@@ -44,8 +44,9 @@ func namespaceReadiness(o Observation) readiness {
 
 // namespaceHint explains kustomize-controller's "namespaces … not found":
 // without a namespace Kustomization (a manager that serves no artifacts)
-// nothing creates the target namespace; with one, the namespace was
-// deleted after it was created.
+// nothing creates the target namespace; with one, the stack came before
+// a new target namespace, or the namespace was deleted after it was
+// created (TenantClusterNudge then has both run again).
 func namespaceHint(c TenantClusterInput, r readiness) string {
 	if !namespaceNotFound(c.Apply, r) {
 		return ""
@@ -54,8 +55,9 @@ func namespaceHint(c TenantClusterInput, r readiness) string {
 		return "; Flux does not create the target namespace of a Kustomization, and this Capwright manager serves no artifacts (it runs without --artifact-storage-path) to have Flux create it: " +
 			"add a Namespace manifest to the artifact (kustomize renames it to spec.stack.targetNamespace), or run the manager with its artifact storage (Capwright's manifests and chart do)"
 	}
-	return "; the namespace was deleted after " + c.Namespace.ref() + " created it (by hand, or pruned by Flux when a version of the artifact dropped the Namespace manifest an earlier one had): " +
-		"Capwright asks Flux to create it again, and the stack is retried within a minute"
+	return "; spec.stack.targetNamespace changed and the stack reached the cluster before " + c.Namespace.ref() + " created the new namespace, or the namespace was deleted after it was created " +
+		"(by hand, or pruned by Flux when a version of the artifact dropped the Namespace manifest an earlier one had): " +
+		"Capwright asks Flux to create it, then to retry the stack"
 }
 
 func namespaceNotFound(o Observation, r readiness) bool {
@@ -80,27 +82,38 @@ type Nudge struct {
 	Token                 string
 }
 
-// TenantNamespaceNudge tells whether kustomize-controller should
-// reconcile a cluster's namespace Kustomization now rather than later:
-// when the stack finds the namespace gone and the namespace Kustomization
-// has not run since, it would create it again only at its hourly
-// interval. The token is the stack's failure (kustomize-controller turns
-// Ready Unknown and back on every retry, so each failed retry is a new
-// transition), and the nudge stops once the namespace Kustomization ran
-// after it.
-func TenantNamespaceNudge(c TenantClusterInput) (Nudge, bool) {
+// TenantClusterNudge tells whether kustomize-controller should reconcile
+// one of a cluster's Kustomizations now rather than later, when the stack
+// failed on a missing target namespace:
+//   - the namespace Kustomization, when it has not run since the stack
+//     failed (the namespace was deleted after it created it): it would
+//     create it again only at its hourly interval. The token is the
+//     stack's failure (kustomize-controller turns Ready Unknown and back
+//     on every run, so each failed retry is a new transition);
+//   - the stack, when the namespace Kustomization has run and created the
+//     namespace since the stack failed (after the nudge above, or after
+//     spec.stack.targetNamespace changed: the stack is written at once,
+//     and its apply may come before the new namespace's): it would retry
+//     only after its retryInterval. The token is that run of the
+//     namespace Kustomization.
+//
+// Each state asks once; the nudges stop when the stack applies.
+func TenantClusterNudge(c TenantClusterInput) (Nudge, bool) {
 	if c.Namespace.Kind == "" || c.Namespace.Missing || c.Apply.Missing || c.Apply.Kind != kustomizev1.KustomizationKind {
 		return Nudge{}, false
 	}
 	stackReady, nsReady := c.Apply.condition(meta.ReadyCondition), c.Namespace.condition(meta.ReadyCondition)
 	if stackReady == nil || stackReady.Status != metav1.ConditionFalse || nsReady == nil || nsReady.Status != metav1.ConditionTrue ||
-		c.Namespace.ObservedGeneration != c.Namespace.Generation {
+		c.Namespace.ObservedGeneration != c.Namespace.Generation || !namespaceNotFound(c.Apply, c.Apply.readiness()) {
 		return Nudge{}, false
 	}
-	if !namespaceNotFound(c.Apply, c.Apply.readiness()) || !nsReady.LastTransitionTime.Before(&stackReady.LastTransitionTime) {
-		return Nudge{}, false
+	if nsReady.LastTransitionTime.Before(&stackReady.LastTransitionTime) {
+		return Nudge{Kind: c.Namespace.Kind, Namespace: c.Namespace.Namespace, Name: c.Namespace.Name, Token: token(stackReady.LastTransitionTime)}, true
 	}
-	return Nudge{Kind: c.Namespace.Kind, Namespace: c.Namespace.Namespace, Name: c.Namespace.Name, Token: token(stackReady.LastTransitionTime)}, true
+	if stackReady.ObservedGeneration != c.Apply.Generation {
+		return Nudge{}, false // the stack runs anyway, for its new spec
+	}
+	return Nudge{Kind: c.Apply.Kind, Namespace: c.Apply.Namespace, Name: c.Apply.Name, Token: token(nsReady.LastTransitionTime)}, true
 }
 
 func token(t metav1.Time) string { return t.UTC().Format(time.RFC3339Nano) }

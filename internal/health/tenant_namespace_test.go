@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 )
 
@@ -68,9 +70,9 @@ func TestFoldTenantClusterWithItsNamespace(t *testing.T) {
 		name: "failed: kustomize-controller does not read ExternalArtifacts", apply: notWritten, ns: ns(nsKSGateDisabled),
 		phase: tenancyv1alpha1.ClusterPhaseFailed, reason: "AccessDenied", message: []string{"feature gate is disabled; start kustomize-controller with --feature-gates=ExternalArtifact=true"},
 	}, {
-		name: "failed: the namespace was deleted after it was created", apply: stack(tenantKSNamespaceMissing), ns: ns(nsKSReady),
+		name: "failed: the namespace is missing (moved, or deleted after it was created)", apply: stack(tenantKSNamespaceMissing), ns: ns(nsKSReady),
 		phase: tenancyv1alpha1.ClusterPhaseFailed, reason: "ReconciliationFailed",
-		message: []string{`namespaces "platform" not found; the namespace was deleted after ` + namespaceRef + " created it", "Capwright asks Flux to create it again"},
+		message: []string{`namespaces "platform" not found; spec.stack.targetNamespace changed and the stack reached the cluster before ` + namespaceRef + " created the new namespace, or the namespace was deleted after it was created", "Capwright asks Flux to create it, then to retry the stack"},
 	}, {
 		name: "failed: without a namespace Kustomization the artifact must carry the namespace", apply: stack(tenantKSNamespaceMissing),
 		phase: tenancyv1alpha1.ClusterPhaseFailed, reason: "ReconciliationFailed",
@@ -100,10 +102,17 @@ func TestFoldTenantClusterWithItsNamespace(t *testing.T) {
 	}
 }
 
-func TestTenantNamespaceNudge(t *testing.T) {
+func TestTenantClusterNudge(t *testing.T) {
 	stack := func(status string) Observation { return ObserveKustomization(tenantKustomization(t, status)) }
 	ns := func(status string) Observation { return ObserveKustomization(namespaceKustomization(t, status)) }
+	ranAt := func(at metav1.Time) Observation {
+		o := ns(nsKSReady)
+		o.Conditions[0].LastTransitionTime = at
+		return o
+	}
+	stackFailedAt := stack(tenantKSNamespaceMissing).Conditions[0].LastTransitionTime
 	notWritten := Observation{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a", Missing: true}
+	nudgeStack := Nudge{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a", Token: "2026-11-22T12:00:00Z"}
 	tests := []struct {
 		name  string
 		in    TenantClusterInput
@@ -119,21 +128,34 @@ func TestTenantNamespaceNudge(t *testing.T) {
 		want:  Nudge{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a-namespace", Token: "2026-11-22T10:00:12Z"},
 		nudge: true,
 	}, {
-		name: "the namespace Kustomization ran since the stack failed", in: TenantClusterInput{Apply: stack(tenantKSNamespaceMissing), Namespace: func() Observation {
-			o := ns(nsKSReady)
-			o.Conditions[0].LastTransitionTime = tenantNow
+		// After the nudge above, or after spec.stack.targetNamespace
+		// changed and the stack's apply came first: the stack would wait
+		// out its retryInterval.
+		name: "the namespace Kustomization ran since the stack failed", in: TenantClusterInput{Apply: stack(tenantKSNamespaceMissing), Namespace: ranAt(tenantNow)},
+		want: nudgeStack, nudge: true,
+	}, {
+		// metav1.Time has seconds: the same second cannot be ordered, and
+		// asking the stack again costs one retry.
+		name: "the namespace Kustomization ran in the second the stack failed", in: TenantClusterInput{Apply: stack(tenantKSNamespaceMissing), Namespace: ranAt(stackFailedAt)},
+		want: Nudge{Kind: "Kustomization", Namespace: "team-b-clusters", Name: "team-b-edge-7-0d1e2f3a", Token: "2026-11-22T10:00:12Z"}, nudge: true,
+	}, {
+		name: "the stack's spec changed since it failed", in: TenantClusterInput{Apply: func() Observation {
+			o := stack(tenantKSNamespaceMissing)
+			o.Generation = 2
 			return o
-		}()},
+		}(), Namespace: ranAt(tenantNow)},
+	}, {
+		name: "the namespace Kustomization is running", in: TenantClusterInput{Apply: stack(tenantKSNamespaceMissing), Namespace: ns(nsKSProgressing)},
 	}, {
 		name: "installed: nothing to ask", in: TenantClusterInput{Apply: stack(tenantKSInstalled), Namespace: ns(nsKSReady)},
 	}, {
-		name: "another failure of the stack", in: TenantClusterInput{Apply: stack(tenantKSForbidden), Namespace: ns(nsKSReady)},
+		name: "another failure of the stack", in: TenantClusterInput{Apply: stack(tenantKSForbidden), Namespace: ranAt(tenantNow)},
 	}, {
 		name: "no namespace Kustomization", in: TenantClusterInput{Apply: stack(tenantKSNamespaceMissing)},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := TenantNamespaceNudge(tt.in)
+			got, ok := TenantClusterNudge(tt.in)
 			if ok != tt.nudge || got != tt.want {
 				t.Errorf("nudge = %+v, %v; want %+v, %v", got, ok, tt.want, tt.nudge)
 			}

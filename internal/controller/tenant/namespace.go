@@ -69,12 +69,12 @@ func (r *Reconciler) storeNamespaceArtifact(ctx context.Context, t *tenancyv1alp
 	return nil
 }
 
-// nudgeNamespaces asks kustomize-controller to reconcile a cluster's
+// nudgeKustomizations asks kustomize-controller to reconcile a cluster's
 // stack or namespace Kustomization at once where it would otherwise wait
-// (health.TenantNamespaceNudge): once per state, so a resync writes
+// (health.TenantClusterNudge): once per state, so a resync writes
 // nothing. Not for clusters whose objects are someone else's, nor while
 // the tenant is suspended (Flux ignores suspended objects).
-func (r *Reconciler) nudgeNamespaces(ctx context.Context, t *tenancyv1alpha1.Tenant, clusters []health.TenantClusterInput) error {
+func (r *Reconciler) nudgeKustomizations(ctx context.Context, t *tenancyv1alpha1.Tenant, clusters []health.TenantClusterInput) error {
 	if t.Spec.Suspend {
 		return nil
 	}
@@ -82,7 +82,7 @@ func (r *Reconciler) nudgeNamespaces(ctx context.Context, t *tenancyv1alpha1.Ten
 		if c.Conflict != "" || c.PendingReason != "" {
 			continue
 		}
-		n, ok := health.TenantNamespaceNudge(c)
+		n, ok := health.TenantClusterNudge(c)
 		if !ok {
 			continue
 		}

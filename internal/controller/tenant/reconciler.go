@@ -104,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // reconcile reads as the data flow: check the namespaces → select
 // clusters → render → write the management objects and the Flux objects
 // → delete what is stale → fold health → ask Flux to go on where it
-// would wait (nudgeNamespaces).
+// would wait (nudgeKustomizations).
 func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, request string) (shell.Outcome, error) {
 	logger := log.FromContext(ctx)
 	requeue := shell.Outcome{Result: reconcile.Result{RequeueAfter: r.resyncInterval()}}
@@ -175,7 +175,7 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, r
 	if ok {
 		// After the fold: the status says where each cluster is even
 		// when asking Flux fails.
-		if err := r.nudgeNamespaces(ctx, t, observed); err != nil {
+		if err := r.nudgeKustomizations(ctx, t, observed); err != nil {
 			return shell.Outcome{}, err
 		}
 	}

@@ -183,11 +183,12 @@ func createTenant(t testing.TB, ctx context.Context, c client.Client, tn *tenanc
 }
 
 // stackGreeting is the greeting of the test stack's ConfigMap (stackFiles)
-// that tenant installed on the workload cluster remote reaches.
-func stackGreeting(t testing.TB, ctx context.Context, remote client.Client, tenant, cluster string) string {
+// in namespace (the tenant's target namespace) on the workload cluster
+// remote reaches.
+func stackGreeting(t testing.TB, ctx context.Context, remote client.Client, namespace, cluster string) string {
 	t.Helper()
 	cm := &corev1.ConfigMap{}
-	if err := remote.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "stack-config"}, cm); err != nil {
+	if err := remote.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "stack-config"}, cm); err != nil {
 		t.Fatalf("the stack's ConfigMap on %s: %v", cluster, err)
 	}
 	return cm.Data["greeting"]

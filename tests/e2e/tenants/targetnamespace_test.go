@@ -13,11 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane"
 )
 
 // TestKustomizeStackWithoutNamespaceManifest: an artifact of plain
@@ -96,6 +98,13 @@ func TestKustomizeStackWithoutNamespaceManifest(t *testing.T) {
 	if err := c.List(ctx, &eas, client.MatchingLabels{tenancyv1alpha1.TenantLabel: name}); err != nil || len(eas.Items) != 1 || eas.Items[0].Status.Artifact == nil {
 		t.Fatalf("ExternalArtifacts of the tenant: %+v (%v), want one with its artifact", eas.Items, err)
 	}
+
+	t.Run("a new targetNamespace is created and the stack moves there at once", func(t *testing.T) {
+		moveTargetNamespace(t, ctx, c, remote, name, name+"-moved")
+	})
+	t.Run("a deleted target namespace is created again and the stack applied at once", func(t *testing.T) {
+		recreateDeletedNamespace(t, ctx, c, workloads[0], remote[0], name, name+"-moved")
+	})
 
 	if err := c.Delete(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
@@ -183,4 +192,106 @@ func TestStackWaitsForItsNamespace(t *testing.T) {
 	if got := stackGreeting(t, ctx, remote, name, w.Name); got != "hello" {
 		t.Errorf("greeting %q", got)
 	}
+}
+
+// moveTargetNamespace changes the Tenant's spec.stack.targetNamespace from
+// from to to. The stack's Kustomization is written at once (its
+// generation changes, so the Tenant is not Ready before the move is
+// applied), and Flux creates the new namespace from the ExternalArtifact's
+// new revision at the same time; a stack whose apply came first fails on
+// the missing namespace, and Capwright asks Flux to retry it once the
+// namespace Kustomization ran, rather than after the stack's retryInterval
+// (a minute). The old namespace stays, without the stack.
+func moveTargetNamespace(t *testing.T, ctx context.Context, c client.Client, remote []client.Client, from, to string) {
+	t.Cleanup(func() {
+		for _, r := range remote {
+			_ = r.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: to}})
+		}
+	})
+	var tn tenancyv1alpha1.Tenant
+	if err := c.Get(ctx, client.ObjectKey{Name: from}, &tn); err != nil {
+		t.Fatal(err)
+	}
+	tn.Spec.Stack.TargetNamespace = to
+	if err := c.Update(ctx, &tn); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitTenant(t, ctx, c, from, 2*time.Minute, "Tenant Ready with the stack in "+to, func(got *tenancyv1alpha1.Tenant) bool {
+		return isReady(got) && int(got.Status.ReadyClusters) == len(workloads)
+	})
+	took := time.Since(start)
+	t.Logf("the stack moved to %s on %d clusters %s after the change", to, len(workloads), took.Round(time.Millisecond))
+	if took > 25*time.Second {
+		t.Errorf("the move took %s: a stack applied before its new namespace existed waited out its retryInterval", took.Round(time.Millisecond))
+	}
+	for i, w := range workloads {
+		if got := stackGreeting(t, ctx, remote[i], to, w.Name); got != "hello" {
+			t.Errorf("%s: greeting %q in %s", w.Name, got, to)
+		}
+		err := remote[i].Get(ctx, client.ObjectKey{Namespace: from, Name: "stack-config"}, &corev1.ConfigMap{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%s: the stack's ConfigMap in the old namespace %s: %v, want it pruned", w.Name, from, err)
+		}
+		ns := &corev1.Namespace{}
+		if err := remote[i].Get(ctx, client.ObjectKey{Name: from}, ns); err != nil || !ns.DeletionTimestamp.IsZero() {
+			t.Errorf("%s: the old target namespace %s: %v (deleting since %v), want it kept", w.Name, from, err, ns.DeletionTimestamp)
+		}
+	}
+}
+
+// recreateDeletedNamespace deletes the tenant's target namespace, with the
+// stack in it, on workload cluster w, and has kustomize-controller look
+// at the stack: its apply fails on the missing namespace, Capwright asks
+// the namespace Kustomization to create it again, and once that ran, the
+// stack to apply again — at once, not after its retryInterval (a
+// minute).
+func recreateDeletedNamespace(t *testing.T, ctx context.Context, c client.Client, w *plane.WorkloadCluster, remote client.Client, tenant, namespace string) {
+	// The plane's workload clusters run no namespace controller: empty
+	// the namespace and finalize it as the namespace controller would.
+	if err := remote.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "stack-config"}}); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{}
+	if err := remote.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Delete(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(w.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "namespace "+namespace+" gone on "+w.Name, func() (bool, string) {
+		err := remote.Get(ctx, client.ObjectKey{Name: namespace}, ns)
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		ns.Spec.Finalizers = nil
+		_, err = cs.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{})
+		return false, fmt.Sprintf("finalizing: %v", err)
+	})
+
+	cluster := types.NamespacedName{Namespace: clusterNamespace, Name: w.Name}
+	stack := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: render.TenantClusterObjectName(tenant, cluster)}}
+	start := time.Now()
+	if err := framework.RequestReconcile(ctx, c, stack); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the stack in "+namespace+" on "+w.Name+" again", func() (bool, string) {
+		err := remote.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "stack-config"}, &corev1.ConfigMap{})
+		return err == nil, fmt.Sprint(err)
+	})
+	took := time.Since(start)
+	t.Logf("namespace %s and the stack back on %s %s after kustomize-controller was asked to look", namespace, w.Name, took.Round(time.Millisecond))
+	if took > 25*time.Second {
+		t.Errorf("the stack came back after %s: it waited out its retryInterval for the namespace", took.Round(time.Millisecond))
+	}
+	waitTenant(t, ctx, c, tenant, time.Minute, "Tenant Ready again", func(got *tenancyv1alpha1.Tenant) bool {
+		return isReady(got) && int(got.Status.ReadyClusters) == len(workloads)
+	})
 }
