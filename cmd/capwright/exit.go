@@ -67,7 +67,7 @@ func exitCode(err error) int {
 		errors.As(err, &verify), errors.As(err, &recordHdr), errors.As(err, &netErr), errors.As(err, &opErr),
 		errors.As(err, &plainTLS):
 		return exitNetwork
-	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+	case artifact.AnswersPlainHTTP(err):
 		return exitNetwork
 	case strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "accepts "),
 		strings.HasPrefix(err.Error(), "requires "):
@@ -77,7 +77,8 @@ func exitCode(err error) int {
 }
 
 // withCLIHints rewords errors whose advice is written for the controller
-// (credentials in a secretRef) or that lack the flag that fixes them. The
+// (credentials in a secretRef) or that lack the flag that fixes them
+// (--ca-file, --plain-http). The
 // exit code stays the same: the original error is still in the chain.
 func withCLIHints(err error) error {
 	var (
@@ -89,6 +90,8 @@ func withCLIHints(err error) error {
 		return cliAuthError{auth}
 	case errors.As(err, &unknownCA):
 		return fmt.Errorf("%w: trust the registry's certificate authority with --ca-file (or skip verification with --insecure, for testing only)", err)
+	case artifact.AnswersPlainHTTP(err):
+		return fmt.Errorf("%w: the registry speaks plain HTTP, without TLS: pass --plain-http to talk to it", err)
 	}
 	return err
 }

@@ -310,3 +310,21 @@ func TestPublishRegistryErrors(t *testing.T) {
 		})
 	}
 }
+
+// A registry without TLS reached over HTTPS (the default): the error says
+// which flag talks to it, as the stranger on the local plane needs.
+func TestPublishToAPlainHTTPRegistryNamesTheFlag(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	dir := releaseDir(t, capiRelease(t, "core"))
+	noDockerCredentials(t)
+	args := []string{"publish", dir, "--type", "core", "--name", "cluster-api", "--version", "v1.14.2",
+		"oci://" + reg.Host + "/capi/manifests/core-cluster-api"}
+	_, stderr, code := cliRun(t, args...)
+	if code != exitNetwork || !strings.Contains(stderr, "server gave HTTP response to HTTPS client") ||
+		!strings.Contains(stderr, "the registry speaks plain HTTP, without TLS: pass --plain-http") {
+		t.Errorf("exit code %d, want %d with the --plain-http hint\nstderr:\n%s", code, exitNetwork, stderr)
+	}
+	if _, stderr, code := cliRun(t, append(args, "--plain-http")...); code != exitOK {
+		t.Errorf("with --plain-http: exit code %d\nstderr:\n%s", code, stderr)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -18,6 +19,13 @@ type PlainHTTPToTLSError struct {
 
 func (e *PlainHTTPToTLSError) Error() string {
 	return fmt.Sprintf("registry %s speaks TLS (https), but plain HTTP was asked for: drop --plain-http (CLI) or spec.source.oci.insecure (provider), and trust its certificate authority if it is private", e.Host)
+}
+
+// AnswersPlainHTTP tells whether err is a registry reached over HTTPS
+// answering plain HTTP (a registry without TLS). net/http reports it with
+// an untyped error, so its text is what there is to recognise.
+func AnswersPlainHTTP(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
 }
 
 // plainHTTPCheck tells a TLS registry reached over plain HTTP from any

@@ -12,7 +12,8 @@ import (
 // accessHint is what a preflight refusal by the registry adds so that it
 // names what to fix on the provider's side: for refused credentials, the
 // Secret of secretRef (or that there is none); for a certificate of an
-// unknown authority, the Secret of certSecretRef (or that there is none).
+// unknown authority, the Secret of certSecretRef (or that there is none);
+// for a registry without TLS, the insecure field.
 // It is "" for other errors, and for a provider the catalog gives the URL
 // of (its access is the manager's flags). It names Secrets, never their
 // content.
@@ -35,6 +36,8 @@ func accessHint(obj v1alpha1.Provider, err error) string {
 			ns, access.CertSecretRef.Name, field)
 	case errors.As(err, &unknownCA):
 		return fmt.Sprintf("; %s.certSecretRef is not set, so only the system's CAs are trusted: name a Secret with the registry's CA in ca.crt", field)
+	case artifact.AnswersPlainHTTP(err) && !access.Insecure:
+		return fmt.Sprintf("; the registry speaks plain HTTP, without TLS: set %s.insecure: true to reach it so (Flux's source then fetches over plain HTTP too)", field)
 	}
 	return ""
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -32,6 +34,17 @@ func TestAccessHintNamesTheSecretToFix(t *testing.T) {
 		}
 		return a
 	}
+	// What Go's HTTP client says of a registry without TLS reached over
+	// HTTPS.
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	resp, noTLS := http.Get("https://" + plain.Listener.Addr().String() + "/v2/")
+	if noTLS == nil {
+		resp.Body.Close()
+		t.Fatal("HTTPS to a plain HTTP server succeeded")
+	}
+	insecure := access("", "")
+	insecure.Insecure = true
 	provider := func(src *v1alpha1.ProviderSource) v1alpha1.Provider {
 		return &v1alpha1.AddonProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "p"}, Spec: v1alpha1.ProviderSpec{Version: "v1.0.0", Source: src}}
 	}
@@ -57,6 +70,9 @@ func TestAccessHintNamesTheSecretToFix(t *testing.T) {
 			"; the registry's certificate is not signed by the CA in ca.crt of Secret team/ca (spec.source.oci.certSecretRef)"},
 		{"unknown CA without a CA Secret", chart(access("creds", "")), unknownCA,
 			"; spec.source.chart.certSecretRef is not set, so only the system's CAs are trusted"},
+		{"HTTPS to a registry without TLS", oci(access("", "")), fmt.Errorf("resolving r.example/p:v1: %w", noTLS),
+			"; the registry speaks plain HTTP, without TLS: set spec.source.oci.insecure: true"},
+		{"plain HTTP allowed already", oci(insecure), noTLS, ""},
 		{"another error", oci(access("creds", "ca")), &artifact.NotFoundError{Ref: "r.example/p:v1"}, ""},
 		{"a catalog provider", provider(nil), refused, ""},
 	}
