@@ -153,6 +153,9 @@ func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args 
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "Mirror rules written to %s: give it to the controller as --registry-mirror-file.\n", o.rulesFile)
 	}
+	if artifact.AnswersPlainHTTP(runErr) {
+		runErr = fmt.Errorf("%w: a registry speaks plain HTTP, without TLS: pass --target-plain-http if it is the target, --plain-http if the sources are too", runErr)
+	}
 	if runErr != nil && len(summary.Results) > 1 {
 		// Several references failing for different reasons have no one
 		// specific exit code.

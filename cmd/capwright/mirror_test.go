@@ -124,13 +124,18 @@ func TestMirrorCommandExitCodes(t *testing.T) {
 }
 
 // TestMirrorCommandPlainHTTPTarget mirrors from HTTPS sources to a plain
-// HTTP target with --target-plain-http.
+// HTTP target with --target-plain-http, and without it is told so.
 func TestMirrorCommandPlainHTTPTarget(t *testing.T) {
 	src := registrytest.New(t, registrytest.Options{TLS: true})
 	p := mirrortest.CAPIProviders(t, clusterctltest.Current, src.Host)[0]
 	pushed := mirrortest.PushProvider(t, src.Access(), src.Ref(p.Repository("cluster-api"), ""), p, nil)
 	dst := registrytest.New(t, registrytest.Options{})
 	config := dockerConfig(t, "example.invalid", "nobody", "none")
+	// Without the flag, the error says which one reaches it.
+	_, stderr, code := cliRun(t, "mirror", "--insecure", "--registry-config", config, "--to", dst.Host, pushed.URL())
+	if code != exitNetwork || !strings.Contains(stderr, "a registry speaks plain HTTP, without TLS: pass --target-plain-http if it is the target") {
+		t.Errorf("without --target-plain-http: exit code %d, want %d with the flag named\nstderr:\n%s", code, exitNetwork, stderr)
+	}
 	stdout, stderr, code := cliRun(t, "mirror", "--insecure", "--registry-config", config, "--to", dst.Host, "--target-plain-http", pushed.URL())
 	if code != exitOK {
 		t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
