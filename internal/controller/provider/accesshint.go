@@ -37,7 +37,7 @@ func accessHint(obj v1alpha1.Provider, err error) string {
 	case errors.As(err, &unknownCA):
 		return fmt.Sprintf("; %s.certSecretRef is not set, so only the system's CAs are trusted: name a Secret with the registry's CA in ca.crt", field)
 	case artifact.AnswersPlainHTTP(err) && !access.Insecure:
-		return fmt.Sprintf("; the registry speaks plain HTTP, without TLS: set %s.insecure: true to reach it so (Flux's source then fetches over plain HTTP too)", field)
+		return fmt.Sprintf("; the registry speaks plain HTTP, without TLS: set %s.insecure: true to reach it over plain HTTP (Flux's source then fetches that way too)", field)
 	}
 	return ""
 }

@@ -22,6 +22,12 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 )
 
+// stackWithoutNamespace is a kustomize artifact of plain manifests with
+// no Namespace among them: Flux must create the target namespace.
+var stackWithoutNamespace = map[string][]byte{
+	"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stack-config\ndata:\n  greeting: hello\n"),
+}
+
 // TestKustomizeStackWithoutNamespaceManifest: an artifact of plain
 // manifests, with no Namespace among them, installs on every selected
 // workload cluster — Flux creates the target namespace first, from the
@@ -32,9 +38,7 @@ func TestKustomizeStackWithoutNamespaceManifest(t *testing.T) {
 	defer cancel()
 	c := newClient(t, env.Config)
 	const name = "vandelay" // and the target namespace
-	art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/vandelay", "v1.0.0", map[string][]byte{
-		"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stack-config\ndata:\n  greeting: hello\n"),
-	}, nil)
+	art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/vandelay", "v1.0.0", stackWithoutNamespace, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +150,7 @@ func TestStackWaitsForItsNamespace(t *testing.T) {
 	defer cancel()
 	c := newClient(t, env.Config)
 	const name = "wernham" // and the target namespace
-	art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/wernham", "v1.0.0", map[string][]byte{
-		"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stack-config\ndata:\n  greeting: hello\n"),
-	}, nil)
+	art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/wernham", "v1.0.0", stackWithoutNamespace, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
