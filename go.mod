@@ -76,6 +76,7 @@ require (
 	k8s.io/cli-runtime v0.36.4 // indirect
 	k8s.io/component-base v0.36.4 // indirect
 	k8s.io/kubectl v0.36.4 // indirect
+	sigs.k8s.io/cluster-api/api v1.14.2 // indirect
 )
 
 require (
@@ -88,7 +89,7 @@ require (
 	github.com/fluxcd/pkg/apis/kustomize v1.19.2
 	github.com/fluxcd/pkg/envsubst v1.7.1
 	github.com/fxamacker/cbor/v2 v2.9.2 // indirect
-	github.com/go-logr/logr v1.4.3
+	github.com/go-logr/logr v1.4.4
 	github.com/go-openapi/jsonpointer v0.21.1 // indirect
 	github.com/go-openapi/jsonreference v0.21.0 // indirect
 	github.com/go-openapi/swag v0.25.4 // indirect
@@ -119,7 +120,7 @@ require (
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/term v0.44.0
-	golang.org/x/text v0.39.0 // indirect
+	golang.org/x/text v0.40.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
@@ -129,6 +130,6 @@ require (
 	k8s.io/utils v0.0.0-20260507154919-ff6756f316d2
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
-	sigs.k8s.io/structured-merge-diff/v6 v6.4.0 // indirect
+	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -45,6 +45,7 @@ import (
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/controller/contract"
 	ctrlevents "github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/controller/provider"
@@ -92,7 +93,7 @@ func run(o *options) error {
 		return fmt.Errorf("--max-artifact-size %q: %w", o.maxSize, err)
 	}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, v1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme, clustersv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, v1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme, clustersv1alpha1.AddToScheme, clusterapi.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return err
 		}

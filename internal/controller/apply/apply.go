@@ -24,9 +24,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Desired is obj as it will be applied: unstructured, without status and
+// AsApplied is obj as it will be applied: unstructured, without status and
 // creationTimestamp, its hash in the annotation hashAnnotation.
-func Desired(obj ctrl.Object, hashAnnotation string) (*unstructured.Unstructured, error) {
+func AsApplied(obj ctrl.Object, hashAnnotation string) (*unstructured.Unstructured, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func withoutFinalizers(obj map[string]any) map[string]any {
 // unstructured read would start a second informer of the kind), else an
 // uncached reader.
 func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.Object, hashAnnotation, fieldOwner string, check func(existing *unstructured.Unstructured) error) error {
-	want, err := Desired(desired, hashAnnotation)
+	want, err := AsApplied(desired, hashAnnotation)
 	if err != nil {
 		return err
 	}

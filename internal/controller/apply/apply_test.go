@@ -52,7 +52,7 @@ func TestDesiredClaimsSuspend(t *testing.T) {
 		obj  ctrl.Object
 		want any
 	}{{ks, false}, {cm, nil}} {
-		want, err := Desired(tt.obj, "capwright.io/hash")
+		want, err := AsApplied(tt.obj, "capwright.io/hash")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestDesiredClaimsSuspend(t *testing.T) {
 		}
 	}
 	suspended := map[string]any{"spec": map[string]any{"suspend": true}}
-	want, err := Desired(ks, "capwright.io/hash")
+	want, err := AsApplied(ks, "capwright.io/hash")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestDesiredClaimsFinalizer(t *testing.T) {
 		{typed("source.toolkit.fluxcd.io/v1", "ExternalArtifact"), nil},
 		{typed("v1", "ConfigMap"), nil},
 	} {
-		want, err := Desired(tt.obj, "capwright.io/hash")
+		want, err := AsApplied(tt.obj, "capwright.io/hash")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestDesiredClaimsFinalizer(t *testing.T) {
 func TestUnchangedFinalizers(t *testing.T) {
 	ks := &kustomizev1.Kustomization{TypeMeta: metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "core-cluster-api"}}
-	want, err := Desired(ks, "capwright.io/hash")
+	want, err := AsApplied(ks, "capwright.io/hash")
 	if err != nil {
 		t.Fatal(err)
 	}

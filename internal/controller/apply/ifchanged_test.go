@@ -25,7 +25,7 @@ func appliedKustomization(t testing.TB) (desired, cached *kustomizev1.Kustomizat
 		ObjectMeta: metav1.ObjectMeta{Name: "core-cluster-api", Namespace: "capi-system", Labels: map[string]string{"app": "x"}},
 		Spec:       kustomizev1.KustomizationSpec{Path: "./", Prune: true, Wait: true, TargetNamespace: "capi-system", Interval: metav1.Duration{Duration: 600e9}},
 	}
-	want, err := Desired(desired, testHash)
+	want, err := AsApplied(desired, testHash)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -337,7 +337,7 @@ func backendURL(b clustersv1alpha1.Backend) string {
 // observe reads the backend's Flux objects from the cache; fresh says
 // that the cached applier carries the spec just rendered.
 func (s *Shared) observe(ctx context.Context, objs *render.ContractObjects) (source, applier health.Observation, fresh bool, err error) {
-	want, err := apply.Desired(objs.Applier(), appliedHashAnnotation)
+	want, err := apply.AsApplied(objs.Applier(), appliedHashAnnotation)
 	if err != nil {
 		return source, applier, false, err
 	}

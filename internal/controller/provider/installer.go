@@ -37,11 +37,11 @@ func (r *Reconciler) writeInstaller(ctx context.Context, in render.Input) error 
 		return &renderError{fmt.Errorf("rendering the installer of %s %s/%s: %w", r.Kind.Name, in.Provider.GetNamespace(), in.Provider.GetName(), err)}
 	}
 	p := in.Provider
-	sa, err := apply.Desired(inst.ServiceAccount, specHashAnnotation)
+	sa, err := apply.AsApplied(inst.ServiceAccount, specHashAnnotation)
 	if err != nil {
 		return err
 	}
-	crb, err := apply.Desired(inst.ClusterRoleBinding, specHashAnnotation)
+	crb, err := apply.AsApplied(inst.ClusterRoleBinding, specHashAnnotation)
 	if err != nil {
 		return err
 	}

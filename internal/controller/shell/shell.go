@@ -114,6 +114,10 @@ func Stalled(reason, message string, retry time.Duration) Outcome {
 type Reconciler[T Object] struct {
 	// Client reads the object (from the cache) and writes it.
 	Client client.Client
+	// Reader reads the object without the cache when a status write
+	// finds that someone else changed it since it was read; nil reads
+	// through Client.
+	Reader client.Reader
 	// Kind names the kind in logs, events and metrics.
 	Kind string
 	// New returns an empty object of the kind.
@@ -202,6 +206,11 @@ func (s *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		}
 		out, err = s.Steps.Reconcile(ctx, obj, request)
 	}
+	if refusal, ok := AsRefusal(err); ok {
+		// A refusal is an outcome, not an error to retry with backoff:
+		// the kind's fold has put it on its condition.
+		out, err = refusal.Outcome(out.Result.RequeueAfter), nil
+	}
 	if err == nil && out.Hold {
 		return out.Result, nil
 	}
@@ -274,21 +283,81 @@ func (s *Reconciler[T]) writeStatus(ctx context.Context, before, obj T) (deferre
 			return wait, nil
 		}
 	}
-	opts := []client.SubResourcePatchOption{}
-	if s.FieldOwner != "" {
-		opts = append(opts, client.FieldOwner(s.FieldOwner))
-	}
 	read := obj.GetResourceVersion()
 	if len(before.GetConditions()) == 0 {
 		err = s.Client.Status().Update(ctx, obj)
 	} else {
-		err = s.Client.Status().Patch(ctx, obj, client.MergeFrom(before), opts...)
+		err = s.patchStatus(ctx, before, obj)
 	}
 	if err == nil {
 		s.Written.wrote(obj.GetUID(), read, obj.GetResourceVersion())
 		s.Written.statusWritten(obj.GetUID(), s.now())
 	}
 	return 0, err
+}
+
+// statusConflictRetries bounds how often a status write is merged again
+// onto an object someone else keeps changing.
+const statusConflictRetries = 3
+
+// patchStatus writes the status as one merge patch, locked to the version
+// read. A JSON merge patch replaces the whole conditions list, so when
+// someone else wrote the object since it was read (a conflict), the
+// status is merged onto the object as it is now: the fields and
+// conditions this reconcile changed are carried over, and the conditions
+// it did not touch stay as the other writer left them — the rule of
+// fluxcd/pkg/runtime/patch's owned conditions, in one write instead of
+// its separate status and conditions patches.
+func (s *Reconciler[T]) patchStatus(ctx context.Context, before, obj T) error {
+	opts := []client.SubResourcePatchOption{}
+	if s.FieldOwner != "" {
+		opts = append(opts, client.FieldOwner(s.FieldOwner))
+	}
+	from := before
+	for attempt := 0; ; attempt++ {
+		err := s.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(from, client.MergeFromWithOptimisticLock{}), opts...)
+		if !apierrors.IsConflict(err) || attempt == statusConflictRetries {
+			return err
+		}
+		reader := s.Reader
+		if reader == nil {
+			reader = s.Client
+		}
+		latest := s.New()
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), latest); err != nil {
+			return err
+		}
+		merged, err := mergeStatus(before, obj, latest)
+		if err != nil {
+			return err
+		}
+		from = latest
+		obj.SetResourceVersion(latest.GetResourceVersion())
+		obj.SetConditions(merged)
+	}
+}
+
+// mergeStatus is the conditions of latest with the changes from before
+// to after carried over: a condition after set or changed is after's, one
+// after removed is removed, and the others are latest's.
+func mergeStatus[T Object](before, after, latest T) ([]metav1.Condition, error) {
+	out := slices.Clone(latest.GetConditions())
+	for _, c := range before.GetConditions() {
+		if apimeta.FindStatusCondition(after.GetConditions(), c.Type) == nil {
+			apimeta.RemoveStatusCondition(&out, c.Type)
+		}
+	}
+	for _, c := range after.GetConditions() {
+		if old := apimeta.FindStatusCondition(before.GetConditions(), c.Type); old != nil && equality.Semantic.DeepEqual(*old, c) {
+			continue
+		}
+		if i := slices.IndexFunc(out, func(o metav1.Condition) bool { return o.Type == c.Type }); i >= 0 {
+			out[i] = c
+		} else {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // progressOnly tells whether two statuses differ only in the messages of
