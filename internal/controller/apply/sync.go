@@ -105,7 +105,9 @@ func ObservedKey(kind, namespace, name string) string { return kind + " " + name
 
 // Get is the observed object of kind namespace/name, nil when it is
 // missing.
-func (o Observed) Get(kind, namespace, name string) ctrl.Object { return o[ObservedKey(kind, namespace, name)] }
+func (o Observed) Get(kind, namespace, name string) ctrl.Object {
+	return o[ObservedKey(kind, namespace, name)]
+}
 
 // ConflictError is an object that exists and is not the owner's.
 type ConflictError struct {

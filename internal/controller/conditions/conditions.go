@@ -30,10 +30,14 @@ func Set(obj Object, typ string, status metav1.ConditionStatus, reason, message 
 }
 
 // True sets condition typ True.
-func True(obj Object, typ, reason, message string) { Set(obj, typ, metav1.ConditionTrue, reason, message) }
+func True(obj Object, typ, reason, message string) {
+	Set(obj, typ, metav1.ConditionTrue, reason, message)
+}
 
 // False sets condition typ False.
-func False(obj Object, typ, reason, message string) { Set(obj, typ, metav1.ConditionFalse, reason, message) }
+func False(obj Object, typ, reason, message string) {
+	Set(obj, typ, metav1.ConditionFalse, reason, message)
+}
 
 // Unknown sets condition typ Unknown.
 func Unknown(obj Object, typ, reason, message string) {
