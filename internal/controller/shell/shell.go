@@ -327,20 +327,16 @@ func (s *Reconciler[T]) patchStatus(ctx context.Context, before, obj T) error {
 		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), latest); err != nil {
 			return err
 		}
-		merged, err := mergeStatus(before, obj, latest)
-		if err != nil {
-			return err
-		}
 		from = latest
 		obj.SetResourceVersion(latest.GetResourceVersion())
-		obj.SetConditions(merged)
+		obj.SetConditions(mergeConditions(before, obj, latest))
 	}
 }
 
-// mergeStatus is the conditions of latest with the changes from before
-// to after carried over: a condition after set or changed is after's, one
-// after removed is removed, and the others are latest's.
-func mergeStatus[T Object](before, after, latest T) ([]metav1.Condition, error) {
+// mergeConditions is the conditions of latest with the changes from
+// before to after carried over: a condition after set or changed is
+// after's, one after removed is removed, and the others are latest's.
+func mergeConditions[T Object](before, after, latest T) []metav1.Condition {
 	out := slices.Clone(latest.GetConditions())
 	for _, c := range before.GetConditions() {
 		if apimeta.FindStatusCondition(after.GetConditions(), c.Type) == nil {
@@ -357,7 +353,7 @@ func mergeStatus[T Object](before, after, latest T) ([]metav1.Condition, error) 
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // progressOnly tells whether two statuses differ only in the messages of

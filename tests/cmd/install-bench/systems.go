@@ -454,7 +454,7 @@ func renderCapwrightObjects(componentsPath string, pt providerSpec, version, dig
 		obj.SetOwnerReferences(nil)
 		// As the manager applies it (apply.IfChanged): its hash
 		// annotation, spec.suspend spelled out, Flux's finalizer.
-		u, err := apply.AsApplied(obj, "providers.capwright.io/applied-hash")
+		u, err := apply.AsApplied(obj, apply.HashAnnotation)
 		if err != nil {
 			return nil, err
 		}
