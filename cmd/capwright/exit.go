@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/providerrelease"
 )
 
 // Exit codes scripts can rely on; the root command's help lists them.
@@ -36,25 +37,28 @@ func usageErrorf(format string, args ...any) error {
 // exitCode maps an error to the documented exit codes.
 func exitCode(err error) int {
 	var (
-		usage     usageError
-		release   *artifact.ReleaseError
-		auth      *artifact.AuthError
-		notFound  *artifact.NotFoundError
-		layout    *artifact.LayoutError
-		tooLarge  *artifact.TooLargeError
-		mismatch  *artifact.DigestMismatchError
-		plainTLS  *artifact.PlainHTTPToTLSError
-		unknownCA x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		invalid   x509.CertificateInvalidError
-		verify    *tls.CertificateVerificationError
-		recordHdr tls.RecordHeaderError
-		netErr    net.Error
-		opErr     *net.OpError
+		usage       usageError
+		release     *artifact.ReleaseError
+		auth        *artifact.AuthError
+		notFound    *artifact.NotFoundError
+		layout      *artifact.LayoutError
+		tooLarge    *artifact.TooLargeError
+		mismatch    *artifact.DigestMismatchError
+		plainTLS    *artifact.PlainHTTPToTLSError
+		unknownCA   x509.UnknownAuthorityError
+		hostname    x509.HostnameError
+		invalid     x509.CertificateInvalidError
+		verify      *tls.CertificateVerificationError
+		recordHdr   tls.RecordHeaderError
+		netErr      net.Error
+		opErr       *net.OpError
+		fromRelease *providerrelease.Error
 	)
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &fromRelease):
+		return releaseExitCode(fromRelease.Reason)
 	case errors.As(err, &usage), errors.As(err, &release):
 		return exitUsage
 	case errors.As(err, &auth):
@@ -82,10 +86,14 @@ func exitCode(err error) int {
 // exit code stays the same: the original error is still in the chain.
 func withCLIHints(err error) error {
 	var (
-		auth      *artifact.AuthError
-		unknownCA x509.UnknownAuthorityError
+		auth        *artifact.AuthError
+		unknownCA   x509.UnknownAuthorityError
+		fromRelease *providerrelease.Error
 	)
 	switch {
+	case errors.As(err, &fromRelease):
+		// Release errors name the --release-* flags already.
+		return err
 	case errors.As(err, &auth):
 		return cliAuthError{auth}
 	case errors.As(err, &unknownCA):
@@ -109,3 +117,19 @@ func (e cliAuthError) Error() string {
 }
 
 func (e cliAuthError) Unwrap() error { return e.AuthError }
+
+// releaseExitCode maps the reason of a --from-release failure to the exit
+// codes: what the user fixes on the command line or in the release is 2.
+func releaseExitCode(reason providerrelease.Reason) int {
+	switch reason {
+	case providerrelease.ReasonNotReleased:
+		return exitNotFound
+	case providerrelease.ReasonUnauthorized:
+		return exitAuth
+	case providerrelease.ReasonUnreachable:
+		return exitNetwork
+	case providerrelease.ReasonHTTPError:
+		return exitFailure
+	}
+	return exitUsage
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/providerrelease"
 )
 
 func init() { subcommands = append(subcommands, newPublishCommand) }
@@ -21,12 +22,13 @@ type publishOptions struct {
 	annotations     []string
 	output          string
 	maxArtifactSize string
+	release         releaseOptions
 }
 
 func newPublishCommand(reg *registryOptions) *cobra.Command {
 	o := &publishOptions{}
 	cmd := &cobra.Command{
-		Use:   "publish DIR|FILE... --type TYPE --name NAME --version VERSION (oci://REPOSITORY | --output DIR)",
+		Use:   "publish (DIR|FILE... --type TYPE --name NAME | --from-release URL|TYPE/NAME) --version VERSION (oci://REPOSITORY | --output DIR)",
 		Short: "Publish a provider release as a provider artifact on an OCI registry",
 		Long: `publish packs a Cluster API provider release into the provider artifact
 layout (one tar+gzip layer holding metadata.yaml, {type}-components.yaml and
@@ -39,8 +41,22 @@ that metadata.yaml maps the version to a Cluster API contract, that the
 components file is named for the provider type and can be parsed, and that
 --annotation does not contradict the provider flags.
 
+With --from-release the release is fetched instead, as clusterctl reads it:
+a release URL (https://github.com/{owner}/{repo}/releases/{latest|TAG}/{file},
+a GitLab generic package https://{host}/api/v4/projects/{project}/packages/generic/{package}/{latest|TAG}/{file},
+or an HTTPS base URL serving {TAG}/metadata.yaml and {TAG}/{type}-components.yaml),
+or TYPE/NAME of clusterctl's well-known providers (infrastructure/aws). Exactly
+metadata.yaml and the components file of --version are fetched ("latest" is
+never resolved), redirects are followed only to github.com's download hosts
+and --release-redirect-host, credentials (--release-token-env, or
+--release-username with --release-password-env) go to the URL's own host
+only, and the files are checked as local files are. --type and --name come
+from TYPE/NAME, or from the URL when clusterctl knows it; --source defaults to
+the release's project.
+
 The artifact is reproducible: the same files, flags and annotations give the
-same digest, whatever the files' order, times or owners.
+same digest, whatever the files' order, times or owners, or whether they were
+fetched with --from-release or read from a directory.
 
 The digest reference (oci://REPOSITORY:VERSION@sha256:…) is printed on
 stdout, everything else on stderr. With --output the artifact goes into an
@@ -54,7 +70,16 @@ copying later with oras); then DIR:VERSION@sha256:… is printed.`,
 
   # Publish files given one by one, into an OCI image layout
   capwright publish metadata.yaml infrastructure-components.yaml cluster-template.yaml \
-    --type infrastructure --name docker --version v1.14.2 --output ./layout`,
+    --type infrastructure --name docker --version v1.14.2 --output ./layout
+
+  # Fetch a well-known provider's release, as clusterctl init --infrastructure aws does
+  capwright publish --from-release infrastructure/aws --version v2.8.1 \
+    oci://registry.example.com/capi/manifests/infrastructure-aws
+
+  # Fetch from a GitLab generic package with a token from the environment
+  capwright publish --version v0.3.0 --name example --release-token-env GITLAB_TOKEN \
+    --from-release https://gitlab.example.com/api/v4/projects/infra%2Fcapx/packages/generic/capx/latest/infrastructure-components.yaml \
+    oci://registry.example.com/capi/manifests/infrastructure-example`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withCLIHints(runPublish(cmd, reg, o, args))
 		},
@@ -67,10 +92,18 @@ copying later with oras); then DIR:VERSION@sha256:… is printed.`,
 	f.StringArrayVar(&o.annotations, "annotation", nil, "extra manifest annotation key=value (repeatable)")
 	f.StringVar(&o.output, "output", "", "write the artifact into this OCI image layout directory instead of pushing it")
 	f.StringVar(&o.maxArtifactSize, "max-artifact-size", "64Mi", "refuse release files adding up to more than this (the controller's default limit is 64Mi)")
+	o.release.addFlags(cmd)
 	return cmd
 }
 
 func runPublish(cmd *cobra.Command, reg *registryOptions, o *publishOptions, args []string) error {
+	var src providerrelease.Source
+	if o.release.from != "" {
+		var err error
+		if src, err = o.release.resolve(o); err != nil {
+			return err
+		}
+	}
 	paths, repo, err := o.target(args)
 	if err != nil {
 		return err
@@ -83,7 +116,12 @@ func runPublish(cmd *cobra.Command, reg *registryOptions, o *publishOptions, arg
 	if err != nil {
 		return err
 	}
-	files, err := artifact.ReadReleaseFiles(paths, limit)
+	var files map[string][]byte
+	if o.release.from != "" {
+		files, err = fetchRelease(cmd, o, src, limit)
+	} else {
+		files, err = artifact.ReadReleaseFiles(paths, limit)
+	}
 	if err != nil {
 		return err
 	}
@@ -153,8 +191,10 @@ func (o *publishOptions) target(args []string) ([]string, artifact.Reference, er
 		return nil, artifact.Reference{}, usageErrorf("give either a repository (%s) or --output, not both", repos[0])
 	case len(repos) == 0 && o.output == "":
 		return nil, artifact.Reference{}, usageErrorf("no repository given: add oci://REGISTRY/PROJECT/manifests/%s-%s, or --output DIR for an OCI image layout", o.providerType, o.name)
-	case len(paths) == 0:
-		return nil, artifact.Reference{}, usageErrorf("no release files given: add the release directory, or metadata.yaml and the components file")
+	case len(paths) > 0 && o.release.from != "":
+		return nil, artifact.Reference{}, usageErrorf("give either release files (%s) or --from-release, not both", strings.Join(paths, ", "))
+	case len(paths) == 0 && o.release.from == "":
+		return nil, artifact.Reference{}, usageErrorf("no release files given: add the release directory, or metadata.yaml and the components file, or fetch the release with --from-release URL|TYPE/NAME")
 	}
 	if o.output != "" {
 		return paths, artifact.Reference{}, nil
