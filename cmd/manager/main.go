@@ -52,7 +52,6 @@ import (
 	"github.com/capwright/capwright/internal/controller/tenant"
 	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/metrics"
-	"github.com/capwright/capwright/internal/render"
 )
 
 const controllerName = "capwright"
@@ -312,7 +311,7 @@ func setupContract(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecor
 // Cluster kind.
 func clusterAPIServed(cfg *rest.Config) func() (bool, error) {
 	return func() (bool, error) {
-		return served(cfg, schema.FromAPIVersionAndKind(render.ClusterAPIVersion, render.ClusterKind))
+		return served(cfg, clusterapi.ClusterGVK)
 	}
 }
 

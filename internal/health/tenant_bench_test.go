@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -28,7 +29,7 @@ const (
 // with a kustomize artifact, every cluster provisioned.
 type benchFleet struct {
 	tenants     []*tenancyv1alpha1.Tenant
-	clusters    [][]render.ClusterFacts
+	clusters    [][]clusterapi.Facts
 	kubeconfigs sets.Set[types.NamespacedName]
 }
 
@@ -55,9 +56,9 @@ func newBenchFleet() benchFleet {
 				Substitute:          map[string]string{"TENANT": name},
 			}
 		}
-		var clusters []render.ClusterFacts
+		var clusters []clusterapi.Facts
 		for j := range benchClustersPerTenant {
-			c := render.ClusterFacts{Namespace: t.ManagementNamespace(), Name: fmt.Sprintf("cluster-%02d", j),
+			c := clusterapi.Facts{Namespace: t.ManagementNamespace(), Name: fmt.Sprintf("cluster-%02d", j),
 				Labels: map[string]string{"tenant": name}, ControlPlaneInitialized: true}
 			clusters = append(clusters, c)
 			f.kubeconfigs.Insert(types.NamespacedName{Namespace: c.Namespace, Name: render.KubeconfigSecretName(c.Name)})

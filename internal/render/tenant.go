@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
 )
 
 // A tenant's objects, and why they look the way they do:
@@ -48,16 +49,14 @@ import (
 // writes in a tenant's namespace.
 const TenantObjectName = "capwright-tenant"
 
-// Kubeconfig Secrets as Cluster API writes them (sigs.k8s.io/cluster-api
-// util/secret): "<cluster>-kubeconfig", the kubeconfig under "value".
-const (
-	kubeconfigSecretSuffix = "-kubeconfig"
-	kubeconfigSecretKey    = "value"
-)
+// kubeconfigSecretKey is the key of the kubeconfig in a Cluster's
+// kubeconfig Secret (clusterapi.KubeconfigSecretName), as Cluster API
+// writes it (sigs.k8s.io/cluster-api util/secret).
+const kubeconfigSecretKey = "value"
 
 // KubeconfigSecretName is the name of a Cluster's kubeconfig Secret, in the
-// Cluster's namespace.
-func KubeconfigSecretName(cluster string) string { return cluster + kubeconfigSecretSuffix }
+// Cluster's namespace (clusterapi.KubeconfigSecretName).
+func KubeconfigSecretName(cluster string) string { return clusterapi.KubeconfigSecretName(cluster) }
 
 // Name length bounds. Flux labels everything a HelmRelease or
 // Kustomization applies with its name, so those names are label values

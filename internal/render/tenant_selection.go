@@ -6,71 +6,22 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
 )
 
-// Cluster API's Cluster, as far as tenant selection reads it
-// (sigs.k8s.io/cluster-api/api/core/v1beta2). Capwright's module does not
-// depend on Cluster API's Go types; these paths are its contract.
-const (
-	// ClusterAPIVersion is the version to read Clusters in: the fields
-	// below exist in it (v1beta1 reports initialization elsewhere), and the
-	// API server converts stored Clusters to it.
-	ClusterAPIVersion = "cluster.x-k8s.io/v1beta2"
-	ClusterKind       = "Cluster"
-	// clusterPausedAnnotation pauses a Cluster like spec.paused.
-	clusterPausedAnnotation = "cluster.x-k8s.io/paused"
+// Cluster API's Cluster is read in one place, internal/clusterapi; these
+// names are kept for the tests that build Clusters by hand.
+var (
+	// ClusterAPIVersion is clusterapi.ClusterAPIVersion.
+	ClusterAPIVersion = clusterapi.ClusterAPIVersion
+	// ClusterKind is the Cluster's kind.
+	ClusterKind = clusterapi.ClusterGVK.Kind
 )
-
-// ClusterFacts is what selection needs of a Cluster API Cluster.
-type ClusterFacts struct {
-	Namespace, Name string
-	Labels          map[string]string
-	// Paused is spec.paused or the cluster.x-k8s.io/paused annotation.
-	Paused bool
-	// ControlPlaneInitialized is status.initialization.controlPlaneInitialized:
-	// the API server answers. Cluster API never resets it.
-	ControlPlaneInitialized bool
-	// Deleting is set once the Cluster has a deletion timestamp.
-	Deleting bool
-}
-
-// Ref is the Cluster's namespace and name.
-func (c ClusterFacts) Ref() types.NamespacedName {
-	return types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
-}
-
-// ClusterFactsFromUnstructured reads a Cluster read as
-// cluster.x-k8s.io/v1beta2. It refuses other kinds and versions, whose
-// fields would silently read as "not initialized".
-func ClusterFactsFromUnstructured(u *unstructured.Unstructured) (ClusterFacts, error) {
-	if u.GetAPIVersion() != ClusterAPIVersion || u.GetKind() != ClusterKind {
-		return ClusterFacts{}, fmt.Errorf("render: %s %s/%s is not a %s %s; read Clusters as %s",
-			u.GroupVersionKind(), u.GetNamespace(), u.GetName(), ClusterAPIVersion, ClusterKind, ClusterAPIVersion)
-	}
-	paused, _, err := unstructured.NestedBool(u.Object, "spec", "paused")
-	if err != nil {
-		return ClusterFacts{}, fmt.Errorf("render: Cluster %s/%s: spec.paused: %w", u.GetNamespace(), u.GetName(), err)
-	}
-	initialized, _, err := unstructured.NestedBool(u.Object, "status", "initialization", "controlPlaneInitialized")
-	if err != nil {
-		return ClusterFacts{}, fmt.Errorf("render: Cluster %s/%s: status.initialization.controlPlaneInitialized: %w", u.GetNamespace(), u.GetName(), err)
-	}
-	_, pausedByAnnotation := u.GetAnnotations()[clusterPausedAnnotation]
-	return ClusterFacts{
-		Namespace:               u.GetNamespace(),
-		Name:                    u.GetName(),
-		Labels:                  u.GetLabels(),
-		Paused:                  paused || pausedByAnnotation,
-		ControlPlaneInitialized: initialized,
-		Deleting:                u.GetDeletionTimestamp() != nil,
-	}, nil
-}
 
 // ClusterDecision is what selection decided about one Cluster.
 type ClusterDecision struct {
@@ -124,7 +75,7 @@ func TenantNamespaces(t *tenancyv1alpha1.Tenant) []string {
 //
 // The error is for a selector the API server's schema cannot refuse
 // (e.g. an operator that needs values and has none).
-func SelectClusters(t *tenancyv1alpha1.Tenant, clusters []ClusterFacts, kubeconfigs sets.Set[types.NamespacedName]) (ClusterSelection, error) {
+func SelectClusters(t *tenancyv1alpha1.Tenant, clusters []clusterapi.Facts, kubeconfigs sets.Set[types.NamespacedName]) (ClusterSelection, error) {
 	sel := t.Spec.Clusters
 	selector := labels.Nothing()
 	if sel.Selector != nil {
@@ -162,14 +113,14 @@ func SelectClusters(t *tenancyv1alpha1.Tenant, clusters []ClusterFacts, kubeconf
 // pending says why the stack cannot be installed on a selected Cluster
 // yet, or nothing when it can. None of these is a failure: each clears on
 // its own or by the user's choice (resuming the Cluster).
-func pending(c ClusterFacts, kubeconfigs sets.Set[types.NamespacedName]) (reason, message string) {
+func pending(c clusterapi.Facts, kubeconfigs sets.Set[types.NamespacedName]) (reason, message string) {
 	ref := c.Namespace + "/" + c.Name
 	secret := types.NamespacedName{Namespace: c.Namespace, Name: KubeconfigSecretName(c.Name)}
 	switch {
 	case c.Deleting:
 		return tenancyv1alpha1.ClusterDeletingReason, "Cluster " + ref + " is being deleted; the stack is neither installed nor updated on it"
-	case c.Paused:
-		return tenancyv1alpha1.ClusterPausedReason, "Cluster " + ref + " is paused (spec.paused or the " + clusterPausedAnnotation +
+	case c.Paused():
+		return tenancyv1alpha1.ClusterPausedReason, "Cluster " + ref + " is paused (spec.paused or the " + clusterapi.PausedAnnotation +
 			" annotation); the stack is installed or updated once it is resumed"
 	case !c.ControlPlaneInitialized:
 		return tenancyv1alpha1.ControlPlaneNotInitializedReason, "the control plane of Cluster " + ref +

@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
 )
 
 // A Cluster as Cluster API v1.14 reports it in v1beta2 once its control
@@ -47,59 +47,51 @@ status:
   - {type: Paused, status: "False", reason: NotPaused, observedGeneration: 2, lastTransitionTime: "2026-11-22T09:50:00Z"}
 `
 
-func clusterFromYAML(t *testing.T, manifest string) *unstructured.Unstructured {
+func clusterFromYAML(t *testing.T, manifest string) *clusterapi.Cluster {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(manifest), &u.Object); err != nil {
+	c := &clusterapi.Cluster{}
+	if err := yaml.Unmarshal([]byte(manifest), c); err != nil {
 		t.Fatal(err)
 	}
-	return u
+	return c
 }
 
-func TestClusterFactsFromUnstructured(t *testing.T) {
-	u := clusterFromYAML(t, provisionedCluster)
-	facts, err := ClusterFactsFromUnstructured(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ClusterFacts{Namespace: "tenant-team-a", Name: "prod-eu-1", ControlPlaneInitialized: true,
+// What selection reads of a Cluster, through the typed API
+// (clusterapi.FactsOf).
+func TestClusterFacts(t *testing.T) {
+	facts := clusterapi.FactsOf(clusterFromYAML(t, provisionedCluster))
+	want := clusterapi.Facts{Namespace: "tenant-team-a", Name: "prod-eu-1", ControlPlaneInitialized: true, TopologyVersion: "v1.34.0", Variables: map[string]string{},
 		Labels: map[string]string{"tenant": "team-a", "cluster.x-k8s.io/cluster-name": "prod-eu-1", "topology.cluster.x-k8s.io/owned": ""}}
 	if !reflect.DeepEqual(facts, want) {
 		t.Errorf("facts = %+v, want %+v", facts, want)
 	}
 
 	provisioning := clusterFromYAML(t, provisionedCluster)
-	unstructured.RemoveNestedField(provisioning.Object, "status", "initialization", "controlPlaneInitialized")
+	provisioning.Status.Initialization.ControlPlaneInitialized = nil
 	provisioning.SetAnnotations(map[string]string{"cluster.x-k8s.io/paused": ""})
 	now := metav1.Now()
 	provisioning.SetDeletionTimestamp(&now)
-	if f, _ := ClusterFactsFromUnstructured(provisioning); f.ControlPlaneInitialized || !f.Paused || !f.Deleting {
+	if f := clusterapi.FactsOf(provisioning); f.ControlPlaneInitialized || !f.Paused() || !f.Deleting {
 		t.Errorf("facts = %+v, want not initialized, paused by annotation, deleting", f)
 	}
 	byField := clusterFromYAML(t, provisionedCluster)
-	_ = unstructured.SetNestedField(byField.Object, true, "spec", "paused")
-	if f, _ := ClusterFactsFromUnstructured(byField); !f.Paused {
+	paused := true
+	byField.Spec.Paused = &paused
+	if f := clusterapi.FactsOf(byField); !f.Paused() {
 		t.Error("spec.paused is not read")
 	}
-
-	v1beta1 := clusterFromYAML(t, provisionedCluster)
-	v1beta1.SetAPIVersion("cluster.x-k8s.io/v1beta1")
-	if _, err := ClusterFactsFromUnstructured(v1beta1); err == nil || !strings.Contains(err.Error(), "read Clusters as cluster.x-k8s.io/v1beta2") {
-		t.Errorf("a v1beta1 Cluster: error %v", err)
-	}
-	wrongType := clusterFromYAML(t, provisionedCluster)
-	_ = unstructured.SetNestedField(wrongType.Object, "yes", "status", "initialization", "controlPlaneInitialized")
-	if _, err := ClusterFactsFromUnstructured(wrongType); err == nil {
+	// A field of the wrong type is refused as the Cluster is decoded.
+	if err := yaml.Unmarshal([]byte(strings.Replace(provisionedCluster, "controlPlaneInitialized: true", `controlPlaneInitialized: "yes"`, 1)), &clusterapi.Cluster{}); err == nil {
 		t.Error("a string controlPlaneInitialized was accepted")
 	}
 }
 
 func TestSelectClusters(t *testing.T) {
-	ready := func(ns, name string, labels map[string]string) ClusterFacts {
-		return ClusterFacts{Namespace: ns, Name: name, Labels: labels, ControlPlaneInitialized: true}
+	ready := func(ns, name string, labels map[string]string) clusterapi.Facts {
+		return clusterapi.Facts{Namespace: ns, Name: name, Labels: labels, ControlPlaneInitialized: true}
 	}
 	teamA := map[string]string{"tenant": "team-a"}
-	clusters := []ClusterFacts{
+	clusters := []clusterapi.Facts{
 		ready("tenant-team-a", "prod-eu-1", teamA),
 		ready("shared-clusters", "shared-1", teamA),
 		ready("tenant-team-a", "other-team", map[string]string{"tenant": "team-b"}),
@@ -109,8 +101,8 @@ func TestSelectClusters(t *testing.T) {
 		ready("kube-system", "legacy-1", teamA),
 		ready("shared-clusters", "legacy-1", nil), // by name
 		{Namespace: "tenant-team-a", Name: "provisioning", Labels: teamA},
-		{Namespace: "tenant-team-a", Name: "paused", Labels: teamA, ControlPlaneInitialized: true, Paused: true},
-		{Namespace: "tenant-team-a", Name: "deleting", Labels: teamA, ControlPlaneInitialized: true, Deleting: true, Paused: true},
+		{Namespace: "tenant-team-a", Name: "paused", Labels: teamA, ControlPlaneInitialized: true, SpecPaused: true},
+		{Namespace: "tenant-team-a", Name: "deleting", Labels: teamA, ControlPlaneInitialized: true, Deleting: true, SpecPaused: true},
 		ready("tenant-team-a", "no-kubeconfig", teamA),
 	}
 	kubeconfigs := sets.New[types.NamespacedName]()
@@ -171,7 +163,7 @@ func TestSelectClusters(t *testing.T) {
 }
 
 func TestSelectClustersSelectorForms(t *testing.T) {
-	clusters := []ClusterFacts{
+	clusters := []clusterapi.Facts{
 		{Namespace: "tenant-team-a", Name: "a", Labels: map[string]string{"env": "prod"}, ControlPlaneInitialized: true},
 		{Namespace: "tenant-team-a", Name: "b", ControlPlaneInitialized: true},
 		{Namespace: "elsewhere", Name: "c", ControlPlaneInitialized: true},

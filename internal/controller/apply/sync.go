@@ -63,6 +63,9 @@ type Artifact struct {
 type Nudge struct {
 	Object ctrl.Object
 	Token  string
+	// Needs are groups whose conflict skips the nudge (an object that is
+	// someone else's is not asked for anything).
+	Needs []string
 }
 
 // Desired is what one reconcile wants written, in order.
@@ -77,6 +80,9 @@ type Desired struct {
 	// Prune are objects the owner no longer wants, as they were read:
 	// each is deleted by UID (DeleteExactly), after the writes.
 	Prune []ctrl.Object
+	// PruneNeeds are groups whose conflict skips the pruning (an owner
+	// whose own namespace is someone else's deletes nothing).
+	PruneNeeds []string
 	// Observe are the objects read back once everything is written
 	// (empty objects of their kind, with namespace and name): the fold
 	// works from them.
@@ -94,6 +100,10 @@ type Result struct {
 	Conflicts map[string]string
 	// Observed holds Desired.Observe as read after the writes.
 	Observed Observed
+	// Failed is the write whose error stopped the sync; nil when none did.
+	Failed *Write
+	// Pruned are the objects of Desired.Prune deleted (or found gone).
+	Pruned []ctrl.Object
 }
 
 // Observed are objects read back after a sync, by kind and reference; a
@@ -156,10 +166,12 @@ func (s Syncer) Sync(ctx context.Context, d Desired) (Result, error) {
 			continue
 		}
 		if err != nil {
+			res.Failed = &w
 			return res, err
 		}
 		if w.Artifact != nil {
 			if err := s.storeArtifact(ctx, w.Object, w.Artifact); err != nil {
+				res.Failed = &w
 				return res, err
 			}
 		}
@@ -173,13 +185,20 @@ func (s Syncer) Sync(ctx context.Context, d Desired) (Result, error) {
 		}
 	}
 	for _, o := range d.Prune {
-		if err := DeleteExactly(ctx, s.Client, o); err != nil {
-			return res, fmt.Errorf("deleting %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, ObjectRef(o), err)
+		if anyConflict(res.Conflicts, d.PruneNeeds) {
+			break
 		}
+		if err := DeleteExactly(ctx, s.Client, o); err != nil {
+			return res, fmt.Errorf("deleting %s %s: %w", kindOf(o), ObjectRef(o), err)
+		}
+		res.Pruned = append(res.Pruned, o)
 	}
 	res.Observed = s.Observe(ctx, d.Observe)
 	if d.Nudges != nil {
 		for _, n := range d.Nudges(res.Observed) {
+			if anyConflict(res.Conflicts, n.Needs) {
+				continue
+			}
 			if err := RequestReconcile(ctx, s.Client, n.Object, n.Token, FieldOwner); err != nil {
 				return res, err
 			}
@@ -192,7 +211,12 @@ func skipped(conflicts map[string]string, w Write) bool {
 	if _, bad := conflicts[w.Group]; w.Group != "" && bad {
 		return true
 	}
-	for _, g := range w.Needs {
+	return anyConflict(conflicts, w.Needs)
+}
+
+// anyConflict tells whether one of groups conflicted.
+func anyConflict(conflicts map[string]string, groups []string) bool {
+	for _, g := range groups {
 		if _, bad := conflicts[g]; bad {
 			return true
 		}

@@ -12,6 +12,7 @@ import (
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/controller/conditions"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -57,7 +58,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (s
 			if err := r.deleteObject(ctx, e); err != nil {
 				return shell.Outcome{}, err
 			}
-			if err := r.removeArtifact(e); err != nil {
+			if err := r.removeArtifact(e.Kind, e.Object); err != nil {
 				return shell.Outcome{}, err
 			}
 		}
@@ -72,7 +73,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (s
 		if len(appliers) > 0 {
 			msg += "; a cluster that cannot be reached holds its uninstall until it can be"
 		}
-		setTrue(t, tenancyv1alpha1.DeletingCondition, tenancyv1alpha1.DeletingReason, msg)
+		conditions.True(t, tenancyv1alpha1.DeletingCondition, tenancyv1alpha1.DeletingReason, msg)
 		return shell.Outcome{Result: reconcile.Result{RequeueAfter: 5 * time.Second}}, nil
 	}
 	return shell.Outcome{Done: true}, nil

@@ -6,101 +6,27 @@ import (
 	"strings"
 	"time"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/render"
 )
 
 // A kustomize stack's target namespace reaches each workload cluster
-// through Flux (render/tenant_createnamespace.go): the controller stores
-// its artifact, announces it in the status of the tenant's
-// ExternalArtifacts, and asks Flux to go on where it would wait.
-
-// storeNamespaceArtifact makes sure the artifact of the target namespace
-// is stored and that the ExternalArtifact ea (just applied) points Flux
-// at it. It writes nothing when both already hold it: a resync stats a
-// file and compares a status.
-func (r *Reconciler) storeNamespaceArtifact(ctx context.Context, t *tenancyv1alpha1.Tenant, ea *sourcev1.ExternalArtifact, data []byte) error {
-	key := ctrl.ObjectKeyFromObject(ea)
-	current := &sourcev1.ExternalArtifact{}
-	if err := r.Client.Get(ctx, key, current); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("reading ExternalArtifact %s: %w", key, err)
-		}
-		// Created a moment ago: the cache has not seen it yet.
-		if err := r.Reader.Get(ctx, key, current); err != nil {
-			return fmt.Errorf("reading ExternalArtifact %s: %w", key, err)
-		}
-	}
-	art, err := r.Artifacts.Artifact(sourcev1.ExternalArtifactKind, key.Namespace, key.Name, data, time.Now())
-	if err != nil {
-		return err
-	}
-	if old := current.Status.Artifact; old != nil && old.Digest == art.Digest && old.URL == art.URL {
-		art.LastUpdateTime = old.LastUpdateTime
-	}
-	if !r.Artifacts.Exists(art) {
-		if err := r.Artifacts.Store(art, data); err != nil {
-			return fmt.Errorf("storing the target namespace of Tenant %s for ExternalArtifact %s: %w", t.Name, key, err)
-		}
-	}
-	want := current.DeepCopy()
-	want.Status.Artifact = &art
-	apimeta.SetStatusCondition(&want.Status.Conditions, metav1.Condition{
-		Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.SucceededReason, ObservedGeneration: current.Generation,
-		Message: fmt.Sprintf("stored revision %s: the Namespace %s of Tenant %s's stack", art.Revision, t.TargetNamespace(), t.Name),
-	})
-	if equality.Semantic.DeepEqual(current.Status, want.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, want, ctrl.MergeFrom(current), ctrl.FieldOwner(FieldOwner)); err != nil {
-		return fmt.Errorf("updating the status of ExternalArtifact %s: %w", key, err)
-	}
-	return nil
-}
-
-// nudgeKustomizations asks kustomize-controller to reconcile a cluster's
-// stack or namespace Kustomization at once where it would otherwise wait
-// (health.TenantClusterNudge): once per state, so a resync writes
-// nothing. Not for clusters whose objects are someone else's, nor while
-// the tenant is suspended (Flux ignores suspended objects).
-func (r *Reconciler) nudgeKustomizations(ctx context.Context, t *tenancyv1alpha1.Tenant, clusters []health.TenantClusterInput) error {
-	if t.Spec.Suspend {
-		return nil
-	}
-	for _, c := range clusters {
-		if c.Conflict != "" || c.PendingReason != "" {
-			continue
-		}
-		n, ok := health.TenantClusterNudge(c)
-		if !ok {
-			continue
-		}
-		ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: n.Name}}
-		if err := apply.RequestReconcile(ctx, r.Client, ks, n.Token, FieldOwner); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// through Flux (render/tenant_createnamespace.go): the sync stores its
+// artifact and announces it in the status of the tenant's
+// ExternalArtifacts (apply.Artifact); any replica restores it when asked
+// (RestoreArtifacts); it goes with its ExternalArtifact.
 
 // removeArtifact deletes the stored artifact of an ExternalArtifact the
 // controller deleted.
-func (r *Reconciler) removeArtifact(e render.ExistingObject) error {
-	if r.Artifacts == nil || e.Kind != sourcev1.ExternalArtifactKind {
+func (r *Reconciler) removeArtifact(kind string, o metav1.Object) error {
+	if r.Artifacts == nil || kind != sourcev1.ExternalArtifactKind {
 		return nil
 	}
-	return r.Artifacts.Remove(sourcev1.ExternalArtifactKind, e.Object.GetNamespace(), e.Object.GetName())
+	return r.Artifacts.Remove(sourcev1.ExternalArtifactKind, o.GetNamespace(), o.GetName())
 }
 
 // RestoreArtifacts wraps the artifact server's Storage.Restore (next, the

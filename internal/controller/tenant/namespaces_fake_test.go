@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -49,7 +49,7 @@ func newNamespaceEnv(t *testing.T, objs ...ctrl.Object) *namespaceEnv {
 	env.c = fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).
 		WithInterceptorFuncs(interceptor.Funcs{
 			List: func(ctx context.Context, c ctrl.WithWatch, list ctrl.ObjectList, opts ...ctrl.ListOption) error {
-				_, clusters := list.(*unstructured.UnstructuredList)
+				_, clusters := list.(*clusterapi.ClusterList)
 				_, secrets := list.(*metav1.PartialObjectMetadataList)
 				if clusters || secrets {
 					o := &ctrl.ListOptions{}

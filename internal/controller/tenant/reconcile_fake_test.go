@@ -10,13 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
 )
 
 // Orchestration against a fake API server: the first reconcile writes the
@@ -58,7 +58,7 @@ func TestReconcileWritesOnceAndDeletesStale(t *testing.T) {
 	}
 
 	b := testCluster("shared", "b", map[string]string{"team": "other"}, true)
-	existing := NewClusterObject()
+	existing := newUnstructuredCluster()
 	if err := c.Get(ctx, ctrl.ObjectKey{Namespace: "shared", Name: "b"}, existing); err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +127,8 @@ func TestReconcileWithoutClusterAPI(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tn).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).Build()
 	noCAPI := interceptor.NewClient(fake.NewClientBuilder().WithScheme(testScheme(t)).Build(), interceptor.Funcs{
 		List: func(ctx context.Context, cl ctrl.WithWatch, list ctrl.ObjectList, opts ...ctrl.ListOption) error {
-			if u, ok := list.(*unstructured.UnstructuredList); ok && u.GroupVersionKind().Group == clusterGVK.Group {
-				return &apimeta.NoKindMatchError{GroupKind: clusterGVK.GroupKind(), SearchedVersions: []string{clusterGVK.Version}}
+			if _, ok := list.(*clusterapi.ClusterList); ok {
+				return &apimeta.NoKindMatchError{GroupKind: clusterapi.ClusterGVK.GroupKind(), SearchedVersions: []string{clusterapi.ClusterGVK.Version}}
 			}
 			return cl.List(ctx, list, opts...)
 		},

@@ -9,37 +9,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kuberecorder "k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
+	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/metrics"
+	tenantplan "github.com/capwright/capwright/internal/plan/tenant"
 	"github.com/capwright/capwright/internal/render"
 )
-
-// FieldOwner is the server-side apply field manager of everything the
-// controller writes; the provider controller uses the same, so Capwright
-// is one field manager.
-const FieldOwner = "capwright"
 
 // Reconciler reconciles Tenants.
 type Reconciler struct {
 	// Client reads Tenants and Flux objects from the cache and writes.
 	Client ctrl.Client
-	// Reader reads without the cache: the management objects (namespaces,
-	// ServiceAccounts, RoleBindings, quotas), which the controller does
-	// not watch.
+	// Reader reads without the cache: the objects the controller writes
+	// before it writes them, and the management objects (namespaces,
+	// ServiceAccounts, RoleBindings, quotas) it lists, which it does not
+	// watch.
 	Reader ctrl.Reader
-	// Clusters reads Cluster API Clusters (unstructured, v1beta2) and the
+	// Clusters reads Cluster API Clusters (typed, v1beta2) and the
 	// metadata of kubeconfig Secrets: the manager's cache when
 	// WatchClusters, else an uncached reader until the watches start
 	// (ClusterAPIServed).
@@ -50,16 +48,16 @@ type Reconciler struct {
 	WatchClusters bool
 	// ClusterAPIServed, when set and WatchClusters is not, is asked,
 	// once a Tenant exists, every ClusterAPIPoll (default
-	// DefaultClusterAPIPoll) whether the Cluster kind is served now; once
-	// it is (at once if it was at start-up, or once Cluster API was
+	// clusterapi.DefaultPoll) whether the Cluster kind is served now;
+	// once it is (at once if it was at start-up, or once Cluster API was
 	// installed after the manager), Clusters and kubeconfig Secrets are
-	// watched through the manager's cache, without a restart.
+	// watched through the manager's cache, without a restart
+	// (clusterapi.LateWatch).
 	ClusterAPIServed func() (bool, error)
 	ClusterAPIPoll   time.Duration
-	// late holds the cache once the watches started after start-up, and
-	// clusterWatch starts them.
-	late         atomic.Pointer[lateClusters]
-	clusterWatch *shell.WhenServed
+	// clusterWatch starts the watches of Clusters late, and then reads
+	// them.
+	clusterWatch *clusterapi.LateWatch
 	Recorder     kuberecorder.EventRecorder
 	// ResyncInterval is how often an unchanged tenant is looked at again
 	// (Clusters and Flux objects are watched, so this is a safety net).
@@ -93,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Kind:       tenancyv1alpha1.TenantKind,
 		New:        func() *tenancyv1alpha1.Tenant { return &tenancyv1alpha1.Tenant{} },
 		Finalizer:  tenancyv1alpha1.Finalizer,
-		FieldOwner: FieldOwner,
+		FieldOwner: apply.FieldOwner,
 		Steps:      steps{r},
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,
@@ -101,107 +99,60 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}).Reconcile(ctx, req)
 }
 
-// reconcile reads as the data flow: check the namespaces → select
-// clusters → render → write the management objects and the Flux objects
-// → delete what is stale → fold health → ask Flux to go on where it
-// would wait (nudgeKustomizations).
+// reconcile reads as the data flow: gather the facts → plan
+// (tenantplan.Plan: the namespace checks, the selection, the rendered
+// objects, what is stale, what to observe and nudge; or a refusal) →
+// sync (apply.Syncer: write, pass the request on, prune, observe,
+// nudge) → fold what came of it into the status (tenantplan.Fold), once,
+// whatever the reconcile came to. Nothing is written after the fold but
+// the shell's status.
 func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, request string) (shell.Outcome, error) {
-	logger := log.FromContext(ctx)
-	requeue := shell.Outcome{Result: reconcile.Result{RequeueAfter: r.resyncInterval()}}
-	reconcilePaused(t)
-	t.Status.Namespace = t.ManagementNamespace()
-
-	// Before anything is read there: a namespace the tenant may not use
-	// is never looked at on its behalf.
-	var tenants tenancyv1alpha1.TenantList
-	if err := r.Client.List(ctx, &tenants); err != nil {
-		return shell.Outcome{}, fmt.Errorf("listing Tenants to check the namespaces of Tenant %s: %w", t.Name, err)
-	}
-	// A forbidden management namespace is refused before anything is
-	// written, the tenant's namespace and RBAC included.
-	if err := render.CheckManagementNamespace(t, r.ForbiddenNamespaces); err != nil {
-		setFalse(t, tenancyv1alpha1.ManagementReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error())
-		setFalse(t, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error())
-		return shell.Stalled(tenancyv1alpha1.NamespaceNotAllowedReason, err.Error(), r.resyncInterval()), nil
-	}
-	if err := render.CheckTenantNamespaces(t, r.ForbiddenNamespaces, tenants.Items); err != nil {
-		return r.refuseSpec(ctx, t, tenancyv1alpha1.NamespaceNotAllowedReason, err)
-	}
-	found, err := r.findClusters(ctx, t)
+	requeue := r.resyncInterval()
+	in := tenantplan.Reconciled{Now: metav1.Now()}
+	facts, err := r.facts(ctx, t)
 	if err != nil {
-		var missing *clusterAPIMissingError
-		if !errors.As(err, &missing) {
-			return shell.Outcome{}, err
+		in.Err = err
+	} else {
+		d, refusal := tenantplan.Plan(facts)
+		d.Request, d.Owned = request, tenantOwned
+		res, err := r.syncer().Sync(ctx, d.Desired)
+		err = errors.Join(err, r.pruned(t, res.Pruned))
+		in.Desired, in.Refusal, in.Result, in.Err = &d, refusal, res, err
+		if d.Poll {
+			requeue = min(requeue, time.Minute)
 		}
-		setFalse(t, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.ClusterAPIMissingReason, err.Error())
-		_, err := r.writeManagement(ctx, t, render.TenantManagement(t))
-		return shell.Outcome{Result: reconcile.Result{RequeueAfter: time.Minute}}, err
-	}
-	sel, err := render.SelectClusters(t, found.clusters, found.kubeconfigs)
-	if err != nil {
-		return r.refuseSpec(ctx, t, tenancyv1alpha1.InvalidSelectorReason, err)
-	}
-	rendered, err := render.Tenant(t, sel, render.TenantOptions{NoArtifactServer: r.Artifacts == nil})
-	if err != nil {
-		return r.refuseSpec(ctx, t, tenancyv1alpha1.InvalidStackReason, err)
-	}
-
-	ok, err := r.writeManagement(ctx, t, rendered.Management)
-	if err != nil {
-		return shell.Outcome{}, err
-	}
-	conflicts := map[types.NamespacedName]string{}
-	if ok {
-		// Without its namespace and RBAC the tenant gets nothing else:
-		// its clusters' namespace may be someone else's.
-		if conflicts, err = r.writeFluxObjects(ctx, t, rendered); err != nil {
-			if isNoMatch(err) {
-				setFalse(t, tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.FluxAPIMissingReason,
-					"a Flux API the tenant's stack needs is not served; install Flux (source, kustomize and helm controllers): "+err.Error())
-				return shell.Outcome{Result: reconcile.Result{RequeueAfter: time.Minute}}, nil
-			}
-			return shell.Outcome{}, err
-		}
-		if request != "" {
-			if err := r.requestFluxReconcile(ctx, rendered, conflicts, request); err != nil {
-				return shell.Outcome{}, err
-			}
-		}
-		if err := r.deleteStale(ctx, t, rendered, sel); err != nil {
-			return shell.Outcome{}, err
+		if d.Rendered != nil {
+			log.FromContext(ctx).V(1).Info("reconciled", "clusters", len(d.Selection.Selected()), "eligible", len(d.Rendered.Clusters))
 		}
 	}
-	observed := r.foldHealth(ctx, t, sel, rendered, conflicts)
-	if ok {
-		// After the fold: the status says where each cluster is even
-		// when asking Flux fails.
-		if err := r.nudgeKustomizations(ctx, t, observed); err != nil {
-			return shell.Outcome{}, err
-		}
-	}
-	if !found.watched {
-		requeue.Result.RequeueAfter = min(requeue.Result.RequeueAfter, time.Minute)
-	}
-	logger.V(1).Info("reconciled", "clusters", len(sel.Selected()), "eligible", len(rendered.Clusters))
-	if !ok && conflictingManagement(t) {
-		// Another owner's object is in the way: nothing changes until
-		// it, or the tenant, does.
-		c := apimeta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ManagementReadyCondition)
-		requeue.Stalled = &shell.Stall{Reason: c.Reason, Message: c.Message}
-	}
-	return requeue, nil
+	return shell.Outcome{Result: reconcile.Result{RequeueAfter: requeue}}, tenantplan.Fold(t, in)
 }
 
-// refuseSpec stops at a spec problem only the spec can fix: ClustersReady
-// says what and how (a Warning event as it turns False), the tenant's own
-// namespace and RBAC are still written, nothing is written or deleted for
-// its clusters, and the tenant stalls until its spec changes.
-func (r *Reconciler) refuseSpec(ctx context.Context, t *tenancyv1alpha1.Tenant, reason string, refusal error) (shell.Outcome, error) {
-	setFalse(t, tenancyv1alpha1.ClustersReadyCondition, reason, refusal.Error())
-	if _, err := r.writeManagement(ctx, t, render.TenantManagement(t)); err != nil {
-		return shell.Outcome{}, err
+// syncer writes the tenant's objects.
+func (r *Reconciler) syncer() apply.Syncer {
+	return apply.Syncer{Client: r.Client, Reader: r.Reader, Artifacts: r.Artifacts}
+}
+
+// tenantOwned refuses an existing object that render.CheckTenantObject
+// does not recognise as the tenant's: it is never written.
+func tenantOwned(existing *unstructured.Unstructured, desired ctrl.Object) error {
+	return render.CheckTenantObject(existing.GetKind(), existing, desired)
+}
+
+// pruned records each stale object the sync deleted, and removes the
+// stored artifact of a deleted ExternalArtifact: Flux uninstalls the
+// stack from clusters that left the selection as their HelmRelease or
+// Kustomization goes (and leaves the target namespace: its Kustomization
+// orphans it).
+func (r *Reconciler) pruned(t *tenancyv1alpha1.Tenant, objs []ctrl.Object) error {
+	for _, o := range objs {
+		kind := apply.KindOf(o)
+		if err := r.removeArtifact(kind, o); err != nil {
+			return err
+		}
+		r.event(t, "Normal", "Deleted", fmt.Sprintf("deleted %s %s, which Tenant %s no longer needs", kind, apply.ObjectRef(o), t.Name))
 	}
-	return shell.Stalled(reason, refusal.Error(), r.resyncInterval()), nil
+	return nil
 }
 
 func (r *Reconciler) resyncInterval() time.Duration {
@@ -209,4 +160,13 @@ func (r *Reconciler) resyncInterval() time.Duration {
 		return r.ResyncInterval
 	}
 	return 10 * time.Minute
+}
+
+// event records one event on the tenant about something the controller
+// did (a stale object deleted), beside the shell's transition events.
+func (r *Reconciler) event(t *tenancyv1alpha1.Tenant, eventType, reason, message string) {
+	if r.Recorder == nil {
+		return
+	}
+	r.Recorder.AnnotatedEventf(t, nil, eventType, reason, "%s", message)
 }

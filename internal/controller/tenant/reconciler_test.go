@@ -17,13 +17,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
+	"github.com/capwright/capwright/internal/controller/shell"
+	tenantplan "github.com/capwright/capwright/internal/plan/tenant"
 	"github.com/capwright/capwright/internal/render"
 )
 
 func testScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, tenancyv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, tenancyv1alpha1.AddToScheme, clusterapi.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
@@ -31,8 +34,16 @@ func testScheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
+// newUnstructuredCluster is an empty Cluster, unstructured: the fake
+// client holds it as the typed Cluster the controller reads.
+func newUnstructuredCluster() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(clusterapi.ClusterGVK)
+	return u
+}
+
 func testCluster(namespace, name string, labels map[string]string, initialized bool) *unstructured.Unstructured {
-	u := NewClusterObject()
+	u := newUnstructuredCluster()
 	u.SetNamespace(namespace)
 	u.SetName(name)
 	u.SetLabels(labels)
@@ -69,14 +80,14 @@ func TestFindClustersStaysInTheTenantsNamespaces(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
 	r := &Reconciler{Client: c, Reader: c, Clusters: c}
 	tn := testTenant()
-	found, err := r.findClusters(context.Background(), tn)
-	if err != nil {
+	found := tenantplan.Facts{Tenant: tn}
+	if err := r.findClusters(context.Background(), &found); err != nil {
 		t.Fatal(err)
 	}
-	if len(found.clusters) != 3 {
-		t.Fatalf("found %d clusters, want the 3 in namespace shared: %+v", len(found.clusters), found.clusters)
+	if len(found.Clusters) != 3 {
+		t.Fatalf("found %d clusters, want the 3 in namespace shared: %+v", len(found.Clusters), found.Clusters)
 	}
-	sel, err := render.SelectClusters(tn, found.clusters, found.kubeconfigs)
+	sel, err := render.SelectClusters(tn, found.Clusters, found.Kubeconfigs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +140,9 @@ func TestForeignNamespaceIsAConflict(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(foreign).Build()
 	r := &Reconciler{Client: c, Reader: c, Clusters: c}
 	tn := testTenant()
-	ok, err := r.writeManagement(context.Background(), tn, render.TenantManagement(tn))
-	if err != nil || ok {
-		t.Fatalf("writeManagement = %v, %v; want a refusal", ok, err)
+	_, err := r.reconcile(context.Background(), tn, "")
+	if refusal, ok := shell.AsRefusal(err); !ok || refusal.Reason != tenancyv1alpha1.ObjectConflictReason || !refusal.Stalls {
+		t.Fatalf("reconcile = %v; want a refusal", err)
 	}
 	cond := findCondition(tn, tenancyv1alpha1.ManagementReadyCondition)
 	if cond == nil || cond.Reason != tenancyv1alpha1.ObjectConflictReason {

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -59,7 +60,7 @@ import (
 // tenant, and Cluster API Clusters and the metadata of kubeconfig
 // Secrets, mapped to the tenants whose namespaces hold them: from the
 // start when r.WatchClusters, else as soon as r.ClusterAPIServed says
-// the Cluster kind is served (clusterAPIWatcher).
+// the Cluster kind is served (clusterapi.LateWatch).
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
 	isLabelled := labelledOrWas()
 	labelled := builder.WithPredicates(isLabelled)
@@ -87,18 +88,46 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 		m.SetGroupVersionKind(gvk)
 		b = b.WatchesMetadata(m, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelled)
 	}
+	byNamespace := handler.EnqueueRequestsFromMapFunc(r.byNamespace)
+	kubeconfigs := predicate.NewPredicateFuncs(func(o ctrl.Object) bool { return isKubeconfigSecret(o.GetName()) })
 	if r.WatchClusters {
-		b = b.Watches(NewClusterObject(), handler.EnqueueRequestsFromMapFunc(r.byNamespace)).
-			WatchesMetadata(NewSecretMetadata(), handler.EnqueueRequestsFromMapFunc(r.byNamespace),
-				builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrl.Object) bool { return isKubeconfigSecret(o.GetName()) })))
+		b = b.Watches(clusterapi.NewCluster(), byNamespace).
+			WatchesMetadata(NewSecretMetadata(), byNamespace, builder.WithPredicates(kubeconfigs))
 	}
 	if r.WatchClusters || r.ClusterAPIServed == nil {
 		return b.Complete(r)
 	}
-	// Cluster API is not served yet: watch its Clusters once it is.
-	return r.watchClustersLater(mgr, func(wake <-chan event.GenericEvent) (controller.Controller, error) {
-		return b.WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).Build(r)
-	})
+	// Cluster API is not served yet: watch its Clusters once it is
+	// (clusterapi.LateWatch), then look at every tenant at once.
+	wake := make(chan event.GenericEvent)
+	c, err := b.WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).Build(r)
+	if err != nil {
+		return err
+	}
+	w := &clusterapi.LateWatch{Cache: mgr.GetCache(), Served: r.ClusterAPIServed, Every: r.ClusterAPIPoll,
+		Watching: "Clusters and kubeconfig Secrets", For: "Tenants"}
+	w.Watch(c, byNamespace)
+	w.WatchObject(c, NewSecretMetadata(), byNamespace, kubeconfigs)
+	w.OnStart(func(ctx context.Context) error { return r.wakeTenants(ctx, wake) })
+	r.clusterWatch = w
+	return mgr.Add(w)
+}
+
+// wakeTenants enqueues every tenant: Clusters are watched now, and each
+// may find clusters it could not before.
+func (r *Reconciler) wakeTenants(ctx context.Context, wake chan<- event.GenericEvent) error {
+	var tenants tenancyv1alpha1.TenantList
+	if err := r.Client.List(ctx, &tenants); err != nil {
+		return err
+	}
+	for i := range tenants.Items {
+		select {
+		case wake <- event.GenericEvent{Object: &tenants.Items[i]}:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
 }
 
 // labelledOrWas lets through the events of objects labelled for a tenant,

@@ -6,18 +6,14 @@ import (
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/controller/conditions"
 	"github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/metrics"
-	"github.com/capwright/capwright/internal/render"
 )
 
 // steps are the tenant's own steps in the reconcile shell.
@@ -25,7 +21,17 @@ type steps struct{ r *Reconciler }
 
 var _ shell.Steps[*tenancyv1alpha1.Tenant] = steps{}
 
-func (s steps) Init(t *tenancyv1alpha1.Tenant) { initConditions(t) }
+// ownedConditions are the conditions this controller sets besides Ready;
+// each starts Unknown so nothing claims Ready before it is.
+var ownedConditions = []string{
+	tenancyv1alpha1.ManagementReadyCondition,
+	tenancyv1alpha1.ClustersReadyCondition,
+}
+
+func (s steps) Init(t *tenancyv1alpha1.Tenant) {
+	conditions.Init(t, ownedConditions, tenancyv1alpha1.ReconcilingReason, !t.DeletionTimestamp.IsZero(),
+		tenancyv1alpha1.DeletingCondition, tenancyv1alpha1.NotDeletingReason)
+}
 
 func (s steps) Reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, request string) (shell.Outcome, error) {
 	return s.r.reconcile(ctx, t, request)
@@ -37,7 +43,7 @@ func (s steps) Finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (shell.O
 
 func (s steps) Summarize(t *tenancyv1alpha1.Tenant) {
 	t.Status.ObservedGeneration = t.Generation
-	apimeta.SetStatusCondition(&t.Status.Conditions, health.TenantSummary(t.Generation, t.Status.Conditions, metav1.Now()))
+	conditions.Put(t, health.TenantSummary(t.Generation, t.Status.Conditions, metav1.Now()))
 }
 
 func (s steps) Status(t *tenancyv1alpha1.Tenant) *meta.ReconcileRequestStatus {
@@ -93,42 +99,19 @@ func (s steps) State(t *tenancyv1alpha1.Tenant) metrics.ObjectState {
 	s.r.Metrics.TenantClusters(t.Namespace, t.Name, byPhase)
 	st := metrics.ObjectState{Kind: tenancyv1alpha1.TenantKind, Namespace: t.Namespace, Name: t.Name,
 		Ready: metav1.ConditionUnknown, Suspended: t.Spec.Suspend}
-	if c := apimeta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ReadyCondition); c != nil {
+	if c := conditions.Get(t, tenancyv1alpha1.ReadyCondition); c != nil {
 		st.Ready, st.Reason = c.Status, c.Reason
 	}
 	return st
 }
 
-// conflictingManagement tells whether an object of the tenant's
-// management belongs to someone else.
-func conflictingManagement(t *tenancyv1alpha1.Tenant) bool {
-	c := apimeta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ManagementReadyCondition)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == tenancyv1alpha1.ObjectConflictReason
-}
-
-// requestFluxReconcile passes a reconcile.fluxcd.io/requestedAt request on
-// to the tenant's sources and clusters' Flux objects, the Kustomizations
-// of the target namespace included (those that are the tenant's:
-// conflicting objects are someone else's). The ExternalArtifacts have
-// nothing to reconcile: Capwright is their controller.
-func (r *Reconciler) requestFluxReconcile(ctx context.Context, rendered *render.RenderedTenant, conflicts map[types.NamespacedName]string, request string) error {
-	var objects []ctrl.Object
-	for _, src := range rendered.Sources {
-		objects = append(objects, src.DeepCopy())
+// isWarning tells whether a condition's state needs attention: a positive
+// condition that is False.
+func isWarning(c metav1.Condition) bool {
+	switch c.Type {
+	case tenancyv1alpha1.PausedCondition, tenancyv1alpha1.DeletingCondition:
+		return false
+	default:
+		return c.Status == metav1.ConditionFalse
 	}
-	for _, c := range rendered.Clusters {
-		if _, bad := conflicts[c.Cluster]; bad {
-			continue
-		}
-		if c.Namespace != nil {
-			objects = append(objects, c.Namespace.DeepCopy())
-		}
-		objects = append(objects, c.Object().(ctrl.Object).DeepCopyObject().(ctrl.Object))
-	}
-	for _, o := range objects {
-		if err := apply.RequestReconcile(ctx, r.Client, o, request, FieldOwner); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,0 +1,64 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+// A conflict of a group the pruning or a nudge needs skips them; the
+// objects pruned are reported; the write whose error stopped the sync is
+// named.
+func TestSyncPruneAndNudgeNeeds(t *testing.T) {
+	theirs := repo("a", "stack", false)
+	stale := kustomization("b", "old")
+	stale.UID = types.UID("stale-uid")
+	ks := kustomization("b", "stack")
+	c := fake.NewClientBuilder().WithScheme(syncScheme(t)).WithObjects(theirs, stale, ks).Build()
+	nudged := false
+	d := Desired{
+		Writes:     []Write{{Object: repo("a", "stack", true), Group: "owner"}},
+		Owned:      ownedByMe,
+		Prune:      []ctrl.Object{stale},
+		PruneNeeds: []string{"owner"},
+		Nudges: func(Observed) []Nudge {
+			nudged = true
+			return []Nudge{{Object: kustomization("b", "stack"), Token: "t1", Needs: []string{"owner"}}}
+		},
+	}
+	res, err := Syncer{Client: c}.Sync(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, bad := res.Conflicts["owner"]; !bad || len(res.Pruned) != 0 || res.Failed != nil {
+		t.Fatalf("result %+v, want the owner's conflict, nothing pruned, nothing failed", res)
+	}
+	if err := c.Get(context.Background(), ctrl.ObjectKeyFromObject(stale), kustomization("b", "old")); err != nil {
+		t.Errorf("pruned despite the conflict it needs: %v", err)
+	}
+	got := kustomization("b", "stack")
+	if err := c.Get(context.Background(), ctrl.ObjectKeyFromObject(got), got); err != nil || !nudged || got.Annotations["reconcile.fluxcd.io/requestedAt"] != "" {
+		t.Errorf("nudged despite the conflict it needs: %v %v", got.Annotations, err)
+	}
+
+	// Without the conflict: pruned and reported.
+	d.Writes = nil
+	if res, err = (Syncer{Client: c}).Sync(context.Background(), d); err != nil || len(res.Pruned) != 1 || res.Pruned[0].GetName() != "old" {
+		t.Fatalf("pruned %v (%v), want old", res.Pruned, err)
+	}
+
+	boom := errors.New("boom")
+	failing := interceptor.NewClient(c.(ctrl.WithWatch), interceptor.Funcs{Get: func(context.Context, ctrl.WithWatch, ctrl.ObjectKey, ctrl.Object, ...ctrl.GetOption) error {
+		return boom
+	}})
+	w := Write{Object: repo("c", "stack", true), Group: "c"}
+	res, err = Syncer{Client: failing}.Sync(context.Background(), Desired{Writes: []Write{w}})
+	if !errors.Is(err, boom) || res.Failed == nil || res.Failed.Group != "c" {
+		t.Errorf("Sync = %+v, %v; want the failed write named", res, err)
+	}
+}

@@ -1,0 +1,263 @@
+package tenant
+
+import (
+	"fmt"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
+	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/render"
+)
+
+// Desired is what one reconcile of a Tenant wants: the sync's share
+// (apply.Desired: the writes in order, what to prune, observe and nudge)
+// and what the fold needs to read the sync's result.
+type Desired struct {
+	apply.Desired
+	// Management are the tenant's namespace and RBAC; nil when its
+	// management namespace is not allowed (nothing is written then).
+	Management *render.TenantManagementObjects
+	// Selection and Rendered are nil when the plan refused before them.
+	Selection *render.ClusterSelection
+	Rendered  *render.RenderedTenant
+	// Poll: Clusters are not watched, so look again within a minute.
+	Poll bool
+}
+
+// The groups of the writes (apply.Write.Group): the management objects,
+// which everything else needs (without its namespace and RBAC the tenant
+// gets nothing else: its clusters' namespace may be someone else's); the
+// source and target namespace artifact of one namespace, which every
+// cluster there needs; and one cluster's Flux objects.
+const managementGroup = "management"
+
+func namespaceGroup(namespace string) string { return "namespace " + namespace }
+
+func clusterGroup(c types.NamespacedName) string { return "cluster " + c.String() }
+
+// Plan is what the facts call for: the tenant's namespace and RBAC, then
+// — unless it is refused — a source (and a kustomize stack's target
+// namespace artifact) per namespace with selected clusters and each
+// eligible cluster's Flux objects, the tenant's objects no longer needed
+// to prune, the objects the fold reads, and the nudges.
+//
+// A refusal is a *shell.Refusal, returned with what is still written:
+// nothing when the management namespace is not allowed; the tenant's own
+// namespace and RBAC when another namespace is not allowed, the Cluster
+// API is missing, or the selector or stack cannot be used (nothing is
+// written or deleted for its clusters then).
+func Plan(f Facts) (Desired, error) {
+	t := f.Tenant
+	if err := render.CheckManagementNamespace(t, f.Forbidden); err != nil {
+		return Desired{}, shell.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error(), 0)
+	}
+	m := render.TenantManagement(t)
+	d := Desired{Management: &m}
+	d.Writes = managementWrites(m)
+	if err := render.CheckTenantNamespaces(t, f.Forbidden, f.Tenants); err != nil {
+		return d, shell.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error(), 0)
+	}
+	if f.ClusterAPIMissing != nil {
+		return d, shell.Failing(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.ClusterAPIMissingReason, clusterAPIMissing(f.ClusterAPIMissing), time.Minute)
+	}
+	sel, err := render.SelectClusters(t, f.Clusters, f.Kubeconfigs)
+	if err != nil {
+		return d, shell.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidSelectorReason, err.Error(), 0)
+	}
+	rendered, err := render.Tenant(t, sel, render.TenantOptions{NoArtifactServer: f.NoArtifactServer})
+	if err != nil {
+		return d, shell.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidStackReason, err.Error(), 0)
+	}
+	d.Selection, d.Rendered, d.Poll = &sel, rendered, !f.ClustersWatched
+	d.Writes = append(d.Writes, fluxWrites(t, rendered, f.Stacks)...)
+	for _, e := range render.StaleTenantObjects(t, rendered, sel, f.Existing) {
+		if o, ok := e.Object.(object); ok {
+			d.Prune = append(d.Prune, o)
+		}
+	}
+	d.PruneNeeds = []string{managementGroup}
+	observe(&d, t, sel, rendered)
+	if !t.Spec.Suspend {
+		// Flux ignores suspended objects.
+		d.Nudges = func(o apply.Observed) []apply.Nudge { return nudges(t, sel, rendered, o) }
+	}
+	return d, nil
+}
+
+// object is what apply writes and deletes (controller-runtime's
+// client.Object has the same method set).
+type object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// clusterAPIMissing says the Cluster kind is not served, and what then.
+func clusterAPIMissing(cause error) string {
+	return fmt.Sprintf("the management cluster does not serve %s %s (%v): install Cluster API (the core provider) to select clusters; "+
+		"the tenant's namespace and RBAC are written meanwhile, and Capwright starts watching Clusters as soon as Cluster API is served",
+		clusterapi.ClusterAPIVersion, clusterapi.ClusterGVK.Kind, cause)
+}
+
+// managementWrites are the tenant's namespace, ServiceAccount,
+// RoleBinding and quota, read without the cache (the manager does not
+// watch them all), first: a conflict stops them and everything else.
+func managementWrites(m render.TenantManagementObjects) []apply.Write {
+	out := []apply.Write{
+		{Object: m.Namespace, Uncached: true, Group: managementGroup},
+		{Object: m.ServiceAccount, Uncached: true, Group: managementGroup},
+		{Object: m.RoleBinding, Uncached: true, Group: managementGroup},
+	}
+	if m.ResourceQuota != nil {
+		out = append(out, apply.Write{Object: m.ResourceQuota, Uncached: true, Group: managementGroup})
+	}
+	return out
+}
+
+// fluxWrites are the sources, the target namespace's ExternalArtifacts
+// (their artifact stored once applied) and the clusters' Flux objects,
+// each cluster's namespace Kustomization before its stack's, and the
+// stack's only once the namespace exists (stackWaits). An object that
+// exists and is not the tenant's is left alone: the conflict fails that
+// cluster (or every cluster of a namespace whose source or
+// ExternalArtifact conflicts) on its own status line, and the others go
+// on. Like the tenant's, they are read without the cache, so a write is
+// never decided on an old read.
+func fluxWrites(t *tenancyv1alpha1.Tenant, rendered *render.RenderedTenant, stacks map[types.NamespacedName]StackFacts) []apply.Write {
+	var out []apply.Write
+	needs := []string{managementGroup}
+	for _, s := range rendered.Sources {
+		out = append(out, apply.Write{Object: s, Uncached: true, Group: namespaceGroup(s.Namespace), Needs: needs, Request: true})
+	}
+	for _, a := range rendered.NamespaceArtifacts {
+		out = append(out, apply.Write{Object: a, Uncached: true, Group: namespaceGroup(a.Namespace), Needs: needs,
+			Artifact: &apply.Artifact{Data: rendered.NamespaceArtifact, Of: fmt.Sprintf("the Namespace %s of Tenant %s's stack", t.TargetNamespace(), t.Name)}})
+	}
+	for _, c := range rendered.Clusters {
+		group, needs := clusterGroup(c.Cluster), []string{managementGroup, namespaceGroup(c.Cluster.Namespace)}
+		if c.Namespace != nil {
+			out = append(out, apply.Write{Object: c.Namespace, Uncached: true, Group: group, Needs: needs, Request: true})
+			if stackWaits(stacks[c.Cluster]) {
+				continue
+			}
+		}
+		out = append(out, apply.Write{Object: c.Object(), Uncached: true, Group: group, Needs: needs, Request: true})
+	}
+	return out
+}
+
+// stackWaits tells whether a cluster's stack Kustomization is not written
+// yet and must wait for the Kustomization creating its target namespace
+// to be Ready (health.TenantNamespaceCreated): its first apply would fail
+// on a missing namespace. A stack that exists is always written. The
+// wait is not a dependsOn, with which kustomize-controller would run the
+// namespace Kustomization again, against the workload cluster, on every
+// new revision of the stack; the namespace Kustomization's status
+// changes wake the controller instead.
+func stackWaits(s StackFacts) bool {
+	return !s.StackExists && !health.TenantNamespaceCreated(s.Namespace)
+}
+
+// observe are the objects the fold reads for every selected cluster: the
+// tenant's source in the Cluster's namespace, the cluster's HelmRelease
+// or Kustomization, and the Kustomization of a kustomize stack's target
+// namespace.
+func observe(d *Desired, t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant) {
+	sources := map[string]bool{}
+	for _, c := range sel.Selected() {
+		ns := c.Cluster.Namespace
+		if !sources[ns] {
+			sources[ns] = true
+			d.Observe = append(d.Observe, &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.TenantSourceName(t.Name)}})
+		}
+		key := metav1.ObjectMeta{Namespace: ns, Name: render.TenantClusterObjectName(t.Name, c.Cluster)}
+		if t.Spec.Stack.Chart != nil {
+			d.Observe = append(d.Observe, &helmv2.HelmRelease{ObjectMeta: key})
+		} else {
+			d.Observe = append(d.Observe, &kustomizev1.Kustomization{ObjectMeta: key})
+		}
+		if rendered.NamespaceArtifact != nil {
+			d.Observe = append(d.Observe, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.TenantNamespaceObjectName(t.Name, c.Cluster)}})
+		}
+	}
+}
+
+// nudges ask kustomize-controller to reconcile a cluster's stack or
+// namespace Kustomization at once where it would otherwise wait
+// (health.TenantClusterNudge): once per state, so a resync writes
+// nothing. Not for pending clusters, nor for clusters whose objects are
+// someone else's (Needs).
+func nudges(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant, o apply.Observed) []apply.Nudge {
+	var out []apply.Nudge
+	for _, c := range clusterInputs(t, sel, rendered, o, nil) {
+		if c.PendingReason != "" {
+			continue
+		}
+		n, ok := health.TenantClusterNudge(c)
+		if !ok {
+			continue
+		}
+		out = append(out, apply.Nudge{
+			Object: &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: n.Name}},
+			Token:  n.Token,
+			Needs:  []string{managementGroup, namespaceGroup(c.Cluster.Namespace), clusterGroup(c.Cluster)},
+		})
+	}
+	return out
+}
+
+// clusterInputs are the selected clusters as the fold of their health
+// reads them from the observed objects: a missing object is Missing.
+// conflicts are the sync's.
+func clusterInputs(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant, o apply.Observed,
+	conflicts map[string]string) []health.TenantClusterInput {
+	var out []health.TenantClusterInput
+	for _, d := range sel.Selected() {
+		ns := d.Cluster.Namespace
+		conflict := conflicts[namespaceGroup(ns)]
+		if conflict == "" {
+			conflict = conflicts[clusterGroup(d.Cluster)]
+		}
+		c := health.TenantClusterInput{
+			Cluster:        d.Cluster,
+			PendingReason:  d.Reason,
+			PendingMessage: d.Message,
+			Conflict:       conflict,
+			Source:         observation(o, sourcev1.OCIRepositoryKind, ns, render.TenantSourceName(t.Name)),
+		}
+		name := render.TenantClusterObjectName(t.Name, d.Cluster)
+		if t.Spec.Stack.Chart != nil {
+			c.Apply = observation(o, helmv2.HelmReleaseKind, ns, name)
+		} else {
+			c.Apply = observation(o, kustomizev1.KustomizationKind, ns, name)
+		}
+		if rendered.NamespaceArtifact != nil {
+			c.Namespace = observation(o, kustomizev1.KustomizationKind, ns, render.TenantNamespaceObjectName(t.Name, d.Cluster))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// observation is the observed object of kind namespace/name as the fold
+// reads it.
+func observation(o apply.Observed, kind, namespace, name string) health.Observation {
+	switch obj := o.Get(kind, namespace, name).(type) {
+	case *sourcev1.OCIRepository:
+		return health.ObserveOCIRepository(obj)
+	case *helmv2.HelmRelease:
+		return health.ObserveHelmRelease(obj)
+	case *kustomizev1.Kustomization:
+		return health.ObserveKustomization(obj)
+	}
+	return health.Observation{Kind: kind, Namespace: namespace, Name: name, Missing: true}
+}
