@@ -2,21 +2,20 @@ package contract
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/controller/conditions"
 	"github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/metrics"
+	plan "github.com/capwright/capwright/internal/plan/contract"
 )
 
 // ClusterReconciler reconciles CapwrightClusters.
@@ -34,22 +33,12 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		Kind:       clustersv1alpha1.ClusterKind,
 		New:        func() *clustersv1alpha1.CapwrightCluster { return &clustersv1alpha1.CapwrightCluster{} },
 		Finalizer:  clustersv1alpha1.Finalizer,
-		FieldOwner: FieldOwner,
+		FieldOwner: apply.FieldOwner,
 		Steps:      clusterSteps{r},
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,
 		Written:    &r.written,
 	}).Reconcile(ctx, req)
-}
-
-func clusterSubject(c *clustersv1alpha1.CapwrightCluster) subject {
-	return subject{
-		obj: c, kind: clustersv1alpha1.ClusterKind,
-		backend: c.Spec.Backend, statusFrom: c.Spec.StatusFrom,
-		version:       func(f clusterFacts) string { return f.TopologyVersion },
-		backendStatus: &c.Status.Backend,
-		endpoint:      &c.Spec.ControlPlaneEndpoint,
-	}
 }
 
 var clusterConditions = []string{clustersv1alpha1.BackendReadyCondition, clustersv1alpha1.PausedCondition}
@@ -59,7 +48,8 @@ type clusterSteps struct{ r *ClusterReconciler }
 var _ shell.Steps[*clustersv1alpha1.CapwrightCluster] = clusterSteps{}
 
 func (s clusterSteps) Init(c *clustersv1alpha1.CapwrightCluster) {
-	initConditions(clusterSubject(c), clusterConditions)
+	conditions.Init(c, clusterConditions, clustersv1alpha1.ReconcilingReason, !c.DeletionTimestamp.IsZero(),
+		clustersv1alpha1.DeletingCondition, clustersv1alpha1.NotDeletingReason)
 }
 
 func (s clusterSteps) Reconcile(ctx context.Context, c *clustersv1alpha1.CapwrightCluster, request string) (shell.Outcome, error) {
@@ -67,23 +57,7 @@ func (s clusterSteps) Reconcile(ctx context.Context, c *clustersv1alpha1.Capwrig
 }
 
 func (s clusterSteps) Finalize(ctx context.Context, c *clustersv1alpha1.CapwrightCluster) (shell.Outcome, error) {
-	sub := clusterSubject(c)
-	_, hold, err := s.r.holdDeletion(ctx, sub)
-	if err != nil {
-		return shell.Outcome{}, err
-	}
-	if hold != nil {
-		return *hold, nil
-	}
-	pending, err := s.r.finalizeBackend(ctx, sub)
-	if err != nil {
-		return shell.Outcome{}, err
-	}
-	if pending != "" {
-		sub.set(clustersv1alpha1.DeletingCondition, metav1.ConditionTrue, clustersv1alpha1.DeletingReason, pending)
-		return shell.Outcome{Result: reconcile.Result{RequeueAfter: pollWhileWaiting}}, nil
-	}
-	return shell.Outcome{Done: true}, nil
+	return s.r.finalizeCluster(ctx, c)
 }
 
 func (s clusterSteps) Summarize(c *clustersv1alpha1.CapwrightCluster) {
@@ -116,50 +90,19 @@ func (s clusterSteps) State(c *clustersv1alpha1.CapwrightCluster) metrics.Object
 	return st
 }
 
-// reconcile: Cluster → backend written and folded → status view (when
-// set) → endpoint and provisioned.
+// reconcile: facts (the owning Cluster) → plan (the backend's Flux
+// objects, or a refusal) → sync (written; read back, with the status view
+// once Flux installed it; the endpoint set) → fold (BackendReady,
+// provisioned), once, whatever stopped the steps early.
 func (r *ClusterReconciler) reconcile(ctx context.Context, c *clustersv1alpha1.CapwrightCluster, request string) (shell.Outcome, error) {
-	sub := clusterSubject(c)
-	p, err := r.prepare(ctx, sub, request)
-	if err != nil {
-		return halted(err)
+	f, exprs, err := r.readFacts(ctx, clusterFacts(c), request)
+	var d *plan.Desired
+	var seen plan.Observed
+	if err == nil {
+		d, err = planned(plan.Plan(f))
 	}
-	requeue := r.resync()
-	if c.Spec.Backend == nil {
-		sub.set(clustersv1alpha1.BackendReadyCondition, metav1.ConditionTrue, clustersv1alpha1.SucceededReason,
-			"no backend: the infrastructure is provided with the control plane")
-		c.Status.Initialization.Provisioned = ptr.To(true)
-		return shell.Outcome{Result: reconcile.Result{RequeueAfter: requeue}}, nil
+	if err == nil {
+		seen, err = r.syncCluster(ctx, c, f, *d, exprs)
 	}
-	ready := p.backend.Status == metav1.ConditionTrue
-	if ready && c.Spec.StatusFrom != nil {
-		statusRef := fmt.Sprintf("%s %s/%s", c.Spec.StatusFrom.Kind, c.Namespace, p.statusName)
-		v, ok, reason, message, retry := r.readView(ctx, sub, p)
-		requeue = min(requeue, retry)
-		if ok && !v.Ready {
-			reason, message = notReady(v, statusRef)
-		}
-		if !ok || !v.Ready {
-			ready = false
-			sub.set(clustersv1alpha1.BackendReadyCondition, metav1.ConditionFalse, reason, message)
-		} else if !v.Endpoint.IsZero() && v.Endpoint != c.Spec.ControlPlaneEndpoint {
-			patched := c.DeepCopy()
-			patch := ctrl.MergeFrom(c.DeepCopy())
-			patched.Spec.ControlPlaneEndpoint = v.Endpoint
-			if err := r.Client.Patch(ctx, patched, patch, ctrl.FieldOwner(FieldOwner)); err != nil {
-				return shell.Outcome{}, fmt.Errorf("setting spec.controlPlaneEndpoint of %s %s/%s: %w", clustersv1alpha1.ClusterKind, c.Namespace, c.Name, err)
-			}
-			c.Spec.ControlPlaneEndpoint = v.Endpoint
-			c.ResourceVersion = patched.ResourceVersion
-		}
-	}
-	if ready {
-		c.Status.Initialization.Provisioned = ptr.To(true)
-	} else {
-		requeue = min(requeue, pollWhileWaiting)
-	}
-	if p.stale {
-		requeue = min(requeue, time.Second)
-	}
-	return shell.Outcome{Result: reconcile.Result{RequeueAfter: requeue}}, nil
+	return plan.FoldCluster(c, f, d, seen, err)
 }

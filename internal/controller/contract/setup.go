@@ -4,27 +4,23 @@ import (
 	"context"
 	"reflect"
 	"strings"
-	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/controller/shell"
 )
 
@@ -57,16 +53,18 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options) err
 	cp := &ControlPlaneReconciler{Shared: shared}
 	cl := &ClusterReconciler{Shared: shared}
 	kinds := []struct {
-		obj      ctrl.Object
-		refField string
-		r        reconcile.Reconciler
-		name     string
-		written  *shell.Written
+		obj     ctrl.Object
+		r       reconcile.Reconciler
+		name    string
+		written *shell.Written
 	}{
-		{&clustersv1alpha1.CapwrightControlPlane{}, "controlPlaneRef", cp, clustersv1alpha1.ControlPlaneKind, &cp.written},
-		{&clustersv1alpha1.CapwrightCluster{}, "infrastructureRef", cl, clustersv1alpha1.ClusterKind, &cl.written},
+		{&clustersv1alpha1.CapwrightControlPlane{}, cp, clustersv1alpha1.ControlPlaneKind, &cp.written},
+		{&clustersv1alpha1.CapwrightCluster{}, cl, clustersv1alpha1.ClusterKind, &cl.written},
 	}
-	var late []lateWatch
+	if !watchClusters {
+		shared.clusterWatch = &clusterapi.LateWatch{Cache: mgr.GetCache(), Served: shared.ClusterAPIServed, Every: clusterPoll,
+			For: "CapwrightControlPlanes and CapwrightClusters"}
+	}
 	for _, k := range kinds {
 		k := k
 		inNamespace := func(ctx context.Context, namespace string) []statusReader {
@@ -95,21 +93,28 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options) err
 				}))).
 			WithOptions(opts)
 		byCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o ctrl.Object) []reconcile.Request {
-			ref, _, _ := unstructured.NestedStringMap(o.(*unstructured.Unstructured).Object, "spec", k.refField)
-			if ref["kind"] != k.name || ref["name"] == "" {
+			c, ok := o.(*clusterapi.Cluster)
+			if !ok {
 				return nil
 			}
-			return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Namespace: o.GetNamespace(), Name: ref["name"]}}}
+			ref := c.Spec.InfrastructureRef
+			if k.name == clustersv1alpha1.ControlPlaneKind {
+				ref = c.Spec.ControlPlaneRef
+			}
+			if ref.Kind != k.name || ref.Name == "" {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}}
 		})
 		if watchClusters {
-			b = b.Watches(newCluster(), byCluster)
+			b = b.Watches(clusterapi.NewCluster(), byCluster)
 		}
 		c, err := b.Build(k.r)
 		if err != nil {
 			return err
 		}
 		if !watchClusters {
-			late = append(late, lateWatch{ctrl: c, handler: byCluster})
+			shared.clusterWatch.Watch(c, byCluster)
 		}
 		shared.watches.controllers = append(shared.watches.controllers, watchTarget{ctrl: c,
 			byGVK: func(ctx context.Context, gvk schema.GroupVersionKind, namespace string) []reconcile.Request {
@@ -122,50 +127,18 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options) err
 				return reqs
 			}})
 	}
-	if len(late) > 0 {
-		w := &clusterWatcher{cache: mgr.GetCache(), watches: late}
-		shared.clusterWatch = &shell.WhenServed{Kind: "Cluster", Served: shared.ClusterAPIServed, Every: clusterPoll, OnDemand: true, Then: w.start}
+	if shared.clusterWatch != nil {
 		return mgr.Add(shared.clusterWatch)
 	}
 	return nil
 }
 
-func newCluster() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(clusterGVK)
-	return u
-}
-
-// lateWatch is a Cluster watch to add once Clusters are served.
-type lateWatch struct {
-	ctrl    controller.Controller
-	handler handler.EventHandler
-}
-
-// clusterWatcher starts the Cluster watches once an object of either
-// kind exists (its reconcile asks, WhenServed.Want) and Cluster API
-// is served (shell.WhenServed): a management cluster with no such object
-// has no use for a cache of its Clusters. Until then a Cluster's pause
-// and topology variables are seen at each resync and whenever Cluster
-// API sets itself as an object's owner.
-type clusterWatcher struct {
-	cache   cache.Cache
-	watches []lateWatch
-}
-
 // clusterPoll is how often a manager started before Cluster API asks
-// whether Clusters are served now.
-const clusterPoll = 20 * time.Second
-
-func (w *clusterWatcher) start(ctx context.Context) error {
-	for _, l := range w.watches {
-		if err := l.ctrl.Watch(source.Kind[ctrl.Object](w.cache, newCluster(), l.handler)); err != nil {
-			return err
-		}
-	}
-	log.FromContext(ctx).Info("Cluster API is served now: watching Clusters for CapwrightControlPlanes and CapwrightClusters")
-	return nil
-}
+// whether Clusters are served now, once an object of either kind exists.
+// Until the Cluster watches run, a Cluster's pause and topology
+// variables are seen at each resync and whenever Cluster API sets itself
+// as an object's owner.
+const clusterPoll = clusterapi.DefaultPoll
 
 // statusReader is a contract object's name and statusFrom.
 type statusReader struct {

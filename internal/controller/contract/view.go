@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
+	plan "github.com/capwright/capwright/internal/plan/contract"
 )
 
 // The default expressions read kany8s' normalized status.
@@ -23,18 +24,6 @@ const (
 	defaultReason   = `has(status.reason) ? status.reason : ""`
 	defaultMessage  = `has(status.message) ? status.message : ""`
 )
-
-// view is a backend's normalized status.
-type view struct {
-	Ready    bool
-	Endpoint clustersv1alpha1.APIEndpoint
-	Version  string
-	Reason   string
-	Message  string
-	// Stale is set when the object's status.observedGeneration is behind
-	// its generation: it is not ready whatever it says.
-	Stale bool
-}
 
 // expressions are a StatusFrom's compiled expressions.
 type expressions struct {
@@ -109,7 +98,7 @@ func (e *viewError) Error() string { return e.Field + ": " + e.Err.Error() }
 // evaluate reads the view of obj. An object without spec or status is
 // evaluated as if they were empty, so `has(status.ready)` is simply false
 // on an object no controller has reported on yet.
-func (x *expressions) evaluate(ctx context.Context, obj *unstructured.Unstructured) (view, error) {
+func (x *expressions) evaluate(ctx context.Context, obj *unstructured.Unstructured) (plan.View, error) {
 	data := make(map[string]any, len(obj.Object)+2)
 	for k, v := range obj.Object {
 		data[k] = v
@@ -119,13 +108,13 @@ func (x *expressions) evaluate(ctx context.Context, obj *unstructured.Unstructur
 			data[k] = map[string]any{}
 		}
 	}
-	var v view
+	var v plan.View
 	if observed, ok, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration"); ok && observed != obj.GetGeneration() {
 		v.Stale = true
 	}
 	var err error
 	if v.Ready, err = x.ready.EvaluateBoolean(ctx, data); err != nil {
-		return view{}, &viewError{"spec.statusFrom.ready", err}
+		return plan.View{}, &viewError{"spec.statusFrom.ready", err}
 	}
 	var endpoint string
 	strs := []struct {
@@ -140,12 +129,12 @@ func (x *expressions) evaluate(ctx context.Context, obj *unstructured.Unstructur
 	}
 	for _, s := range strs {
 		if *s.into, err = s.e.EvaluateString(ctx, data); err != nil {
-			return view{}, &viewError{s.field, err}
+			return plan.View{}, &viewError{s.field, err}
 		}
 	}
 	if endpoint != "" {
 		if v.Endpoint, err = parseEndpoint(endpoint); err != nil {
-			return view{}, &viewError{"spec.statusFrom.endpoint", err}
+			return plan.View{}, &viewError{"spec.statusFrom.endpoint", err}
 		}
 	}
 	if v.Stale {

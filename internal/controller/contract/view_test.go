@@ -2,7 +2,6 @@ package contract
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -84,46 +83,5 @@ func TestBadExpressionsNameTheirField(t *testing.T) {
 	}
 	if _, err = x.evaluate(context.Background(), obj(map[string]any{})); err == nil || !strings.Contains(err.Error(), "neither host[:port] nor an https:// URL") {
 		t.Fatalf("an endpoint that is no endpoint: %v", err)
-	}
-}
-
-func TestVariables(t *testing.T) {
-	f := clusterFactsFrom(obj(map[string]any{
-		"metadata": map[string]any{"namespace": "team", "name": "alpha"},
-		"spec": map[string]any{"topology": map[string]any{"version": "v1.31.0", "variables": []any{
-			map[string]any{"name": "region", "value": "eu-1"},
-			map[string]any{"name": "node-pools", "value": map[string]any{"size": int64(3)}},
-		}}},
-	}))
-	vars := f.variables("v1.31.0")
-	got, err := substitute("f", "${CLUSTER_NAME}.${CLUSTER_NAMESPACE} ${KUBERNETES_VERSION} ${TOPOLOGY_region} ${TOPOLOGY_node_pools}", vars)
-	if err != nil || got != `alpha.team v1.31.0 eu-1 {"size":3}` {
-		t.Fatalf("substitute = %q, %v", got, err)
-	}
-	if _, err := substitute("spec.backend.chart.values.x", "${NOPE}", vars); err == nil ||
-		!strings.Contains(err.Error(), "spec.backend.chart.values.x uses ${NOPE}, which is not defined") || !strings.Contains(err.Error(), "${CLUSTER_NAME}") {
-		t.Fatalf("an undefined variable: %v", err)
-	}
-	if got, err := substitute("f", "${REGION:=eu-1}-${CLUSTER_NAME}", vars); err != nil || got != "eu-1-alpha" {
-		t.Fatalf("a default for an undefined variable: %q, %v", got, err)
-	}
-	values, err := substituteValues("v", map[string]any{"list": []any{"${CLUSTER_NAME}", int64(3)}, "n": true}, vars)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := values.(map[string]any)["list"].([]any); l[0] != "alpha" || l[1] != int64(3) {
-		t.Fatalf("values = %v", values)
-	}
-}
-
-func TestHaltedEndsTheStepsWithoutAnError(t *testing.T) {
-	stall := (&Shared{}).invalid(subject{obj: &clustersv1alpha1.CapwrightControlPlane{}, kind: clustersv1alpha1.ControlPlaneKind},
-		errors.New("spec.kubeconfig.secretName uses ${X}"))
-	out, err := halted(stall)
-	if err != nil || out.Stalled == nil || out.Stalled.Reason != clustersv1alpha1.InvalidSpecReason {
-		t.Fatalf("an invalid spec: %+v, %v; want a stall and no error", out, err)
-	}
-	if _, err := halted(errors.New("the API server did not answer")); err == nil {
-		t.Fatal("an error that is no halt was swallowed")
 	}
 }
