@@ -6,15 +6,16 @@ import (
 	"testing"
 
 	"github.com/capwright/capwright/internal/artifact"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
 // sized is a checked artifact whose files hold n bytes.
 func sized(n int) *CheckedArtifact {
 	components := bytes.Repeat([]byte("x"), n)
-	return &CheckedArtifact{ProviderArtifact: &artifact.ProviderArtifact{
+	return providerplan.NewCheckedArtifact(&artifact.ProviderArtifact{
 		Fetched:    &artifact.Fetched{Files: map[string][]byte{"core-components.yaml": components}},
 		Components: components,
-	}}
+	}, "")
 }
 
 // TestArtifactCacheIsBoundedByBytes: however many artifacts fit the count,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/controller/conditions"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -38,7 +42,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (shell
 	if blockers, err := r.deletionBlockers(ctx, obj); err != nil {
 		return shell.Outcome{}, err
 	} else if len(blockers) > 0 {
-		setTrue(obj, v1alpha1.DeletingCondition, v1alpha1.DeletionBlockedReason,
+		conditions.True(obj, v1alpha1.DeletingCondition, v1alpha1.DeletionBlockedReason,
 			fmt.Sprintf("waiting until these are deleted: %s", strings.Join(blockers, "; ")))
 		return shell.Outcome{Result: reconcile.Result{RequeueAfter: 10 * time.Second}}, nil
 	}
@@ -55,7 +59,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (shell
 		return shell.Outcome{}, err
 	}
 	if remaining || extra {
-		setTrue(obj, v1alpha1.DeletingCondition, v1alpha1.DeletingReason,
+		conditions.True(obj, v1alpha1.DeletingCondition, v1alpha1.DeletingReason,
 			fmt.Sprintf("Flux is pruning what it applied for %s/%s (CustomResourceDefinitions are kept)", obj.GetNamespace(), name))
 		return shell.Outcome{Result: reconcile.Result{RequeueAfter: 2 * time.Second}}, nil
 	}
@@ -211,4 +215,75 @@ func (r *Reconciler) additionalInventory(ctx context.Context, obj v1alpha1.Provi
 // <namespace>_<name>_<group>_<kind>.
 func inventoryID(namespace, name, group, kind string) string {
 	return namespace + "_" + name + "_" + group + "_" + kind
+}
+
+// removeAdditional deletes the Flux objects and the stored artifact of
+// additional manifests the provider no longer asks for; Flux prunes what
+// the Kustomization applied. It reports whether any object remains.
+func (r *Reconciler) removeAdditional(ctx context.Context, obj v1alpha1.Provider) (remaining bool, err error) {
+	if remaining, err = r.deleteOwned(ctx, obj, additionalObjects(obj)); err != nil {
+		return remaining, err
+	}
+	if r.Artifacts != nil {
+		key := additionalKey(obj)
+		if err := r.Artifacts.Remove(sourcev1.ExternalArtifactKind, key.Namespace, key.Name); err != nil {
+			return remaining, err
+		}
+	}
+	return remaining, nil
+}
+
+// deleteOwned deletes those of objects (named, empty) that exist and that
+// the provider controls, and reports whether any of them is still there.
+func (r *Reconciler) deleteOwned(ctx context.Context, obj v1alpha1.Provider, objects []ctrl.Object) (remaining bool, err error) {
+	for _, o := range objects {
+		err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o)
+		if apierrors.IsNotFound(err) || isNoMatch(err) {
+			continue
+		}
+		if err != nil {
+			return remaining, err
+		}
+		if !render.ControlledBy(o, obj.GetUID()) {
+			continue
+		}
+		remaining = true
+		if o.GetDeletionTimestamp().IsZero() {
+			if err := apply.DeleteExactly(ctx, r.Client, o); err != nil {
+				return true, fmt.Errorf("deleting %s/%s: %w", o.GetNamespace(), o.GetName(), err)
+			}
+		}
+	}
+	return remaining, nil
+}
+
+// deleteInstallerBinding deletes the provider's ClusterRoleBinding once
+// Flux no longer needs it (its objects are gone). The ServiceAccount goes
+// with the provider through its owner reference.
+func (r *Reconciler) deleteInstallerBinding(ctx context.Context, obj v1alpha1.Provider) error {
+	r.installers.forget(obj.GetUID())
+	crb := &rbacv1.ClusterRoleBinding{}
+	err := r.Reader.Get(ctx, ctrl.ObjectKey{Name: render.InstallerBindingName(obj)}, crb)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading ClusterRoleBinding %s: %w", render.InstallerBindingName(obj), err)
+	case !isInstallerBindingOf(crb, obj, r.Kind.Name):
+		return nil
+	}
+	if err := apply.DeleteExactly(ctx, r.Client, crb); err != nil {
+		return fmt.Errorf("deleting ClusterRoleBinding %s: %w", crb.Name, err)
+	}
+	return nil
+}
+
+// deleteInventory removes the provider's clusterctl inventory object.
+func (r *Reconciler) deleteInventory(ctx context.Context, obj v1alpha1.Provider) error {
+	r.inventories.forget(obj.GetUID())
+	inv, err := r.inventory(ctx, obj)
+	if inv == nil || err != nil {
+		return err
+	}
+	return apply.DeleteExactly(ctx, r.Client, inv)
 }

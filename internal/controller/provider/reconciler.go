@@ -1,7 +1,9 @@
 // Package provider holds the reconciler of the seven provider kinds. It
-// turns a provider into Flux objects after a preflight of the artifact and
-// folds the Flux objects' health back into the provider's status; Flux does
-// the fetching, applying, health checking and drift correction.
+// gathers the facts of a provider (its artifact, checked; the core
+// provider; its dependencies), has internal/plan/provider turn them into
+// the Flux objects that install it, writes those, and folds the Flux
+// objects' health back into the provider's status; Flux does the
+// fetching, applying, health checking and drift correction.
 package provider
 
 import (
@@ -9,28 +11,25 @@ import (
 	"errors"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kuberecorder "k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/fluxartifact"
-	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/metrics"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
 )
-
-// FieldOwner is the server-side apply field manager of everything the
-// controller writes.
-const FieldOwner = "capwright"
 
 // Kind describes one provider kind to the reconciler.
 type Kind struct {
@@ -99,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Kind:       r.Kind.Name,
 		New:        r.Kind.NewObject,
 		Finalizer:  v1alpha1.Finalizer,
-		FieldOwner: FieldOwner,
+		FieldOwner: apply.FieldOwner,
 		Steps:      providerSteps{r},
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,
@@ -110,174 +109,55 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}).Reconcile(ctx, req)
 }
 
-// reconcile reads as the data flow: preflight → render and write the Flux
-// objects (passing on a reconcile request) → fold their health → record
-// the inventory.
+// reconcile walks the four stages once, in order: the facts (what the
+// cluster and the registry say: facts.go, with the source written ahead of
+// the slow ones), the plan (pure: internal/plan/provider), the sync (the
+// writes, in order: sync.go) and the fold (what the Flux objects say,
+// into the status: fold.go). Every path — suspended, refused, kept,
+// written — ends in the one fold.
 func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, request string) (shell.Outcome, error) {
-	logger := log.FromContext(ctx)
-	spec, status := obj.GetSpec(), obj.GetStatus()
-	requeue := shell.Outcome{Result: reconcile.Result{RequeueAfter: r.resyncInterval(obj)}}
-
-	r.reconcilePaused(obj)
 	r.Timelines.seen(obj, time.Now())
-	if spec.Suspend {
-		if err := r.suspendFluxObjects(ctx, obj); err != nil {
-			return shell.Outcome{}, err
-		}
-		r.foldHealth(ctx, obj, status.Artifact)
-		return shell.Outcome{}, nil
+	facts := r.resolve(ctx, obj)
+	if r.fetchAhead(ctx, facts) {
+		facts = r.gather(ctx, facts)
 	}
-
-	pre, perr := r.preflight(ctx, obj)
-	if perr != nil {
-		logger.Info("preflight refused the provider", "reason", perr.Reason, "message", perr.Message)
-		// A core refused now (its config Secret or a dependency changed,
-		// the generation did not) no longer vouches for its contract.
-		r.CorePreflights.forget(obj)
-		// Nothing new is written; what Flux installed before stays, and
-		// so do the additional manifests it was given.
-		if err := r.restoreAdditional(ctx, obj); err != nil {
-			logger.Error(err, "serving the additional manifests again")
-		}
-		r.foldHealth(ctx, obj, status.Artifact)
-		if perr.stalls() {
-			return shell.Stalled(perr.Reason, perr.Message, perr.retryAfter()), nil
-		}
-		return shell.Outcome{Result: reconcile.Result{RequeueAfter: perr.retryAfter()}}, nil
-	}
-	r.Timelines.mark(obj, stepPreflight, time.Now())
-	if pre.Keep {
-		// The registry is down and the checked artifact is not at hand:
-		// the Flux objects stay as they are, pinned to what was checked.
-		if err := r.restoreAdditional(ctx, obj); err != nil {
-			logger.Error(err, "serving the additional manifests again")
-		}
-		r.foldHealth(ctx, obj, status.Artifact)
-		return requeue, nil
-	}
-	status.Contract = pre.Contract
-	status.Artifact = &v1alpha1.ResolvedArtifact{URL: pre.URL, Revision: pre.Revision, Digest: pre.Digest}
-	if obj.ProviderType() == v1alpha1.CoreProviderType {
-		r.CorePreflights.pass(obj, pre.Contract)
-	}
-
-	if err := r.writeFluxObjects(ctx, obj, pre); err != nil {
-		setFalse(obj, v1alpha1.InstalledCondition, v1alpha1.InstallFailedReason, err.Error())
-		var invalid *renderError
-		if errors.As(err, &invalid) {
-			return shell.Stalled(v1alpha1.InstallFailedReason, err.Error(), r.resyncInterval(obj)), nil
-		}
-		return shell.Outcome{}, err
-	}
-	r.Timelines.mark(obj, stepWritten, time.Now())
-	if request != "" {
-		if err := r.requestFluxReconcile(ctx, obj, request); err != nil {
-			return shell.Outcome{}, err
-		}
-	}
-	for _, name := range []string{objectName(obj), render.AdditionalObjectName(obj.ProviderType(), obj.GetName())} {
-		if err := r.nudgeWaiting(ctx, obj, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}); err != nil {
-			logger.Error(err, "nudging a Kustomization whose dependencies are Ready")
-		}
-	}
-	if r.foldHealth(ctx, obj, status.Artifact) {
-		// Flux is between the two writes that end its reconcile: the
-		// second, a moment later, wakes the provider, and what would be
-		// written now would be out of date by then.
-		return shell.Outcome{Hold: true, Result: reconcile.Result{RequeueAfter: finishingRetry}}, nil
-	}
-	if err := r.recordInventory(ctx, obj); err != nil {
-		logger.Error(err, "recording the clusterctl inventory")
-	}
-	return requeue, nil
+	desired, err := providerplan.Plan(facts)
+	synced, err := r.sync(ctx, obj, desired, request, err)
+	return r.fold(ctx, obj, desired, synced, err)
 }
 
-func (r *Reconciler) resyncInterval(obj v1alpha1.Provider) time.Duration {
-	interval := 10 * time.Minute
-	if i := obj.GetSpec().Interval; i != nil && i.Duration > 0 {
-		interval = i.Duration
-	}
-	if r.ResyncInterval > 0 && r.ResyncInterval < interval {
-		interval = r.ResyncInterval
-	}
-	return interval
+func objectName(obj v1alpha1.Provider) string {
+	return render.ObjectName(obj.ProviderType(), obj.GetName())
 }
 
-// finishingRetry is how soon a reconcile held while Flux finishes
-// (health.Observation.Finishing) looks again if Flux's second write is
-// not seen.
-const finishingRetry = time.Second
-
-// foldHealth reads the Flux objects and folds their conditions into
-// Installed, Available, installedVersion and fluxObjects. It tells whether
-// an applier is between the two writes that end Flux's reconcile
-// (health.Observation.Finishing): the fold is then a moment already past.
-func (r *Reconciler) foldHealth(ctx context.Context, obj v1alpha1.Provider, art *v1alpha1.ResolvedArtifact) (finishing bool) {
-	status := obj.GetStatus()
-	name := objectName(obj)
-	in := health.ProviderInput{
-		Generation:               obj.GetGeneration(),
-		DesiredVersion:           obj.GetSpec().Version,
-		PreviousInstalledVersion: status.InstalledVersion,
-		Suspended:                obj.GetSpec().Suspend,
-		PreviousFluxObjects:      status.FluxObjects,
-		Now:                      metav1.Now(),
+func namespaceOr(namespace, fallback string) string {
+	if namespace == "" {
+		return fallback
 	}
-	if art != nil {
-		// The OCIRepository is pinned by digest, so Flux reports the bare
-		// digest as its revision (tag@digest is for people).
-		in.ExpectedRevision = art.Digest
-	}
-	if obj.GetSpec().AdditionalManifests != nil && !isChart(obj) {
-		in.AdditionalSource, in.AdditionalApply, in.AdditionalRevision = r.observeAdditional(ctx, obj)
-	}
-	var repo sourcev1.OCIRepository
-	in.Source = observe(ctx, r.Client, obj.GetNamespace(), name, &repo, func() health.Observation { return health.ObserveOCIRepository(&repo) }, sourcev1.OCIRepositoryKind)
-	if isChart(obj) {
-		in.Apply = r.observeHelmRelease(ctx, obj.GetNamespace(), name)
-	} else {
-		var ks kustomizev1.Kustomization
-		in.Apply = observe(ctx, r.Client, obj.GetNamespace(), name, &ks, func() health.Observation { return health.ObserveKustomization(&ks) }, kustomizev1.KustomizationKind)
-	}
-	res := health.FoldProvider(in)
-	now := time.Now()
-	finishing = in.Apply.Finishing(now) || in.AdditionalApply.Finishing(now)
-	r.Timelines.observe(obj, in, now)
-	if res.Installed.Status == metav1.ConditionTrue {
-		r.Timelines.finish(obj, r.Kind.Name, log.FromContext(ctx), now)
-	}
-	conds := obj.GetConditions()
-	apimeta.SetStatusCondition(&conds, res.Installed)
-	apimeta.SetStatusCondition(&conds, res.Available)
-	obj.SetConditions(conds)
-	status.InstalledVersion = res.InstalledVersion
-	status.FluxObjects = res.FluxObjects
-	if res.Installed.Reason == v1alpha1.InstallFailedReason {
-		// Flux may have failed for want of the installer's permissions:
-		// its next attempt should find them restored.
-		r.installers.forget(obj.GetUID())
-	}
-	return finishing
+	return namespace
 }
 
-// observe gets a Flux object; a missing one is an observation too.
-func observe(ctx context.Context, c ctrl.Client, namespace, name string, obj ctrl.Object, fn func() health.Observation, kind string) health.Observation {
-	if err := c.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
-		return health.Observation{Kind: kind, Name: name, Namespace: namespace, Missing: true}
-	}
-	return fn()
+// additionalKey names the ExternalArtifact and Kustomization of
+// spec.additionalManifests.
+func additionalKey(obj v1alpha1.Provider) ctrl.ObjectKey {
+	return ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: render.AdditionalObjectName(obj.ProviderType(), obj.GetName())}
 }
 
-// observeAdditional observes the ExternalArtifact and Kustomization of
-// spec.additionalManifests, and the revision the controller stored.
-func (r *Reconciler) observeAdditional(ctx context.Context, obj v1alpha1.Provider) (source, apply health.Observation, revision string) {
-	name := render.AdditionalObjectName(obj.ProviderType(), obj.GetName())
-	var ea sourcev1.ExternalArtifact
-	source = observe(ctx, r.Client, obj.GetNamespace(), name, &ea, func() health.Observation { return health.ObserveExternalArtifact(&ea) }, sourcev1.ExternalArtifactKind)
-	if !source.Missing && ea.Status.Artifact != nil {
-		revision = ea.Status.Artifact.Revision
-	}
-	var ks kustomizev1.Kustomization
-	apply = observe(ctx, r.Client, obj.GetNamespace(), name, &ks, func() health.Observation { return health.ObserveKustomization(&ks) }, kustomizev1.KustomizationKind)
-	return source, apply, revision
+// additionalObjects are the Flux objects of spec.additionalManifests,
+// existing or not.
+func additionalObjects(obj v1alpha1.Provider) []ctrl.Object {
+	m := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: additionalKey(obj).Name}
+	return []ctrl.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &sourcev1.ExternalArtifact{ObjectMeta: m}}
+}
+
+// componentObjects are the Flux objects named after the provider, existing
+// or not: its OCIRepository and its Kustomization or HelmRelease.
+func componentObjects(obj v1alpha1.Provider) []ctrl.Object {
+	m := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: objectName(obj)}
+	return []ctrl.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &helmv2.HelmRelease{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: m}}
+}
+
+func isNoMatch(err error) bool {
+	var noKind *apimeta.NoKindMatchError
+	return apimeta.IsNoMatchError(err) || errors.As(err, &noKind)
 }

@@ -88,8 +88,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 	return b.Complete(r)
 }
 
-// coreProviderChanged passes what of a CoreProvider the preflight of the
-// other providers reads (checkCore): which core there is (creation,
+// coreProviderChanged passes what of a CoreProvider the checks of the
+// other providers read (their facts' Core): which core there is (creation,
 // deletion, its generation), its contract and whether that contract is
 // known. The status writes of the core's own install or upgrade, half a
 // dozen, wake no other provider.
@@ -136,6 +136,22 @@ func (r *Reconciler) allOfKind(ctx context.Context, _ ctrl.Object) []reconcile.R
 	var reqs []reconcile.Request
 	for _, p := range list.GetItems() {
 		reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Namespace: p.GetNamespace(), Name: p.GetName()}})
+	}
+	return reqs
+}
+
+// configMapProviders maps a ConfigMap to the providers of this kind in its
+// namespace that name it in spec.additionalManifests.
+func (r *Reconciler) configMapProviders(ctx context.Context, cm ctrl.Object) []reconcile.Request {
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, ctrl.InNamespace(cm.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, p := range list.GetItems() {
+		if ref := p.GetSpec().AdditionalManifests; ref != nil && ref.Name == cm.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Namespace: p.GetNamespace(), Name: p.GetName()}})
+		}
 	}
 	return reqs
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/conditions"
 	"github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/metrics"
@@ -21,7 +22,10 @@ type providerSteps struct{ r *Reconciler }
 
 var _ shell.Steps[v1alpha1.Provider] = providerSteps{}
 
-func (s providerSteps) Init(obj v1alpha1.Provider) { initConditions(obj) }
+func (s providerSteps) Init(obj v1alpha1.Provider) {
+	conditions.Init(obj, ownedConditions, v1alpha1.ReconcilingReason, !obj.GetDeletionTimestamp().IsZero(),
+		v1alpha1.DeletingCondition, v1alpha1.NotDeletingReason)
+}
 
 func (s providerSteps) Reconcile(ctx context.Context, obj v1alpha1.Provider, request string) (shell.Outcome, error) {
 	return s.r.reconcile(ctx, obj, request)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact/registrytest"
+	"github.com/capwright/capwright/internal/controller/shell"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
 // TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown checks what
@@ -31,12 +33,12 @@ func TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown(t *testing.T) {
 	writes := len(env.fluxWrites())
 	reg.Close()
 
-	res, perr := env.r.preflight(ctx, installed)
+	res, perr := preflight(ctx, env.r, installed)
 	if perr != nil {
 		t.Fatalf("preflight with the registry down refused the installed provider: %s: %s", perr.Reason, perr.Message)
 	}
-	if res.Digest != art.Digest || res.Artifact == nil {
-		t.Errorf("preflight went on with %s (artifact %v), want the installed %s", res.Digest, res.Artifact != nil, art.Digest)
+	if res.Digest != art.Digest || res.Checked == nil {
+		t.Errorf("preflight went on with %s (artifact %v), want the installed %s", res.Digest, res.Checked != nil, art.Digest)
 	}
 	c := condition(installed, v1alpha1.ArtifactResolvedCondition)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.RegistryUnreachableReason ||
@@ -59,7 +61,7 @@ func TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown(t *testing.T) {
 		r := env.r
 		restarted := &Reconciler{Client: r.Client, Reader: r.Reader, Kind: r.Kind, Kinds: r.Kinds, Fetcher: r.Fetcher, Cache: &ArtifactCache{}, Recorder: r.Recorder}
 		p := installed.DeepCopyObject().(v1alpha1.Provider)
-		res, perr := restarted.preflight(ctx, p)
+		res, perr := preflight(ctx, restarted, p)
 		if perr != nil || !res.Keep || res.Digest != art.Digest {
 			t.Fatalf("preflight = %+v, %+v; want the installed revision kept", res, perr)
 		}
@@ -83,7 +85,7 @@ func TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown(t *testing.T) {
 	t.Run("a version not installed yet waits for the registry", func(t *testing.T) {
 		upgrade := installed.DeepCopyObject().(v1alpha1.Provider)
 		upgrade.GetSpec().Version = "v1.14.3"
-		if _, perr := env.r.preflight(ctx, upgrade); perr == nil || perr.Reason != v1alpha1.ResolveFailedReason {
+		if _, perr := preflight(ctx, env.r, upgrade); perr == nil || perr.Reason != v1alpha1.ResolveFailedReason {
 			t.Errorf("preflight of v1.14.3 with the registry down = %+v, want ResolveFailed", perr)
 		}
 	})
@@ -93,7 +95,7 @@ func TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown(t *testing.T) {
 		moved := installed.DeepCopyObject().(v1alpha1.Provider)
 		moved.GetSpec().Source = ociSource("oci://" + other.Host + "/capwright/manifests/core-cluster-api")
 		moved.GetStatus().Artifact.URL = moved.GetSpec().Source.OCI.URL
-		if _, perr := env.r.preflight(ctx, moved); perr == nil || perr.Reason != v1alpha1.ResolveFailedReason || !strings.Contains(perr.Message, "not found") {
+		if _, perr := preflight(ctx, env.r, moved); perr == nil || perr.Reason != v1alpha1.ResolveFailedReason || !strings.Contains(perr.Message, "not found") {
 			t.Errorf("preflight with the tag gone = %+v, want ResolveFailed: not found", perr)
 		}
 	})
@@ -110,7 +112,7 @@ func TestARegistryThatDoesNotAnswerIsBoundedByTheRegistryTimeout(t *testing.T) {
 	env.r.RegistryTimeout = 300 * time.Millisecond
 
 	start := time.Now()
-	_, perr := env.r.preflight(context.Background(), p)
+	_, perr := preflight(context.Background(), env.r, p)
 	took := time.Since(start)
 	if perr == nil || perr.Reason != v1alpha1.ResolveFailedReason || !strings.Contains(perr.Message, "the registry did not answer within 300ms (the manager's --registry-timeout)") {
 		t.Fatalf("preflight against a registry that does not answer = %+v, want ResolveFailed naming the timeout", perr)
@@ -118,4 +120,18 @@ func TestARegistryThatDoesNotAnswerIsBoundedByTheRegistryTimeout(t *testing.T) {
 	if took > 10*time.Second {
 		t.Errorf("preflight took %s with a registry timeout of 300ms", took)
 	}
+}
+
+// preflight runs a reconcile's facts and plan and puts what they say on
+// obj as the fold does, without the Flux objects' health: the artifact
+// resolved, and the refusal (nil when the checks passed).
+func preflight(ctx context.Context, r *Reconciler, obj v1alpha1.Provider) (providerplan.Artifact, *shell.Refusal) {
+	facts := r.resolve(ctx, obj)
+	if r.fetchAhead(ctx, facts) {
+		facts = r.gather(ctx, facts)
+	}
+	d, err := providerplan.Plan(facts)
+	_, _ = r.fold(ctx, obj, d, synced{}, err)
+	refusal, _ := shell.AsRefusal(err)
+	return facts.Artifact, refusal
 }

@@ -35,15 +35,31 @@ func BenchmarkComponentsAnalysis(b *testing.B) {
 	}
 	b.Run("one decode per artifact", func(b *testing.B) {
 		for range b.N {
-			ask(&CheckedArtifact{ProviderArtifact: &artifact.ProviderArtifact{Components: data}, home: "capi-system"})
+			ask(NewCheckedArtifact(&artifact.ProviderArtifact{Components: data}, "capi-system"))
 		}
 	})
 	b.Run("later reconciles", func(b *testing.B) {
-		a := &CheckedArtifact{ProviderArtifact: &artifact.ProviderArtifact{Components: data}, home: "capi-system"}
+		a := NewCheckedArtifact(&artifact.ProviderArtifact{Components: data}, "capi-system")
 		ask(a)
 		b.ResetTimer()
 		for range b.N {
 			ask(a)
 		}
 	})
+}
+
+// BenchmarkPlan is a reconcile's plan of the real core provider once its
+// artifact is analysed (every later reconcile of it): the checks, run as
+// the controller runs them stage by stage, and the render.
+func BenchmarkPlan(b *testing.B) {
+	f := factsOf(b, core())
+	f.Artifact.Checked.Analyse()
+	for range b.N {
+		for _, s := range []Stage{Quick, CoreContract, Variables, AdditionalManifests} {
+			_ = Check(f, s)
+		}
+		if _, err := Plan(f); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"sync"
 
 	"github.com/fluxcd/pkg/apis/kustomize"
@@ -10,37 +9,14 @@ import (
 	"github.com/capwright/capwright/internal/clusterctl"
 )
 
-// ArtifactCache keeps checked provider artifacts by manifest digest, so a
-// resync resolves the tag (one small request) but does not download and
-// unpack the same artifact again. It is bounded by count and by bytes; the
-// oldest entries go first.
-type ArtifactCache struct {
-	// Max is the number of artifacts kept; default 32.
-	Max int
-	// MaxBytes bounds the bytes of the artifacts' files kept; default
-	// DefaultCacheBytes. The artifact just fetched is kept whatever its
-	// size (the fetch bounds it), alone if it must be.
-	MaxBytes int64
-
-	mu      sync.Mutex
-	entries map[string]*CheckedArtifact
-	order   []string
-	bytes   int64
-}
-
-// DefaultCacheBytes is the default byte bound of an ArtifactCache: one
-// artifact of the largest size the fetcher accepts by default, a small
-// share of the manager's memory limit, and room for dozens of real
-// provider releases (a core components file is about 1.2 MB).
-const DefaultCacheBytes = artifact.DefaultMaxArtifactSize
-
 // CheckedArtifact is a provider artifact that passed the layout checks,
-// with what preflight and render read from its components file. The file
+// with what the checks and render read from its components file. The file
 // is decoded once, on first use, and the answers are kept with the
 // artifact (not the decoded objects, which take many times the file's
 // size): a provider reconciles on every status change of its Flux objects,
 // and decoding a core components file — over a megabyte of YAML — takes
-// tens of milliseconds each time.
+// tens of milliseconds each time. Reading it does no I/O: a CLI that
+// fetched the artifact itself plans with it as the manager does.
 type CheckedArtifact struct {
 	*artifact.ProviderArtifact
 	// home is the namespace of the provider that fetched the artifact.
@@ -60,10 +36,25 @@ type CheckedArtifact struct {
 	patches    map[string]namespacePatches
 }
 
+// NewCheckedArtifact is pa, checked, as fetched for a provider in
+// namespace home (whose namespace patches it computes first).
+func NewCheckedArtifact(pa *artifact.ProviderArtifact, home string) *CheckedArtifact {
+	return &CheckedArtifact{ProviderArtifact: pa, home: home}
+}
+
 type namespacePatches struct {
 	patches []kustomize.Patch
 	err     error
 }
+
+// coreGroups are the API groups of the core provider's CRDs.
+var coreGroups = map[string]bool{
+	"cluster.x-k8s.io": true, "addons.cluster.x-k8s.io": true, "ipam.cluster.x-k8s.io": true, "runtime.cluster.x-k8s.io": true,
+}
+
+// Analyse decodes the components and answers every question now (the
+// manager does it while a reconcile goes on with the cheap checks).
+func (a *CheckedArtifact) Analyse() { _ = a.analyse("") }
 
 // analyse decodes the components once and answers every question, and
 // the namespace patches for namespace ("": home, the namespace of the
@@ -152,87 +143,9 @@ func (a *CheckedArtifact) NamespacePatches(namespace string) ([]kustomize.Patch,
 	return p.patches, p.err
 }
 
-// Fetch resolves ref and returns its checked artifact, downloading it only
-// when its digest is not cached.
-func (c *ArtifactCache) Fetch(ctx context.Context, f *artifact.Fetcher, ref artifact.Reference, access artifact.Access, providerType, name, version, namespace string) (*CheckedArtifact, error) {
-	digest, err := f.Resolve(ctx, ref, access)
-	if err != nil {
-		return nil, err
-	}
-	if ca := c.Cached(digest, providerType, name, version); ca != nil {
-		return ca, nil
-	}
-	key := cacheKey(digest, providerType, name, version)
-	// Fetch exactly what was resolved, even if the tag moves meanwhile.
-	pinned := ref
-	pinned.Digest = digest
-	fetched, err := f.Fetch(ctx, pinned, access)
-	if err != nil {
-		return nil, err
-	}
-	pa, err := artifact.CheckProviderArtifact(fetched, providerType, name, version)
-	if err != nil {
-		return nil, err
-	}
-	ca := c.put(key, &CheckedArtifact{ProviderArtifact: pa, home: namespace})
-	// Decode the components while the reconcile goes on with the cheap
-	// checks (or waits for the core provider).
-	go func() { _ = ca.analyse("") }()
-	return ca, nil
-}
-
-// Cached returns the checked artifact of digest for the provider and
-// version, nil if it is not cached.
-func (c *ArtifactCache) Cached(digest, providerType, name, version string) *CheckedArtifact {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.entries[cacheKey(digest, providerType, name, version)]
-}
-
-func cacheKey(digest, providerType, name, version string) string {
-	return digest + " " + providerType + "/" + name + "@" + version
-}
-
-// put keeps ca under key and returns the entry kept: one fetched at the
-// same time by another reconcile wins, so its analysis is shared.
-func (c *ArtifactCache) put(key string, ca *CheckedArtifact) *CheckedArtifact {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[string]*CheckedArtifact{}
-	}
-	if kept, ok := c.entries[key]; ok {
-		return kept
-	}
-	maxCount, maxBytes := c.Max, c.MaxBytes
-	if maxCount <= 0 {
-		maxCount = 32
-	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultCacheBytes
-	}
-	size := ca.size()
-	for len(c.order) > 0 && (len(c.order) >= maxCount || c.bytes+size > maxBytes) {
-		c.bytes -= c.entries[c.order[0]].size()
-		delete(c.entries, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.entries[key] = ca
-	c.order = append(c.order, key)
-	c.bytes += size
-	return ca
-}
-
-// Bytes is what the cached artifacts' files hold.
-func (c *ArtifactCache) Bytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.bytes
-}
-
-// size is the bytes of the artifact's files (the components, metadata and
+// Size is the bytes of the artifact's files (the components, metadata and
 // templates share them).
-func (a *CheckedArtifact) size() int64 {
+func (a *CheckedArtifact) Size() int64 {
 	var n int64
 	if a.Fetched != nil {
 		for _, f := range a.Fetched.Files {

@@ -1,0 +1,754 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/health"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
+	"github.com/capwright/capwright/internal/render"
+)
+
+// The facts stage: what the cluster and the registry say about a
+// provider, gathered for the plan. Nothing here decides; each stage of
+// facts is read only once the checks before it passed
+// (providerplan.Check), so a refused provider reads no more than it did.
+
+// resolve gathers the facts of the quick checks: the desired version's
+// artifact, found, fetched and checked (once per digest: the cache keeps
+// it), and what the downgrade and uniqueness checks read.
+func (r *Reconciler) resolve(ctx context.Context, obj v1alpha1.Provider) providerplan.Facts {
+	f := providerplan.Facts{Provider: obj, Kind: r.Kind.Name, Resync: r.resyncInterval(obj), Mirrors: r.Mirrors,
+		InsecureRegistries: r.InsecureRegistries, ArtifactStorage: r.Artifacts != nil}
+	if obj.GetSpec().Suspend {
+		return f
+	}
+	f.Artifact, f.Refusal = r.resolveArtifact(ctx, obj)
+	if f.Refusal != nil || f.Artifact.Keep || providerplan.CheckArtifact(f) != nil {
+		return f
+	}
+	if obj.GetStatus().InstalledVersion == "" {
+		f.SourcePins = r.sourcePins(ctx, obj, f.Artifact.Digest)
+		if !f.SourcePins {
+			v, err := r.inventoryVersion(ctx, obj)
+			if err != nil {
+				f.InventoryError = err.Error()
+			}
+			f.InventoryVersion = v
+		}
+	}
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list); err != nil {
+		f.OthersError = err.Error()
+	} else {
+		f.Others = list.GetItems()
+	}
+	return f
+}
+
+// fetchAhead writes the OCIRepository of a provider that nothing has been
+// applied from yet as soon as its artifact is resolved and the quick
+// checks passed, so that source-controller fetches the artifact while the
+// slower facts are gathered and checked (decoding the components, waiting
+// for the core provider's contract, for spec.dependsOn): the
+// Kustomization, written when every check passed, then finds its source
+// Ready instead of waiting for it. It tells whether the slower facts are
+// to be gathered (the quick checks passed).
+//
+// It is written ahead only while neither it nor its Kustomization or
+// HelmRelease exists, the applier read without the cache, which may not
+// have seen this controller's own last write yet: an upgrade, whose
+// applier exists, moves its source only after the checks, as before. It
+// refuses nothing: a failure is only logged, and the write after the
+// checks reports it.
+func (r *Reconciler) fetchAhead(ctx context.Context, f providerplan.Facts) bool {
+	repo, more := providerplan.Ahead(f)
+	if repo == nil {
+		return more
+	}
+	obj := f.Provider
+	key := ctrl.ObjectKeyFromObject(repo)
+	if err := r.Client.Get(ctx, key, &sourcev1.OCIRepository{}); !apierrors.IsNotFound(err) {
+		return true // written already (after the checks, or ahead)
+	}
+	var applier ctrl.Object = &kustomizev1.Kustomization{}
+	if isChart(obj) {
+		applier = &helmv2.HelmRelease{}
+	}
+	if err := r.Reader.Get(ctx, key, applier); !apierrors.IsNotFound(err) {
+		return true
+	}
+	owned := r.owned(obj)
+	err := apply.IfChanged(ctx, r.Client, r.Client, repo, apply.HashAnnotation, apply.FieldOwner, func(existing *unstructured.Unstructured) error {
+		return owned(existing, repo)
+	})
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("cannot have Flux fetch the artifact ahead of the checks", "error", err.Error())
+	}
+	return true
+}
+
+// gather reads the facts of the slower checks, each only once the checks
+// before it passed: the core provider's contract, the config Secret's
+// keys, the additional manifests packed, the dependencies' readiness,
+// and what of additional manifests is no longer wanted.
+func (r *Reconciler) gather(ctx context.Context, f providerplan.Facts) providerplan.Facts {
+	obj := f.Provider
+	spec := obj.GetSpec()
+	f.Core = r.core(ctx, obj)
+	if providerplan.Check(f, providerplan.CoreContract) != nil {
+		return f
+	}
+	if spec.ConfigSecret != nil && f.Artifact.Checked != nil && render.CheckConfigSecret(obj) == nil {
+		f.ConfigSecretKeys, f.ConfigSecretError = r.configSecretKeys(ctx, obj)
+	}
+	if providerplan.Check(f, providerplan.Variables) != nil {
+		return f
+	}
+	if spec.AdditionalManifests != nil && r.Artifacts != nil && render.CheckAdditionalManifests(obj) == nil {
+		f.AdditionalManifests, f.AdditionalManifestsError = r.packAdditional(ctx, obj)
+	}
+	if providerplan.Check(f, providerplan.AdditionalManifests) != nil {
+		return f
+	}
+	for _, dep := range spec.DependsOn {
+		d := providerplan.Dependency{Kind: dep.Kind, Namespace: namespaceOr(dep.Namespace, obj.GetNamespace()), Name: dep.Name}
+		if d.Kind == "" {
+			d.Kind = kustomizev1.KustomizationKind
+		}
+		d.Ready, d.Message = r.dependencyReady(ctx, d.Kind, ctrl.ObjectKey{Namespace: d.Namespace, Name: d.Name})
+		f.Dependencies = append(f.Dependencies, d)
+	}
+	if spec.AdditionalManifests == nil || isChart(obj) {
+		f.AdditionalLeft = r.additionalLeft(ctx, obj)
+	}
+	return f
+}
+
+// isChart tells a provider whose source is an OCI Helm chart.
+func isChart(obj v1alpha1.Provider) bool { return render.IsChart(obj) }
+
+// resyncInterval is how often the provider is looked at again: the
+// shorter of spec.interval and the manager's resync interval.
+func (r *Reconciler) resyncInterval(obj v1alpha1.Provider) time.Duration {
+	interval := 10 * time.Minute
+	if i := obj.GetSpec().Interval; i != nil && i.Duration > 0 {
+		interval = i.Duration
+	}
+	if r.ResyncInterval > 0 && r.ResyncInterval < interval {
+		interval = r.ResyncInterval
+	}
+	return interval
+}
+
+// resolveArtifact finds, fetches and checks the desired version's artifact.
+func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider) (providerplan.Artifact, *shell.Refusal) {
+	spec := obj.GetSpec()
+	url, err := catalog.ArtifactURL(obj, r.Mirrors)
+	if err != nil {
+		return providerplan.Artifact{}, unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0)
+	}
+	ref, err := artifact.ParseURL(url)
+	if err != nil {
+		return providerplan.Artifact{}, unresolved(v1alpha1.ResolveFailedReason, fmt.Sprintf("artifact URL %s: %v", url, err), 0)
+	}
+	ref.Tag = spec.Version
+	if spec.Source != nil && spec.Source.OCI != nil {
+		ref.Digest = spec.Source.OCI.Digest
+	}
+	if res, ok := r.recentlyResolved(obj, ref); ok {
+		return res, nil
+	}
+	res, refusal := r.fetchArtifact(ctx, obj, ref)
+	if refusal == nil {
+		r.Resolutions.put(obj, ref.String(), res.Digest, res.Unreachable, time.Now())
+	}
+	return res, refusal
+}
+
+// unresolved is a refusal of ArtifactResolved.
+func unresolved(reason, message string, retry time.Duration) *shell.Refusal {
+	return providerplan.Refusal(v1alpha1.ArtifactResolvedCondition, reason, message, retry)
+}
+
+// fetchArtifact asks the registry what ref names now and, for
+// components, fetches and checks the artifact (once per digest: the cache
+// keeps it). The registry has at most RegistryTimeout to answer. When it
+// cannot be reached, the revision installed for this spec stays, if there
+// is one (stillInstalled).
+func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, ref artifact.Reference) (providerplan.Artifact, *shell.Refusal) {
+	spec := obj.GetSpec()
+	timeout := r.registryTimeout()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	fail := func(what string, err error) *shell.Refusal {
+		msg := fmt.Sprintf("%s %s: %v", what, ref.String(), err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			msg += fmt.Sprintf("; the registry did not answer within %s (the manager's --registry-timeout)", timeout)
+		}
+		// Looked at again within a minute, sooner with a shorter interval.
+		return unresolved(fetchFailureReason(err), msg+accessHint(obj, err), min(time.Minute, r.resyncInterval(obj)))
+	}
+	access, err := r.registryAccess(ctx, obj)
+	if err != nil {
+		return providerplan.Artifact{}, unresolved(v1alpha1.AuthenticationFailedReason, err.Error(), 0)
+	}
+	if isChart(obj) {
+		// A chart is Helm's to read; the plan pins the digest the tag names.
+		digest, err := r.Fetcher.Resolve(ctx, ref, access)
+		if err != nil {
+			if res, ok := r.stillInstalled(ctx, obj, ref, err); ok {
+				return res, nil
+			}
+			return providerplan.Artifact{}, fail("chart", err)
+		}
+		return providerplan.Artifact{URL: ref.URL(), Tag: spec.Version, Digest: digest, Revision: spec.Version + "@" + digest}, nil
+	}
+	pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace())
+	if err != nil {
+		if res, ok := r.stillInstalled(ctx, obj, ref, err); ok {
+			return res, nil
+		}
+		return providerplan.Artifact{}, fail("artifact", err)
+	}
+	return providerplan.Artifact{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa}, nil
+}
+
+// DefaultRegistryTimeout bounds the registry's share of one reconcile when
+// the manager sets no RegistryTimeout.
+const DefaultRegistryTimeout = 2 * time.Minute
+
+func (r *Reconciler) registryTimeout() time.Duration {
+	if r.RegistryTimeout > 0 {
+		return r.RegistryTimeout
+	}
+	return DefaultRegistryTimeout
+}
+
+// stillInstalled is the revision checked and installed for the provider's
+// spec, when err says the registry cannot be reached to check it again
+// (artifact.Unreachable): Flux keeps running what it applied, so the
+// provider stays Ready with it, and the plan goes on with what was
+// checked then — or, when the components checked then are no longer
+// cached (a restarted manager), leaves the Flux objects as they are if
+// they pin that revision and it passed its checks (Keep). Not ok when the
+// registry did answer (a tag gone, access refused), or when the spec asks
+// for something other than what is installed.
+func (r *Reconciler) stillInstalled(ctx context.Context, obj v1alpha1.Provider, ref artifact.Reference, err error) (providerplan.Artifact, bool) {
+	spec, status := obj.GetSpec(), obj.GetStatus()
+	prev := status.Artifact
+	if !artifact.Unreachable(err) || prev == nil || status.InstalledVersion != spec.Version || prev.URL != ref.URL() ||
+		!strings.HasPrefix(prev.Revision, spec.Version+"@") || (ref.Digest != "" && ref.Digest != prev.Digest) {
+		return providerplan.Artifact{}, false
+	}
+	msg := fmt.Sprintf("cannot reach the registry to check %s again (%v); %s, checked when it was installed, stays installed, and the tag is checked again within %s",
+		ref.String(), err, prev.Revision, r.resyncInterval(obj))
+	if isChart(obj) {
+		return providerplan.Artifact{URL: prev.URL, Tag: spec.Version, Digest: prev.Digest, Revision: prev.Revision, Unreachable: msg}, true
+	}
+	pa := r.Cache.Cached(prev.Digest, obj.ProviderType(), obj.GetName(), spec.Version)
+	if pa == nil {
+		compatible := apimeta.FindStatusCondition(obj.GetConditions(), v1alpha1.CompatibleCondition)
+		if compatible == nil || compatible.Status != metav1.ConditionTrue || compatible.ObservedGeneration != obj.GetGeneration() ||
+			!r.sourcePins(ctx, obj, prev.Digest) {
+			return providerplan.Artifact{}, false
+		}
+		return providerplan.Artifact{URL: prev.URL, Tag: spec.Version, Digest: prev.Digest, Revision: prev.Revision, Contract: status.Contract,
+			Unreachable: msg, Keep: true}, true
+	}
+	return providerplan.Artifact{URL: prev.URL, Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa, Unreachable: msg}, true
+}
+
+// recentlyResolved is the result of resolving ref again when the
+// provider resolved it recently (Resolutions) and its artifact is cached.
+func (r *Reconciler) recentlyResolved(obj v1alpha1.Provider, ref artifact.Reference) (providerplan.Artifact, bool) {
+	digest, unreachable, ok := r.Resolutions.get(obj, ref.String(), r.resyncInterval(obj)/2, time.Now())
+	if !ok {
+		return providerplan.Artifact{}, false
+	}
+	version := obj.GetSpec().Version
+	if isChart(obj) {
+		return providerplan.Artifact{URL: ref.URL(), Tag: version, Digest: digest, Revision: version + "@" + digest, Unreachable: unreachable}, true
+	}
+	pa := r.Cache.Cached(digest, obj.ProviderType(), obj.GetName(), version)
+	if pa == nil {
+		return providerplan.Artifact{}, false
+	}
+	return providerplan.Artifact{URL: ref.URL(), Tag: version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa, Unreachable: unreachable}, true
+}
+
+func fetchFailureReason(err error) string {
+	var tooLarge *artifact.TooLargeError
+	var layout *artifact.LayoutError
+	var mismatch *artifact.DigestMismatchError
+	var auth *artifact.AuthError
+	switch {
+	case errors.As(err, &tooLarge):
+		return v1alpha1.ArtifactTooLargeReason
+	case errors.As(err, &layout):
+		return v1alpha1.ArtifactInvalidReason
+	case errors.As(err, &mismatch):
+		return v1alpha1.DigestMismatchReason
+	case errors.As(err, &auth):
+		return v1alpha1.AuthenticationFailedReason
+	default:
+		return v1alpha1.ResolveFailedReason
+	}
+}
+
+// sourcePins tells whether the provider's OCIRepository already pins
+// digest: what it installs is then what was resolved.
+func (r *Reconciler) sourcePins(ctx context.Context, obj v1alpha1.Provider, digest string) bool {
+	var repo sourcev1.OCIRepository
+	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, &repo); err != nil {
+		return false
+	}
+	return repo.Spec.Reference != nil && repo.Spec.Reference.Digest == digest
+}
+
+// inventory reads the provider's clusterctl inventory object; nil when
+// there is none (or no inventory CRD).
+func (r *Reconciler) inventory(ctx context.Context, obj v1alpha1.Provider) (*unstructured.Unstructured, error) {
+	inv := &unstructured.Unstructured{}
+	inv.SetGroupVersionKind(inventoryGVK)
+	err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: providerplan.InventoryName(obj)}, inv)
+	if apierrors.IsNotFound(err) || isNoMatch(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// inventoryVersion is the version clusterctl's inventory records for the
+// provider; "" when there is no inventory object.
+func (r *Reconciler) inventoryVersion(ctx context.Context, obj v1alpha1.Provider) (string, error) {
+	inv, err := r.inventory(ctx, obj)
+	if inv == nil || err != nil {
+		return "", err
+	}
+	v, _, _ := unstructured.NestedString(inv.Object, "version")
+	return v, nil
+}
+
+// core is what a non-core provider's checks read of the core provider.
+// What the core's preflight just read here (CorePreflights) comes first:
+// its status says it a moment later, and until then still holds the
+// contract of the version it is leaving. The wait is driven by the core's
+// preflight passing in this manager and by the core provider's status
+// changes, which the controller watches; nothing polls.
+func (r *Reconciler) core(ctx context.Context, obj v1alpha1.Provider) providerplan.Core {
+	if obj.ProviderType() == v1alpha1.CoreProviderType {
+		return providerplan.Core{}
+	}
+	var cores v1alpha1.CoreProviderList
+	if err := r.Client.List(ctx, &cores); err != nil {
+		return providerplan.Core{ListError: err.Error()}
+	}
+	if len(cores.Items) == 0 {
+		return providerplan.Core{}
+	}
+	// The oldest core provider is the one uniqueness keeps.
+	core := &cores.Items[0]
+	for i := range cores.Items {
+		if cores.Items[i].CreationTimestamp.Before(&core.CreationTimestamp) {
+			core = &cores.Items[i]
+		}
+	}
+	contract, known := r.CorePreflights.contract(core)
+	if !known {
+		contract, known = core.Status.Contract, coreContractKnown(core)
+	}
+	return providerplan.Core{Found: true, Namespace: core.Namespace, Name: core.Name, Version: core.Spec.Version, Contract: contract, Known: known}
+}
+
+// coreContractKnown tells whether the core provider's status.contract is
+// that of the version it is installing or runs: its preflight passed for
+// its current spec, or it is installed.
+func coreContractKnown(core *v1alpha1.CoreProvider) bool {
+	if core.Status.Contract == "" {
+		return false
+	}
+	compatible := apimeta.FindStatusCondition(core.Status.Conditions, v1alpha1.CompatibleCondition)
+	if compatible != nil && compatible.Status == metav1.ConditionTrue && compatible.ObservedGeneration == core.Generation {
+		return true
+	}
+	return apimeta.IsStatusConditionTrue(core.Status.Conditions, v1alpha1.InstalledCondition)
+}
+
+// configSecretKeys are the data keys of the spec.configSecret Secret
+// (never its values), or why it cannot be read.
+func (r *Reconciler) configSecretKeys(ctx context.Context, obj v1alpha1.Provider) ([]string, string) {
+	ns, name := obj.GetNamespace(), obj.GetSpec().ConfigSecret.Name
+	var secret corev1.Secret
+	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: ns, Name: name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Sprintf("spec.configSecret: Secret %s/%s does not exist; create it with the variables as data keys, or drop spec.configSecret", ns, name)
+		}
+		return nil, fmt.Sprintf("spec.configSecret: cannot read Secret %s/%s: %v", ns, name, err)
+	}
+	keys := make([]string, 0, len(secret.Data))
+	for k := range secret.Data {
+		keys = append(keys, k)
+	}
+	return keys, ""
+}
+
+// packAdditional reads the ConfigMap of spec.additionalManifests and packs
+// its objects into the artifact Flux will apply, or says why it cannot.
+func (r *Reconciler) packAdditional(ctx context.Context, obj v1alpha1.Provider) ([]byte, string) {
+	ref := obj.GetSpec().AdditionalManifests
+	source := fmt.Sprintf("ConfigMap %s/%s (spec.additionalManifests)", obj.GetNamespace(), ref.Name)
+	var cm corev1.ConfigMap
+	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Sprintf("%s does not exist; create it with the objects under data key %q, or drop spec.additionalManifests", source, render.AdditionalManifestsKey)
+		}
+		return nil, fmt.Sprintf("reading %s: %v", source, err)
+	}
+	manifests, ok := cm.Data[render.AdditionalManifestsKey]
+	if !ok {
+		return nil, fmt.Sprintf("%s has no data key %q; put the objects (multi-document YAML) under it", source, render.AdditionalManifestsKey)
+	}
+	packed, err := render.AdditionalManifests(source, manifests, obj.GetNamespace(), r.scope)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return packed, ""
+}
+
+// scope asks the API server (through the manager's REST mapper, which
+// refreshes when it misses a kind) whether a kind is namespaced.
+func (r *Reconciler) scope(gvk schema.GroupVersionKind) (namespaced, known bool) {
+	if r.RESTMapper == nil {
+		return false, false
+	}
+	m, err := r.RESTMapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return false, false
+	}
+	return m.Scope.Name() == apimeta.RESTScopeNameNamespace, true
+}
+
+// dependencyReady tells whether a Flux object of spec.dependsOn is Ready
+// for its current generation, and why not.
+func (r *Reconciler) dependencyReady(ctx context.Context, kind string, key ctrl.ObjectKey) (bool, string) {
+	var obs health.Observation
+	switch kind {
+	case helmv2.HelmReleaseKind:
+		var hr helmv2.HelmRelease
+		if err := r.Client.Get(ctx, key, &hr); err != nil {
+			return false, err.Error()
+		}
+		obs = health.ObserveHelmRelease(&hr)
+	default:
+		var ks kustomizev1.Kustomization
+		if err := r.Client.Get(ctx, key, &ks); err != nil {
+			return false, err.Error()
+		}
+		obs = health.ObserveKustomization(&ks)
+	}
+	ready, msg, _ := providerplan.DependencyReady(obs)
+	return ready, msg
+}
+
+// additionalLeft are the Flux objects of additional manifests the
+// provider controls and no longer asks for, as read; one already being
+// deleted is left to its finalizers.
+func (r *Reconciler) additionalLeft(ctx context.Context, obj v1alpha1.Provider) []providerplan.AdditionalObject {
+	var left []providerplan.AdditionalObject
+	for _, o := range additionalObjects(obj) {
+		if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o); err != nil {
+			continue
+		}
+		if render.ControlledBy(o, obj.GetUID()) && o.GetDeletionTimestamp().IsZero() {
+			left = append(left, o)
+		}
+	}
+	return left
+}
+
+// Resolutions remember, per provider, the digest its tag resolved to.
+// A provider reconciles on every status change of its Flux objects — a
+// dozen times or more per install — and asking the registry each time
+// would put a registry round trip before every fold (and count against
+// registry rate limits). The tag is resolved again when the spec changes
+// (a new generation), on a reconcile request (reconcile.fluxcd.io/
+// requestedAt), and at least every half resync interval, so a moved tag is
+// still noticed within the resync interval.
+type Resolutions struct {
+	mu sync.Mutex
+	m  map[types.UID]resolution
+}
+
+type resolution struct {
+	generation int64
+	request    string
+	ref        string
+	digest     string
+	// unreachable is why the registry could not be asked, when digest is
+	// the installed one (PreflightResult.Unreachable).
+	unreachable string
+	at          time.Time
+}
+
+// get returns the digest ref resolved to for the provider's current
+// generation and reconcile request, if it was resolved within maxAge, and
+// why the registry could not be asked when the digest is the installed one.
+func (r *Resolutions) get(obj v1alpha1.Provider, ref string, maxAge time.Duration, now time.Time) (digest, unreachable string, ok bool) {
+	if r == nil {
+		return "", "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, ok := r.m[obj.GetUID()]
+	if !ok || res.generation != obj.GetGeneration() || res.request != obj.GetAnnotations()[meta.ReconcileRequestAnnotation] ||
+		res.ref != ref || now.Sub(res.at) >= maxAge {
+		return "", "", false
+	}
+	return res.digest, res.unreachable, true
+}
+
+// put records that ref resolved to digest, or that the registry could not
+// be reached (unreachable says why) and digest is the installed one.
+func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest, unreachable string, now time.Time) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[types.UID]resolution{}
+	}
+	r.m[obj.GetUID()] = resolution{generation: obj.GetGeneration(), request: obj.GetAnnotations()[meta.ReconcileRequestAnnotation],
+		ref: ref, digest: digest, unreachable: unreachable, at: now}
+}
+
+// forget drops the provider's resolution (it is deleted).
+func (r *Resolutions) forget(obj v1alpha1.Provider) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, obj.GetUID())
+}
+
+// ArtifactCache keeps checked provider artifacts by manifest digest, so a
+// resync resolves the tag (one small request) but does not download and
+// unpack the same artifact again. It is bounded by count and by bytes; the
+// oldest entries go first.
+type ArtifactCache struct {
+	// Max is the number of artifacts kept; default 32.
+	Max int
+	// MaxBytes bounds the bytes of the artifacts' files kept; default
+	// DefaultCacheBytes. The artifact just fetched is kept whatever its
+	// size (the fetch bounds it), alone if it must be.
+	MaxBytes int64
+
+	mu      sync.Mutex
+	entries map[string]*CheckedArtifact
+	order   []string
+	bytes   int64
+}
+
+// DefaultCacheBytes is the default byte bound of an ArtifactCache: one
+// artifact of the largest size the fetcher accepts by default, a small
+// share of the manager's memory limit, and room for dozens of real
+// provider releases (a core components file is about 1.2 MB).
+const DefaultCacheBytes = artifact.DefaultMaxArtifactSize
+
+// CheckedArtifact is a checked provider artifact, with the analysis of
+// its components kept with it (providerplan.CheckedArtifact).
+type CheckedArtifact = providerplan.CheckedArtifact
+
+// Fetch resolves ref and returns its checked artifact, downloading it only
+// when its digest is not cached.
+func (c *ArtifactCache) Fetch(ctx context.Context, f *artifact.Fetcher, ref artifact.Reference, access artifact.Access, providerType, name, version, namespace string) (*CheckedArtifact, error) {
+	digest, err := f.Resolve(ctx, ref, access)
+	if err != nil {
+		return nil, err
+	}
+	if ca := c.Cached(digest, providerType, name, version); ca != nil {
+		return ca, nil
+	}
+	key := cacheKey(digest, providerType, name, version)
+	// Fetch exactly what was resolved, even if the tag moves meanwhile.
+	pinned := ref
+	pinned.Digest = digest
+	fetched, err := f.Fetch(ctx, pinned, access)
+	if err != nil {
+		return nil, err
+	}
+	pa, err := artifact.CheckProviderArtifact(fetched, providerType, name, version)
+	if err != nil {
+		return nil, err
+	}
+	ca := c.put(key, providerplan.NewCheckedArtifact(pa, namespace))
+	// Decode the components while the reconcile goes on with the cheap
+	// checks (or waits for the core provider).
+	go ca.Analyse()
+	return ca, nil
+}
+
+// Cached returns the checked artifact of digest for the provider and
+// version, nil if it is not cached.
+func (c *ArtifactCache) Cached(digest, providerType, name, version string) *CheckedArtifact {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[cacheKey(digest, providerType, name, version)]
+}
+
+func cacheKey(digest, providerType, name, version string) string {
+	return digest + " " + providerType + "/" + name + "@" + version
+}
+
+// put keeps ca under key and returns the entry kept: one fetched at the
+// same time by another reconcile wins, so its analysis is shared.
+func (c *ArtifactCache) put(key string, ca *CheckedArtifact) *CheckedArtifact {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]*CheckedArtifact{}
+	}
+	if kept, ok := c.entries[key]; ok {
+		return kept
+	}
+	maxCount, maxBytes := c.Max, c.MaxBytes
+	if maxCount <= 0 {
+		maxCount = 32
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheBytes
+	}
+	size := ca.Size()
+	for len(c.order) > 0 && (len(c.order) >= maxCount || c.bytes+size > maxBytes) {
+		c.bytes -= c.entries[c.order[0]].Size()
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.entries[key] = ca
+	c.order = append(c.order, key)
+	c.bytes += size
+	return ca
+}
+
+// Bytes is what the cached artifacts' files hold.
+func (c *ArtifactCache) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
+// CorePreflights hands what a core provider's preflight established to
+// the other providers' preflight (checkCore) within the manager, the
+// moment it passes: the other providers wait for the contract of the core
+// that is going to run, and without this they would learn it only from
+// the core's status, written after the core's installer and Flux objects
+// — some 60 ms later on a first install, a serialization the guarantee
+// does not ask for. The core's status stays the durable record: after a
+// restart, or for a generation no preflight here passed, checkCore reads
+// it as before.
+type CorePreflights struct {
+	mu     sync.Mutex
+	passed map[types.UID]corePassed
+	wake   []chan event.GenericEvent
+}
+
+// corePassed is the generation of a core provider whose preflight passed
+// and the contract it read.
+type corePassed struct {
+	generation int64
+	contract   string
+}
+
+// NewCorePreflights returns an empty record.
+func NewCorePreflights() *CorePreflights {
+	return &CorePreflights{passed: map[types.UID]corePassed{}}
+}
+
+// pass records that core's preflight passed for its current generation
+// with contract, and wakes the other kinds' providers when that is news.
+func (c *CorePreflights) pass(core v1alpha1.Provider, contract string) {
+	if c == nil || contract == "" {
+		return
+	}
+	now := corePassed{generation: core.GetGeneration(), contract: contract}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.passed[core.GetUID()] == now {
+		return
+	}
+	c.passed[core.GetUID()] = now
+	for _, ch := range c.wake {
+		// The providers of that kind are woken already when the buffer
+		// is full; the core's status wakes them in any case.
+		select {
+		case ch <- event.GenericEvent{Object: core.DeepCopyObject().(*v1alpha1.CoreProvider)}:
+		default:
+		}
+	}
+}
+
+// forget drops a core provider whose preflight refused it, or that is
+// being deleted; a provider of another kind is not recorded.
+func (c *CorePreflights) forget(core v1alpha1.Provider) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.passed, core.GetUID())
+}
+
+// contract returns the contract the core's preflight read for the
+// generation it has now, if it passed here.
+func (c *CorePreflights) contract(core *v1alpha1.CoreProvider) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.passed[core.UID]
+	if !ok || p.generation != core.Generation {
+		return "", false
+	}
+	return p.contract, true
+}
+
+// source wakes every provider of a non-core kind (h) when a core
+// provider's preflight passes.
+func (c *CorePreflights) source(h handler.EventHandler) source.Source {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan event.GenericEvent, 8)
+	c.wake = append(c.wake, ch)
+	return source.Channel(ch, h)
+}

@@ -1,0 +1,484 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/health"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
+	"github.com/capwright/capwright/internal/render"
+)
+
+// The sync stage: what the plan wants, written (apply.Syncer: in order,
+// each object only if it changed, someone else's never), and the Flux
+// objects read back for the fold. It is the only stage that writes; after
+// it only the shell writes the provider's status.
+
+// synced is what the sync observed, for the fold.
+type synced struct {
+	// in is the health of the Flux objects as read after the writes; nil
+	// when a write failed, and the fold then leaves their health as it
+	// was.
+	in  *health.ProviderInput
+	now time.Time
+}
+
+// sync writes what the plan wants, given its refusal (err):
+//   - suspended: spec.suspend is carried to the existing Flux objects;
+//   - refused, or kept (the registry is down and the checked artifact is
+//     not at hand): nothing new is written; what Flux installed before
+//     stays, and so do the additional manifests it was given;
+//   - otherwise the installer, the Flux objects (passing a reconcile
+//     request on) and the additional manifests, what is no longer wanted
+//     pruned, Flux nudged where it waits for dependencies Ready now, and
+//     last clusterctl's inventory.
+func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, request string, err error) (synced, error) {
+	logger := log.FromContext(ctx)
+	syncer := apply.Syncer{Client: r.Client, Reader: r.Reader, Artifacts: r.Artifacts}
+	refusal, refused := shell.AsRefusal(err)
+	switch {
+	case d.Suspend:
+		if err := r.suspend(ctx, obj); err != nil {
+			return synced{}, err
+		}
+		return r.observed(obj, d, syncer.Observe(ctx, d.Sync.Observe)), nil
+	case refused && refusal.Condition != v1alpha1.InstalledCondition:
+		logger.Info("preflight refused the provider", "reason", refusal.Reason, "message", refusal.Message)
+		// A core refused now (its config Secret or a dependency changed,
+		// the generation did not) no longer vouches for its contract.
+		r.CorePreflights.forget(obj)
+		if err := r.restoreAdditional(ctx, obj); err != nil {
+			logger.Error(err, "serving the additional manifests again")
+		}
+		return r.observed(obj, d, syncer.Observe(ctx, d.Sync.Observe)), err
+	}
+	r.Timelines.mark(obj, stepPreflight, time.Now())
+	if d.Keep {
+		// The Flux objects stay as they are, pinned to what was checked.
+		if err := r.restoreAdditional(ctx, obj); err != nil {
+			logger.Error(err, "serving the additional manifests again")
+		}
+		return r.observed(obj, d, syncer.Observe(ctx, d.Sync.Observe)), nil
+	}
+	if obj.ProviderType() == v1alpha1.CoreProviderType {
+		r.CorePreflights.pass(obj, d.Status.Contract)
+	}
+	if err != nil {
+		return synced{}, err // the Flux objects cannot be rendered
+	}
+
+	want := d.Sync
+	want.Owned, want.Request = r.owned(obj), request
+	installer, fresh := r.installerFresh(obj, want.Writes, d.Resync)
+	if !fresh {
+		if err := r.writeInstaller(ctx, syncer, want); err != nil {
+			return synced{}, err
+		}
+	}
+	want.Writes = slices.DeleteFunc(slices.Clone(want.Writes), func(w apply.Write) bool { return w.Uncached })
+	res, err := syncer.Sync(ctx, want)
+	if err != nil && res.Observed == nil {
+		return synced{}, err
+	}
+	if err != nil {
+		// Only asking Flux to look again failed (the objects were
+		// written and read back): the next change asks again.
+		logger.Error(err, "nudging a Kustomization whose dependencies are Ready")
+	}
+	if len(res.Conflicts) > 0 {
+		// The first object in the way: nothing after it was written.
+		return synced{}, fmt.Errorf("%s", res.Conflicts[slices.Sorted(maps.Keys(res.Conflicts))[0]])
+	}
+	if !d.Additional && r.Artifacts != nil {
+		key := additionalKey(obj)
+		if err := r.Artifacts.Remove(sourcev1.ExternalArtifactKind, key.Namespace, key.Name); err != nil {
+			return synced{}, err
+		}
+	}
+	r.Timelines.mark(obj, stepWritten, time.Now())
+	if !fresh {
+		r.installers.done(obj.GetUID(), installer)
+	}
+	s := r.observed(obj, d, res.Observed)
+	if !s.finishing() {
+		if err := r.recordInventory(ctx, obj, health.FoldProvider(*s.in).InstalledVersion, d.Resync); err != nil {
+			logger.Error(err, "recording the clusterctl inventory")
+		}
+	}
+	return s, nil
+}
+
+// owned refuses an existing object Capwright did not create for the
+// provider: a Flux object or ServiceAccount not under its controller
+// reference, a ClusterRoleBinding without its labels.
+func (r *Reconciler) owned(obj v1alpha1.Provider) func(*unstructured.Unstructured, ctrl.Object) error {
+	return func(existing *unstructured.Unstructured, desired ctrl.Object) error {
+		ours := render.ControlledBy(existing, render.ControllerUID(desired))
+		if existing.GetKind() == "ClusterRoleBinding" {
+			ours = isInstallerBindingOf(existing, obj, r.Kind.Name)
+		}
+		if ours {
+			return nil
+		}
+		return fmt.Errorf("%s %s exists and was not created by Capwright for this provider; rename or delete it", existing.GetKind(), apply.ObjectRef(existing))
+	}
+}
+
+// The installer's permissions: the controller writes each provider's
+// ServiceAccount (the core group's serviceaccounts, see the tenant
+// controller's markers) and its ClusterRoleBinding, and may bind the
+// installer role and no other (bind by name: it does not hold what the
+// role grants). The admission policy of manifests/rbac holds the
+// bindings it writes to that role and to providers' ServiceAccounts.
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;create;patch;update;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=capwright-provider-installer
+
+// installerFresh tells whether the installer's identity (the uncached
+// writes: render.ProviderInstaller) was found or applied as it is wanted
+// less than half a resync interval ago, and its key. Both objects are
+// read uncached (the controller keeps no informer of ServiceAccounts or
+// ClusterRoleBindings for this), so what was found or applied is
+// remembered and read again only each half resync interval, when it
+// changes, or after Flux failed to install (someone may have removed it).
+func (r *Reconciler) installerFresh(obj v1alpha1.Provider, writes []apply.Write, resync time.Duration) (string, bool) {
+	var hashes []string
+	for _, w := range writes {
+		if !w.Uncached {
+			continue
+		}
+		u, err := apply.AsApplied(w.Object, apply.HashAnnotation)
+		if err != nil {
+			return "", false // the write reports it
+		}
+		hashes = append(hashes, u.GetAnnotations()[apply.HashAnnotation])
+	}
+	key := strings.Join(hashes, "/")
+	return key, r.installers.fresh(obj.GetUID(), key, resync/2)
+}
+
+// writeInstaller writes the installer's identity (the uncached writes),
+// before the Flux objects that name it, so Flux's first attempt already
+// has its permissions. Its two objects are written side by side: a
+// binding names its subject, which need not exist yet, and each is a read
+// and a write on a first install, on the way to the Flux objects.
+func (r *Reconciler) writeInstaller(ctx context.Context, syncer apply.Syncer, want apply.Desired) error {
+	var g errgroup.Group
+	for _, w := range want.Writes {
+		if !w.Uncached {
+			continue
+		}
+		g.Go(func() error {
+			res, err := syncer.Sync(ctx, apply.Desired{Writes: []apply.Write{w}, Owned: want.Owned})
+			if err != nil {
+				return err
+			}
+			for _, conflict := range res.Conflicts {
+				return errors.New(conflict)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// isInstallerBindingOf tells whether a ClusterRoleBinding is the one
+// Capwright wrote for the provider: it carries the provider's kind, name
+// and namespace.
+func isInstallerBindingOf(o ctrl.Object, p v1alpha1.Provider, kind string) bool {
+	l := o.GetLabels()
+	return l[v1alpha1.ProviderKindLabel] == kind && l[v1alpha1.ProviderNameLabel] == p.GetName() &&
+		l[v1alpha1.ProviderNamespaceLabel] == p.GetNamespace()
+}
+
+// observed is the fold's input from the Flux objects read: the health of
+// the source and applier, and of the additional manifests' objects.
+func (r *Reconciler) observed(obj v1alpha1.Provider, d providerplan.Desired, observed apply.Observed) synced {
+	spec, status := obj.GetSpec(), obj.GetStatus()
+	in := health.ProviderInput{
+		Generation:               obj.GetGeneration(),
+		DesiredVersion:           spec.Version,
+		PreviousInstalledVersion: status.InstalledVersion,
+		Suspended:                spec.Suspend,
+		PreviousFluxObjects:      status.FluxObjects,
+		Now:                      metav1.Now(),
+	}
+	art := status.Artifact
+	if d.Status.Artifact != nil {
+		art = d.Status.Artifact
+	}
+	if art != nil {
+		// The OCIRepository is pinned by digest, so Flux reports the bare
+		// digest as its revision (tag@digest is for people).
+		in.ExpectedRevision = art.Digest
+	}
+	ns, name := obj.GetNamespace(), objectName(obj)
+	in.Source = observation(observed, sourcev1.OCIRepositoryKind, ns, name)
+	if isChart(obj) {
+		in.Apply = observation(observed, helmv2.HelmReleaseKind, ns, name)
+	} else {
+		in.Apply = observation(observed, kustomizev1.KustomizationKind, ns, name)
+	}
+	if spec.AdditionalManifests != nil && !isChart(obj) {
+		extra := additionalKey(obj).Name
+		in.AdditionalSource = observation(observed, sourcev1.ExternalArtifactKind, ns, extra)
+		in.AdditionalApply = observation(observed, kustomizev1.KustomizationKind, ns, extra)
+		if ea, ok := observed.Get(sourcev1.ExternalArtifactKind, ns, extra).(*sourcev1.ExternalArtifact); ok && ea.Status.Artifact != nil {
+			in.AdditionalRevision = ea.Status.Artifact.Revision
+		}
+	}
+	return synced{in: &in, now: time.Now()}
+}
+
+// finishing tells whether an applier is between the two writes that end
+// Flux's reconcile (health.Observation.Finishing): what the fold makes of
+// it is then a moment already past.
+func (s synced) finishing() bool {
+	return s.in != nil && (s.in.Apply.Finishing(s.now) || s.in.AdditionalApply.Finishing(s.now))
+}
+
+// observation is a Flux object as read; a missing one is an observation
+// too.
+func observation(observed apply.Observed, kind, namespace, name string) health.Observation {
+	switch o := observed.Get(kind, namespace, name).(type) {
+	case *sourcev1.OCIRepository:
+		return health.ObserveOCIRepository(o)
+	case *kustomizev1.Kustomization:
+		return health.ObserveKustomization(o)
+	case *helmv2.HelmRelease:
+		return health.ObserveHelmRelease(o)
+	case *sourcev1.ExternalArtifact:
+		return health.ObserveExternalArtifact(o)
+	}
+	return health.Observation{Kind: kind, Name: name, Namespace: namespace, Missing: true}
+}
+
+// suspend carries spec.suspend to the existing Flux objects.
+func (r *Reconciler) suspend(ctx context.Context, obj v1alpha1.Provider) error {
+	// An ExternalArtifact has no suspend: suspended() skips it.
+	for _, o := range append(componentObjects(obj), additionalObjects(obj)...) {
+		if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o); err != nil {
+			continue
+		}
+		if suspended(o) {
+			continue
+		}
+		patch := ctrl.MergeFrom(o.DeepCopyObject().(ctrl.Object))
+		setSuspend(o)
+		if err := r.Client.Patch(ctx, o, patch, ctrl.FieldOwner(apply.FieldOwner)); err != nil {
+			return fmt.Errorf("suspending %s/%s: %w", o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func suspended(o ctrl.Object) bool {
+	switch v := o.(type) {
+	case *sourcev1.OCIRepository:
+		return v.Spec.Suspend
+	case *kustomizev1.Kustomization:
+		return v.Spec.Suspend
+	case *helmv2.HelmRelease:
+		return v.Spec.Suspend
+	}
+	return true
+}
+
+func setSuspend(o ctrl.Object) {
+	switch v := o.(type) {
+	case *sourcev1.OCIRepository:
+		v.Spec.Suspend = true
+	case *kustomizev1.Kustomization:
+		v.Spec.Suspend = true
+	case *helmv2.HelmRelease:
+		v.Spec.Suspend = true
+	}
+}
+
+// restoreAdditional serves again the additional manifests Flux was last
+// given, when the artifact storage lost them (a new manager pod starts
+// with an empty volume) and the checks cannot pass to store them (the
+// registry is down, say): the artifact the ExternalArtifact points
+// kustomize-controller at is packed again from the ConfigMap, if the
+// ConfigMap still packs to that very digest. Anything newer waits for
+// the checks.
+func (r *Reconciler) restoreAdditional(ctx context.Context, obj v1alpha1.Provider) error {
+	if obj.GetSpec().AdditionalManifests == nil || r.Artifacts == nil || isChart(obj) {
+		return nil
+	}
+	key := additionalKey(obj)
+	var ea sourcev1.ExternalArtifact
+	if err := r.Client.Get(ctx, key, &ea); err != nil {
+		return ctrl.IgnoreNotFound(err)
+	}
+	served := ea.Status.Artifact
+	if served == nil || !render.ControlledBy(&ea, obj.GetUID()) || r.Artifacts.Exists(*served) {
+		return nil
+	}
+	if render.CheckAdditionalManifests(obj) != nil {
+		return nil // the plan says why
+	}
+	packed, problem := r.packAdditional(ctx, obj)
+	if problem != "" {
+		return nil // the ConfigMap no longer packs: the plan says why
+	}
+	art, err := r.Artifacts.Artifact(sourcev1.ExternalArtifactKind, key.Namespace, key.Name, packed, time.Now())
+	if err != nil || art.Digest != served.Digest || art.Path != served.Path {
+		return err
+	}
+	return r.Artifacts.Store(art, packed)
+}
+
+// RestoreAdditional is the artifact server's Storage.Restore: asked for
+// an artifact of an ExternalArtifact this replica does not hold (another
+// replica stored it, or a restart emptied the storage), it packs it again
+// from the ConfigMap of the provider that controls it, if that still packs
+// to the digest the ExternalArtifact points at (restoreAdditional).
+// reconcilers are the provider kinds' reconcilers.
+func RestoreAdditional(reconcilers ...*Reconciler) func(ctx context.Context, kind, namespace, name string) error {
+	return func(ctx context.Context, kind, namespace, name string) error {
+		if kind != strings.ToLower(sourcev1.ExternalArtifactKind) || len(reconcilers) == 0 {
+			return fmt.Errorf("no artifacts of %s are stored", kind)
+		}
+		var ea sourcev1.ExternalArtifact
+		if err := reconcilers[0].Client.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: name}, &ea); err != nil {
+			return err
+		}
+		owner := metav1.GetControllerOf(&ea)
+		if owner == nil {
+			return fmt.Errorf("ExternalArtifact %s/%s has no controller", namespace, name)
+		}
+		for _, r := range reconcilers {
+			if r.Kind.Name != owner.Kind || owner.APIVersion != v1alpha1.GroupVersion.String() {
+				continue
+			}
+			obj := r.Kind.NewObject()
+			if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: owner.Name}, obj); err != nil {
+				return err
+			}
+			return r.restoreAdditional(ctx, obj)
+		}
+		return fmt.Errorf("ExternalArtifact %s/%s is controlled by %s %s, not by a provider", namespace, name, owner.Kind, owner.Name)
+	}
+}
+
+// inventoryGVK is clusterctl's inventory kind: one Provider object per
+// installed provider, which `clusterctl describe`, `clusterctl move` and
+// `clusterctl upgrade plan` read.
+var inventoryGVK = schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "Provider"}
+
+// clusterctlTypes maps provider types to the inventory's type names.
+var clusterctlTypes = map[string]string{
+	v1alpha1.CoreProviderType:             "CoreProvider",
+	v1alpha1.BootstrapProviderType:        "BootstrapProvider",
+	v1alpha1.ControlPlaneProviderType:     "ControlPlaneProvider",
+	v1alpha1.InfrastructureProviderType:   "InfrastructureProvider",
+	v1alpha1.IPAMProviderType:             "IPAMProvider",
+	v1alpha1.RuntimeExtensionProviderType: "RuntimeExtensionProvider",
+	v1alpha1.AddonProviderType:            "AddonProvider",
+}
+
+// recordInventory keeps the clusterctl inventory object of an installed
+// provider in step with its installed version, the last write of a sync:
+// version is what the Flux objects just read show installed.
+func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider, version string, resync time.Duration) error {
+	if version == "" {
+		return nil
+	}
+	name := providerplan.InventoryName(obj)
+	want := &unstructured.Unstructured{}
+	want.SetGroupVersionKind(inventoryGVK)
+	want.SetNamespace(obj.GetNamespace())
+	want.SetName(name)
+	want.SetLabels(map[string]string{
+		clusterctl.LabelProvider:   name,
+		clusterctl.LabelClusterctl: "",
+		v1alpha1.ProviderKindLabel: r.Kind.Name,
+		v1alpha1.ProviderNameLabel: obj.GetName(),
+	})
+	want.Object["providerName"] = obj.GetName()
+	want.Object["type"] = clusterctlTypes[obj.ProviderType()]
+	want.Object["version"] = version
+
+	// The inventory is read as unstructured, which the manager's client
+	// does not cache: every read is a request to the API server. A
+	// provider reconciles on every status change of its Flux objects, a
+	// dozen times or more per upgrade, so what was recorded is remembered
+	// and read again only every half resync interval (someone else may
+	// have changed it), or when the version moves.
+	if r.inventories.fresh(obj.GetUID(), version, resync/2) {
+		return nil
+	}
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(inventoryGVK)
+	err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
+	switch {
+	case apimeta.IsNoMatchError(err):
+		return fmt.Errorf("the clusterctl inventory CRD (providers.clusterctl.cluster.x-k8s.io) is not installed; install manifests/clusterctl: %w", err)
+	case err == nil && apply.Subset(want.Object, existing.Object):
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	default:
+		if err := r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(apply.FieldOwner), ctrl.ForceOwnership); err != nil {
+			return err
+		}
+	}
+	r.inventories.done(obj.GetUID(), version)
+	return nil
+}
+
+// recentChecks remembers, per provider, what an object outside the
+// manager's cache (the clusterctl inventory, the installer's
+// ServiceAccount and ClusterRoleBinding) was last found or written to
+// hold, and when. A provider reconciles on every status change of its
+// Flux objects, a dozen times or more per install; each would otherwise
+// be a read from the API server.
+type recentChecks struct {
+	m sync.Map // types.UID → recentCheck
+}
+
+type recentCheck struct {
+	key string
+	at  time.Time
+}
+
+// fresh tells whether the provider's object was found holding key less
+// than maxAge ago.
+func (c *recentChecks) fresh(uid types.UID, key string, maxAge time.Duration) bool {
+	v, ok := c.m.Load(uid)
+	if !ok {
+		return false
+	}
+	rec := v.(recentCheck)
+	return rec.key == key && time.Since(rec.at) < maxAge
+}
+
+// done records that the provider's object holds key now.
+func (c *recentChecks) done(uid types.UID, key string) {
+	c.m.Store(uid, recentCheck{key: key, at: time.Now()})
+}
+
+// forget makes the next check read the object again.
+func (c *recentChecks) forget(uid types.UID) { c.m.Delete(uid) }
