@@ -12,7 +12,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
@@ -41,7 +40,7 @@ import (
 // with every variable substituted, and the Cluster it serves.
 type ContractInput struct {
 	// Owner is the contract object; Kind is its kind.
-	Owner ctrl.Object
+	Owner Object
 	Kind  string
 	// Cluster is the owning Cluster's name.
 	Cluster string
@@ -60,8 +59,8 @@ type ContractObjects struct {
 }
 
 // Objects lists them, source first.
-func (c *ContractObjects) Objects() []ctrl.Object {
-	out := []ctrl.Object{c.Source}
+func (c *ContractObjects) Objects() []Object {
+	out := []Object{c.Source}
 	if c.HelmRelease != nil {
 		out = append(out, c.HelmRelease)
 	}
@@ -72,7 +71,7 @@ func (c *ContractObjects) Objects() []ctrl.Object {
 }
 
 // Applier is the HelmRelease or the Kustomization.
-func (c *ContractObjects) Applier() ctrl.Object {
+func (c *ContractObjects) Applier() Object {
 	if c.HelmRelease != nil {
 		return c.HelmRelease
 	}

@@ -7,14 +7,10 @@ package apply
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,76 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/internal/plan"
 )
-
-// AsApplied is obj as it will be applied: unstructured, without status and
-// creationTimestamp, its hash in the annotation hashAnnotation.
-func AsApplied(obj ctrl.Object, hashAnnotation string) (*unstructured.Unstructured, error) {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	want := &unstructured.Unstructured{Object: u}
-	delete(want.Object, "status")
-	unstructured.RemoveNestedField(want.Object, "metadata", "creationTimestamp")
-	claimSuspend(want)
-	claimFinalizer(want)
-	data, err := json.Marshal(want.Object)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(data)
-	annotations := want.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[hashAnnotation] = hex.EncodeToString(sum[:8])
-	want.SetAnnotations(annotations)
-	return want, nil
-}
-
-// claimSuspend makes a Flux object's spec.suspend explicit when it is
-// false (Go drops it as empty): applied, Capwright then owns the field, so
-// a person or a tenant who suspends a generated Flux object sees it
-// resumed at once, instead of Flux silently leaving it alone.
-func claimSuspend(want *unstructured.Unstructured) {
-	if !strings.HasSuffix(want.GroupVersionKind().Group, ".toolkit.fluxcd.io") {
-		return
-	}
-	spec, ok := want.Object["spec"].(map[string]any)
-	if !ok {
-		return
-	}
-	if _, set := spec["suspend"]; set {
-		return
-	}
-	switch want.GetKind() {
-	case "OCIRepository", "Kustomization", "HelmRelease":
-		spec["suspend"] = false
-	}
-}
-
-// fluxFinalizer is the finalizer source-, kustomize- and helm-controller
-// put on the objects they reconcile (sourcev1.SourceFinalizer,
-// kustomizev1.KustomizationFinalizer, helmv2.HelmReleaseFinalizer).
-const fluxFinalizer = "finalizers.fluxcd.io"
-
-// claimFinalizer creates a Flux object with its controller's finalizer.
-// Source-, kustomize- and helm-controller add finalizers.fluxcd.io on their
-// first reconcile of an object and then requeue it through their rate
-// limiter (--min-retry-delay, 750 ms by default) before doing any work;
-// created with it, a provider's artifact is fetched, and its Kustomization
-// applied, at once. Flux removes it on deletion as always, after its
-// clean-up (a Kustomization's prune).
-func claimFinalizer(want *unstructured.Unstructured) {
-	if !strings.HasSuffix(want.GroupVersionKind().Group, ".toolkit.fluxcd.io") {
-		return
-	}
-	switch want.GetKind() {
-	case "OCIRepository", "Kustomization", "HelmRelease":
-		want.SetFinalizers([]string{fluxFinalizer})
-	}
-}
 
 // Unchanged tells whether existing already holds want: the same hash,
 // every field want sets still has its value, and each finalizer want sets
@@ -130,7 +59,7 @@ func withoutFinalizers(obj map[string]any) map[string]any {
 // unstructured read would start a second informer of the kind), else an
 // uncached reader.
 func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.Object, hashAnnotation, fieldOwner string, check func(existing *unstructured.Unstructured) error) error {
-	want, err := AsApplied(desired, hashAnnotation)
+	want, err := plan.AsApplied(desired, hashAnnotation)
 	if err != nil {
 		return err
 	}
@@ -139,7 +68,7 @@ func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.O
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return fmt.Errorf("reading %s %s: %w", want.GetKind(), ObjectRef(want), err)
+		return fmt.Errorf("reading %s %s: %w", want.GetKind(), plan.ObjectRef(want), err)
 	default:
 		withoutStatus(current)
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
@@ -160,7 +89,7 @@ func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.O
 		}
 	}
 	if err := w.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(fieldOwner), ctrl.ForceOwnership); err != nil {
-		return fmt.Errorf("applying %s %s: %w", want.GetKind(), ObjectRef(want), err)
+		return fmt.Errorf("applying %s %s: %w", want.GetKind(), plan.ObjectRef(want), err)
 	}
 	return nil
 }
@@ -180,17 +109,6 @@ func withoutStatus(current ctrl.Object) {
 	if status := v.Elem().FieldByName("Status"); status.IsValid() && status.CanSet() {
 		status.SetZero()
 	}
-}
-
-// ObjectRef is namespace/name, or name for a cluster-scoped object.
-func ObjectRef(o interface {
-	GetNamespace() string
-	GetName() string
-}) string {
-	if o.GetNamespace() == "" {
-		return o.GetName()
-	}
-	return o.GetNamespace() + "/" + o.GetName()
 }
 
 // Subset reports whether every field set in want has the same value in

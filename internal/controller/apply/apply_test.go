@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/internal/plan"
 )
 
 func TestSubset(t *testing.T) {
@@ -52,7 +54,7 @@ func TestDesiredClaimsSuspend(t *testing.T) {
 		obj  ctrl.Object
 		want any
 	}{{ks, false}, {cm, nil}} {
-		want, err := AsApplied(tt.obj, "capwright.io/hash")
+		want, err := plan.AsApplied(tt.obj, "capwright.io/hash")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +64,7 @@ func TestDesiredClaimsSuspend(t *testing.T) {
 		}
 	}
 	suspended := map[string]any{"spec": map[string]any{"suspend": true}}
-	want, err := AsApplied(ks, "capwright.io/hash")
+	want, err := plan.AsApplied(ks, "capwright.io/hash")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestDesiredClaimsFinalizer(t *testing.T) {
 		{typed("source.toolkit.fluxcd.io/v1", "ExternalArtifact"), nil},
 		{typed("v1", "ConfigMap"), nil},
 	} {
-		want, err := AsApplied(tt.obj, "capwright.io/hash")
+		want, err := plan.AsApplied(tt.obj, "capwright.io/hash")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +113,7 @@ func TestDesiredClaimsFinalizer(t *testing.T) {
 func TestUnchangedFinalizers(t *testing.T) {
 	ks := &kustomizev1.Kustomization{TypeMeta: metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "core-cluster-api"}}
-	want, err := AsApplied(ks, "capwright.io/hash")
+	want, err := plan.AsApplied(ks, "capwright.io/hash")
 	if err != nil {
 		t.Fatal(err)
 	}

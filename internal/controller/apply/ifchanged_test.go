@@ -12,6 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/capwright/capwright/internal/plan"
 )
 
 const testHash = "test.capwright.io/hash"
@@ -25,7 +27,7 @@ func appliedKustomization(t testing.TB) (desired, cached *kustomizev1.Kustomizat
 		ObjectMeta: metav1.ObjectMeta{Name: "core-cluster-api", Namespace: "capi-system", Labels: map[string]string{"app": "x"}},
 		Spec:       kustomizev1.KustomizationSpec{Path: "./", Prune: true, Wait: true, TargetNamespace: "capi-system", Interval: metav1.Duration{Duration: 600e9}},
 	}
-	want, err := AsApplied(desired, testHash)
+	want, err := plan.AsApplied(desired, testHash)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/capwright/capwright/internal/plan"
 )
 
 // A conflict of a group the pruning or a nudge needs skips them; the
@@ -21,14 +23,14 @@ func TestSyncPruneAndNudgeNeeds(t *testing.T) {
 	ks := kustomization("b", "stack")
 	c := fake.NewClientBuilder().WithScheme(syncScheme(t)).WithObjects(theirs, stale, ks).Build()
 	nudged := false
-	d := Desired{
-		Writes:     []Write{{Object: repo("a", "stack", true), Group: "owner"}},
+	d := plan.Desired{
+		Writes:     []plan.Write{{Object: repo("a", "stack", true), Group: "owner"}},
 		Owned:      ownedByMe,
-		Prune:      []ctrl.Object{stale},
+		Prune:      []plan.Object{stale},
 		PruneNeeds: []string{"owner"},
-		Nudges: func(Observed) []Nudge {
+		Nudges: func(plan.Observed) []plan.Nudge {
 			nudged = true
-			return []Nudge{{Object: kustomization("b", "stack"), Token: "t1", Needs: []string{"owner"}}}
+			return []plan.Nudge{{Object: kustomization("b", "stack"), Token: "t1", Needs: []string{"owner"}}}
 		},
 	}
 	res, err := Syncer{Client: c}.Sync(context.Background(), d)
@@ -56,8 +58,8 @@ func TestSyncPruneAndNudgeNeeds(t *testing.T) {
 	failing := interceptor.NewClient(c.(ctrl.WithWatch), interceptor.Funcs{Get: func(context.Context, ctrl.WithWatch, ctrl.ObjectKey, ctrl.Object, ...ctrl.GetOption) error {
 		return boom
 	}})
-	w := Write{Object: repo("c", "stack", true), Group: "c"}
-	res, err = Syncer{Client: failing}.Sync(context.Background(), Desired{Writes: []Write{w}})
+	w := plan.Write{Object: repo("c", "stack", true), Group: "c"}
+	res, err = Syncer{Client: failing}.Sync(context.Background(), plan.Desired{Writes: []plan.Write{w}})
 	if !errors.Is(err, boom) || res.Failed == nil || res.Failed.Group != "c" {
 		t.Errorf("Sync = %+v, %v; want the failed write named", res, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/capwright/capwright/internal/fluxartifact"
+	"github.com/capwright/capwright/internal/plan"
 )
 
 const ownerLabel = "test.capwright.io/owner"
@@ -58,9 +59,9 @@ func kustomization(ns, name string) *kustomizev1.Kustomization {
 	}
 }
 
-func ownedByMe(existing *unstructured.Unstructured, _ ctrl.Object) error {
+func ownedByMe(existing *unstructured.Unstructured, _ plan.Object) error {
 	if existing.GetLabels()[ownerLabel] != "me" {
-		return errors.New(existing.GetKind() + " " + ObjectRef(existing) + " is someone else's")
+		return errors.New(existing.GetKind() + " " + plan.ObjectRef(existing) + " is someone else's")
 	}
 	return nil
 }
@@ -90,21 +91,21 @@ func TestSyncSkipsWhatNeedsAConflict(t *testing.T) {
 		},
 	})
 	nudged := ""
-	res, err := Syncer{Client: c, Reader: c}.Sync(context.Background(), Desired{
+	res, err := Syncer{Client: c, Reader: c}.Sync(context.Background(), plan.Desired{
 		Owned: ownedByMe,
-		Writes: []Write{
+		Writes: []plan.Write{
 			{Object: repo("a", "stack", true), Group: "ns/a"},
 			{Object: kustomization("a", "c1"), Group: "cluster/a/c1", Needs: []string{"ns/a"}, Request: true},
 			{Object: repo("b", "stack", true), Group: "ns/b"},
 			{Object: kustomization("b", "c2"), Group: "cluster/b/c2", Needs: []string{"ns/b"}, Request: true},
 		},
 		Request: "token-1",
-		Prune:   []ctrl.Object{stale},
-		Observe: []ctrl.Object{kustomization("b", "c2"), kustomization("a", "c1")},
-		Nudges: func(o Observed) []Nudge {
+		Prune:   []plan.Object{stale},
+		Observe: []plan.Object{kustomization("b", "c2"), kustomization("a", "c1")},
+		Nudges: func(o plan.Observed) []plan.Nudge {
 			if ks := o.Get(kustomizev1.KustomizationKind, "b", "c2"); ks != nil {
 				nudged = ks.GetName()
-				return []Nudge{{Object: ks, Token: "nudge-1"}}
+				return []plan.Nudge{{Object: ks, Token: "nudge-1"}}
 			}
 			return nil
 		},
@@ -126,8 +127,8 @@ func TestSyncSkipsWhatNeedsAConflict(t *testing.T) {
 	if v := got.Annotations[meta.ReconcileRequestAnnotation]; v != "nudge-1" || nudged != "c2" {
 		t.Errorf("c2's request annotation = %q (nudged %q), want the nudge after the request", v, nudged)
 	}
-	if got.Annotations[HashAnnotation] == "" {
-		t.Errorf("c2 has no %s annotation", HashAnnotation)
+	if got.Annotations[plan.HashAnnotation] == "" {
+		t.Errorf("c2 has no %s annotation", plan.HashAnnotation)
 	}
 	if res.Observed.Get(kustomizev1.KustomizationKind, "a", "c1") != nil || res.Observed.Get(kustomizev1.KustomizationKind, "b", "c2") == nil {
 		t.Errorf("observed = %v, want c2 only", res.Observed)
@@ -142,7 +143,7 @@ func TestSyncSkipsWhatNeedsAConflict(t *testing.T) {
 
 	// Again with nothing changed: nothing is applied.
 	applied = map[string]int{}
-	if _, err := (Syncer{Client: c, Reader: c}).Sync(context.Background(), Desired{Owned: ownedByMe, Writes: []Write{
+	if _, err := (Syncer{Client: c, Reader: c}).Sync(context.Background(), plan.Desired{Owned: ownedByMe, Writes: []plan.Write{
 		{Object: repo("b", "stack", true)}, {Object: kustomization("b", "c2")},
 	}}); err != nil {
 		t.Fatal(err)
@@ -165,8 +166,8 @@ func TestSyncStoresAnExternalArtifact(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(syncScheme(t)).WithStatusSubresource(&sourcev1.ExternalArtifact{}).Build()
 	data := []byte("not really a tarball, but bytes to serve")
-	if _, err := (Syncer{Client: c, Reader: c, Artifacts: storage}).Sync(context.Background(), Desired{Writes: []Write{
-		{Object: ea, Artifact: &Artifact{Data: data, Of: "ConfigMap ns/extra"}},
+	if _, err := (Syncer{Client: c, Reader: c, Artifacts: storage}).Sync(context.Background(), plan.Desired{Writes: []plan.Write{
+		{Object: ea, Artifact: &plan.Artifact{Data: data, Of: "ConfigMap ns/extra"}},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestSyncStoresAnExternalArtifact(t *testing.T) {
 		t.Errorf("Ready = %+v", ready)
 	}
 	// Without storage, an artifact is refused with the flag that fixes it.
-	_, err = (Syncer{Client: c, Reader: c}).Sync(context.Background(), Desired{Writes: []Write{{Object: ea, Artifact: &Artifact{Data: data}}}})
+	_, err = (Syncer{Client: c, Reader: c}).Sync(context.Background(), plan.Desired{Writes: []plan.Write{{Object: ea, Artifact: &plan.Artifact{Data: data}}}})
 	if err == nil || !strings.Contains(err.Error(), "--artifact-storage-path") {
 		t.Errorf("without storage: %v", err)
 	}

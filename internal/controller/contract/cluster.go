@@ -9,13 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/conditions"
+	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/metrics"
-	plan "github.com/capwright/capwright/internal/plan/contract"
+	"github.com/capwright/capwright/internal/plan"
+	contractplan "github.com/capwright/capwright/internal/plan/contract"
 )
 
 // ClusterReconciler reconciles CapwrightClusters.
@@ -33,7 +33,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		Kind:       clustersv1alpha1.ClusterKind,
 		New:        func() *clustersv1alpha1.CapwrightCluster { return &clustersv1alpha1.CapwrightCluster{} },
 		Finalizer:  clustersv1alpha1.Finalizer,
-		FieldOwner: apply.FieldOwner,
+		FieldOwner: plan.FieldOwner,
 		Steps:      clusterSteps{r},
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,
@@ -96,13 +96,14 @@ func (s clusterSteps) State(c *clustersv1alpha1.CapwrightCluster) metrics.Object
 // provisioned), once, whatever stopped the steps early.
 func (r *ClusterReconciler) reconcile(ctx context.Context, c *clustersv1alpha1.CapwrightCluster, request string) (shell.Outcome, error) {
 	f, exprs, err := r.readFacts(ctx, clusterFacts(c), request)
-	var d *plan.Desired
-	var seen plan.Observed
+	var d *contractplan.Desired
+	var seen contractplan.Observed
 	if err == nil {
-		d, err = planned(plan.Plan(f))
+		d, err = planned(contractplan.Plan(f))
 	}
 	if err == nil {
 		seen, err = r.syncCluster(ctx, c, f, *d, exprs)
 	}
-	return plan.FoldCluster(c, f, d, seen, err)
+	next, err := contractplan.FoldCluster(c, f, d, seen, err)
+	return shell.Then(next), err
 }

@@ -13,13 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/conditions"
+	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/metrics"
-	plan "github.com/capwright/capwright/internal/plan/contract"
+	"github.com/capwright/capwright/internal/plan"
+	contractplan "github.com/capwright/capwright/internal/plan/contract"
 )
 
 // ControlPlaneReconciler reconciles CapwrightControlPlanes.
@@ -37,7 +37,7 @@ func (r *ControlPlaneReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		Kind:       clustersv1alpha1.ControlPlaneKind,
 		New:        func() *clustersv1alpha1.CapwrightControlPlane { return &clustersv1alpha1.CapwrightControlPlane{} },
 		Finalizer:  clustersv1alpha1.Finalizer,
-		FieldOwner: apply.FieldOwner,
+		FieldOwner: plan.FieldOwner,
 		Steps:      cpSteps{r},
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,
@@ -123,19 +123,20 @@ func (s cpSteps) State(cp *clustersv1alpha1.CapwrightControlPlane) metrics.Objec
 // Available), once, whatever stopped the steps early.
 func (r *ControlPlaneReconciler) reconcile(ctx context.Context, cp *clustersv1alpha1.CapwrightControlPlane, request string) (shell.Outcome, error) {
 	f, exprs, err := r.readFacts(ctx, controlPlaneFacts(cp), request)
-	var d *plan.Desired
-	var seen plan.Observed
+	var d *contractplan.Desired
+	var seen contractplan.Observed
 	if err == nil {
-		d, err = planned(plan.Plan(f))
+		d, err = planned(contractplan.Plan(f))
 	}
 	if err == nil {
 		seen, err = r.syncControlPlane(ctx, cp, f, *d, exprs)
 	}
-	return plan.FoldControlPlane(cp, f, d, seen, err)
+	next, err := contractplan.FoldControlPlane(cp, f, d, seen, err)
+	return shell.Then(next), err
 }
 
 // planned is a plan that did not refuse, nil for one that did.
-func planned(d plan.Desired, err error) (*plan.Desired, error) {
+func planned(d contractplan.Desired, err error) (*contractplan.Desired, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -10,29 +10,29 @@ import (
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
-	"github.com/capwright/capwright/internal/controller/conditions"
+	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/controller/shell"
-	plan "github.com/capwright/capwright/internal/plan/contract"
+	contractplan "github.com/capwright/capwright/internal/plan/contract"
 )
 
 // The facts stage: what a reconcile reads before it plans — the owning
 // Cluster, the object's own pause, its status expressions parsed.
 
-func controlPlaneFacts(cp *clustersv1alpha1.CapwrightControlPlane) plan.Facts {
-	return plan.Facts{Object: cp, Kind: clustersv1alpha1.ControlPlaneKind,
+func controlPlaneFacts(cp *clustersv1alpha1.CapwrightControlPlane) contractplan.Facts {
+	return contractplan.Facts{Object: cp, Kind: clustersv1alpha1.ControlPlaneKind,
 		Backend: &cp.Spec.Backend, StatusFrom: &cp.Spec.StatusFrom,
 		Version: cp.Spec.Version, Kubeconfig: &cp.Spec.Kubeconfig}
 }
 
-func clusterFacts(c *clustersv1alpha1.CapwrightCluster) plan.Facts {
-	return plan.Facts{Object: c, Kind: clustersv1alpha1.ClusterKind,
+func clusterFacts(c *clustersv1alpha1.CapwrightCluster) contractplan.Facts {
+	return contractplan.Facts{Object: c, Kind: clustersv1alpha1.ClusterKind,
 		Backend: c.Spec.Backend, StatusFrom: c.Spec.StatusFrom, VersionOfTopology: true}
 }
 
 // readFacts completes a kind's facts: the owning Cluster, whether Paused
 // is said already, the status expressions (parsed; a parse error is
 // kept for the plan to refuse), and the manager's settings.
-func (s *Shared) readFacts(ctx context.Context, f plan.Facts, request string) (plan.Facts, *expressions, error) {
+func (s *Shared) readFacts(ctx context.Context, f contractplan.Facts, request string) (contractplan.Facts, *expressions, error) {
 	obj := f.Object.(shell.Object)
 	cluster, err := s.ownerCluster(ctx, f)
 	if err != nil {
@@ -51,7 +51,7 @@ func (s *Shared) readFacts(ctx context.Context, f plan.Facts, request string) (p
 // ownerCluster is the Cluster that owns the object (Cluster API sets the
 // owner reference when a Cluster refers to it), nil while there is none.
 // It is read uncached: Clusters may be watched late, or not at all.
-func (s *Shared) ownerCluster(ctx context.Context, f plan.Facts) (*clusterapi.Facts, error) {
+func (s *Shared) ownerCluster(ctx context.Context, f contractplan.Facts) (*clusterapi.Facts, error) {
 	for _, ref := range f.Object.GetOwnerReferences() {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil || gv.Group != clusterapi.ClusterGVK.Group || ref.Kind != clusterapi.ClusterGVK.Kind {

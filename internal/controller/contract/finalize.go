@@ -19,10 +19,11 @@ import (
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
+	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/conditions"
 	"github.com/capwright/capwright/internal/controller/shell"
-	plan "github.com/capwright/capwright/internal/plan/contract"
+	"github.com/capwright/capwright/internal/plan"
+	contractplan "github.com/capwright/capwright/internal/plan/contract"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -93,7 +94,7 @@ func (r *ControlPlaneReconciler) finalizeControlPlane(ctx context.Context, cp *c
 // deleting says what the deletion waits for, and looks again soon.
 func deleting(obj shell.Object, pending string) shell.Outcome {
 	conditions.True(obj, clustersv1alpha1.DeletingCondition, clustersv1alpha1.DeletingReason, pending)
-	return shell.Outcome{Result: reconcile.Result{RequeueAfter: plan.PollWhileWaiting}}
+	return shell.Outcome{Result: reconcile.Result{RequeueAfter: contractplan.PollWhileWaiting}}
 }
 
 // holdDeletion says whether a deletion waits for a pause to end (the
@@ -101,12 +102,12 @@ func deleting(obj shell.Object, pending string) shell.Outcome {
 // pauses before it moves): then the outcome to return, Paused set once
 // and nothing written after. It returns the owning Cluster when it is
 // still there.
-func (s *Shared) holdDeletion(ctx context.Context, f plan.Facts) (*clusterapi.Facts, *shell.Outcome, error) {
+func (s *Shared) holdDeletion(ctx context.Context, f contractplan.Facts) (*clusterapi.Facts, *shell.Outcome, error) {
 	owner, err := s.ownerCluster(ctx, f)
 	if err != nil {
 		return nil, nil, err
 	}
-	why := plan.PauseReason(f.Object, owner)
+	why := contractplan.PauseReason(f.Object, owner)
 	if why == "" {
 		return owner, nil, nil
 	}
@@ -121,7 +122,7 @@ func (s *Shared) holdDeletion(ctx context.Context, f plan.Facts) (*clusterapi.Fa
 // finalizeBackend deletes the backend's Flux objects, and tells what is
 // still there: Flux uninstalls before they go. Then the status object
 // must be gone too.
-func (s *Shared) finalizeBackend(ctx context.Context, f plan.Facts) (pending string, err error) {
+func (s *Shared) finalizeBackend(ctx context.Context, f contractplan.Facts) (pending string, err error) {
 	name := render.ContractObjectName(f.Kind, f.Object.GetName())
 	key := ctrl.ObjectKey{Namespace: f.Object.GetNamespace(), Name: name}
 	var left []string
@@ -136,7 +137,7 @@ func (s *Shared) finalizeBackend(ctx context.Context, f plan.Facts) (pending str
 		if !render.ControlledBy(o, f.Object.GetUID()) {
 			continue
 		}
-		left = append(left, apply.KindOf(o)+" "+key.String())
+		left = append(left, plan.KindOf(o)+" "+key.String())
 		if _, isSource := o.(*sourcev1.OCIRepository); isSource && len(left) > 1 {
 			continue
 		}
@@ -162,7 +163,7 @@ func (r *ControlPlaneReconciler) statusObjectLeft(ctx context.Context, cp *clust
 	if owner != nil {
 		facts = *owner
 	}
-	name, err := plan.Substitute("spec.statusFrom.name", cp.Spec.StatusFrom.Name, plan.Variables(facts, cp.Spec.Version))
+	name, err := contractplan.Substitute("spec.statusFrom.name", cp.Spec.StatusFrom.Name, contractplan.Variables(facts, cp.Spec.Version))
 	if err != nil {
 		// The Cluster (and its topology variables) is gone: nothing can
 		// say which object to wait for; the backend's Flux objects are.

@@ -7,8 +7,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/internal/catalog"
-	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/controller/clusterwatch"
 	"github.com/capwright/capwright/internal/metrics"
 )
 
@@ -34,7 +34,7 @@ type Shared struct {
 	ClusterAPIServed func() (bool, error)
 	// clusterWatch starts the Cluster watches (nil when they run from the
 	// start).
-	clusterWatch *clusterapi.LateWatch
+	clusterWatch *clusterwatch.LateWatch
 
 	exprs   expressionCache
 	watches *statusWatches

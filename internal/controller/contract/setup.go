@@ -21,6 +21,7 @@ import (
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
+	"github.com/capwright/capwright/internal/controller/clusterwatch"
 	"github.com/capwright/capwright/internal/controller/shell"
 )
 
@@ -62,7 +63,7 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options) err
 		{&clustersv1alpha1.CapwrightCluster{}, cl, clustersv1alpha1.ClusterKind, &cl.written},
 	}
 	if !watchClusters {
-		shared.clusterWatch = &clusterapi.LateWatch{Cache: mgr.GetCache(), Served: shared.ClusterAPIServed, Every: clusterPoll,
+		shared.clusterWatch = &clusterwatch.LateWatch{Cache: mgr.GetCache(), Served: shared.ClusterAPIServed, Every: clusterPoll,
 			For: "CapwrightControlPlanes and CapwrightClusters"}
 	}
 	for _, k := range kinds {
@@ -138,7 +139,7 @@ func Setup(mgr ctrlruntime.Manager, shared *Shared, opts controller.Options) err
 // Until the Cluster watches run, a Cluster's pause and topology
 // variables are seen at each resync and whenever Cluster API sets itself
 // as an object's owner.
-const clusterPoll = clusterapi.DefaultPoll
+const clusterPoll = clusterwatch.DefaultPoll
 
 // statusReader is a contract object's name and statusFrom.
 type statusReader struct {

@@ -20,8 +20,9 @@ import (
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
-	"github.com/capwright/capwright/internal/controller/conditions"
+	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/plan"
 )
 
 // The stages of a control plane's reconcile against a fake API server:
@@ -173,7 +174,7 @@ func TestControlPlaneStagesRefuse(t *testing.T) {
 		c := fake.NewClientBuilder().WithScheme(fakeScheme(t)).WithObjects(cluster, cp, theirs).Build()
 		r := &ControlPlaneReconciler{Shared: &Shared{Client: c, Reader: c, ResyncInterval: 30 * time.Second}}
 		got, out, err := reconcileCP(t, r, c)
-		refusal, ok := shell.AsRefusal(err)
+		refusal, ok := plan.AsRefusal(err)
 		if !ok || !refusal.Stalls || refusal.Reason != clustersv1alpha1.ObjectConflictReason ||
 			!strings.Contains(refusal.Message, "OCIRepository team/controlplane-alpha-cp exists and is not this CapwrightControlPlane's") {
 			t.Fatalf("outcome %+v, %v; want an ObjectConflict stall", out, err)
@@ -191,8 +192,12 @@ func TestControlPlaneStagesRefuse(t *testing.T) {
 		c := fake.NewClientBuilder().WithScheme(fakeScheme(t)).WithObjects(cp).Build()
 		r := &ControlPlaneReconciler{Shared: &Shared{Client: c, Reader: c, ResyncInterval: 30 * time.Second}}
 		got, out, err := reconcileCP(t, r, c)
-		refusal, ok := shell.AsRefusal(err)
-		if !ok || refusal.Stalls || refusal.Outcome(out.Result.RequeueAfter).Result.RequeueAfter != 30*time.Second {
+		refusal, ok := plan.AsRefusal(err)
+		retry := out.Result.RequeueAfter
+		if ok && refusal.RetryAfter > 0 {
+			retry = refusal.RetryAfter
+		}
+		if !ok || refusal.Stalls || retry != 30*time.Second {
 			t.Fatalf("outcome %+v, %v; want a wait", out, err)
 		}
 		for _, typ := range []string{clustersv1alpha1.BackendReadyCondition, clustersv1alpha1.KubeconfigReadyCondition, clustersv1alpha1.AvailableCondition} {

@@ -13,8 +13,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/apply"
-	plan "github.com/capwright/capwright/internal/plan/contract"
+	"github.com/capwright/capwright/internal/plan"
+	contractplan "github.com/capwright/capwright/internal/plan/contract"
 )
 
 // The sync stage: the plan written (apply.Syncer: ownership checked, the
@@ -25,14 +25,14 @@ import (
 // syncControlPlane writes a control plane's backend, reads its status
 // view, publishes its kubeconfig once the view is up, and writes the
 // endpoint the view reports.
-func (r *ControlPlaneReconciler) syncControlPlane(ctx context.Context, cp *clustersv1alpha1.CapwrightControlPlane, f plan.Facts, d plan.Desired, exprs *expressions) (plan.Observed, error) {
-	var o plan.Observed
+func (r *ControlPlaneReconciler) syncControlPlane(ctx context.Context, cp *clustersv1alpha1.CapwrightControlPlane, f contractplan.Facts, d contractplan.Desired, exprs *expressions) (contractplan.Observed, error) {
+	var o contractplan.Observed
 	if err := r.syncBackend(ctx, d, &o); err != nil || !o.Synced {
 		return o, err
 	}
 	v := r.readView(ctx, f, d, exprs)
 	o.View = &v
-	seen := &plan.KubeconfigSeen{}
+	seen := &contractplan.KubeconfigSeen{}
 	if v.Up() {
 		var err error
 		if seen, err = r.syncKubeconfig(ctx, cp, d); err != nil {
@@ -50,12 +50,12 @@ func (r *ControlPlaneReconciler) syncControlPlane(ctx context.Context, cp *clust
 
 // syncCluster writes an infrastructure's backend and, once Flux installed
 // it, reads its status view and writes the endpoint it reports.
-func (r *ClusterReconciler) syncCluster(ctx context.Context, c *clustersv1alpha1.CapwrightCluster, f plan.Facts, d plan.Desired, exprs *expressions) (plan.Observed, error) {
-	var o plan.Observed
+func (r *ClusterReconciler) syncCluster(ctx context.Context, c *clustersv1alpha1.CapwrightCluster, f contractplan.Facts, d contractplan.Desired, exprs *expressions) (contractplan.Observed, error) {
+	var o contractplan.Observed
 	if err := r.syncBackend(ctx, d, &o); err != nil || !o.Synced || c.Spec.StatusFrom == nil {
 		return o, err
 	}
-	if backend, _ := plan.BackendOf(d, o.Flux); backend.Status != metav1.ConditionTrue {
+	if backend, _ := contractplan.BackendOf(d, o.Flux); backend.Status != metav1.ConditionTrue {
 		return o, nil
 	}
 	v := r.readView(ctx, f, d, exprs)
@@ -69,7 +69,7 @@ func (r *ClusterReconciler) syncCluster(ctx context.Context, c *clustersv1alpha1
 // syncBackend writes the backend's Flux objects and reads them back. An
 // object of theirs that is someone else's is a conflict: nothing more is
 // written.
-func (s *Shared) syncBackend(ctx context.Context, d plan.Desired, o *plan.Observed) error {
+func (s *Shared) syncBackend(ctx context.Context, d contractplan.Desired, o *contractplan.Observed) error {
 	if d.Pause != nil || d.Objects == nil {
 		return nil
 	}
@@ -77,7 +77,7 @@ func (s *Shared) syncBackend(ctx context.Context, d plan.Desired, o *plan.Observ
 	if err != nil {
 		return err
 	}
-	if msg, bad := res.Conflicts[plan.BackendGroup]; bad {
+	if msg, bad := res.Conflicts[contractplan.BackendGroup]; bad {
 		o.Conflict = msg
 		return nil
 	}
@@ -97,8 +97,8 @@ func (s *Shared) syncEndpoint(ctx context.Context, obj ctrl.Object, spec *cluste
 	*spec = e
 	patched := obj.DeepCopyObject().(ctrl.Object)
 	*spec = before
-	if err := s.Client.Patch(ctx, patched, ctrl.MergeFrom(base), ctrl.FieldOwner(apply.FieldOwner)); err != nil {
-		return fmt.Errorf("setting spec.controlPlaneEndpoint of %s %s/%s: %w", apply.KindOf(obj), obj.GetNamespace(), obj.GetName(), err)
+	if err := s.Client.Patch(ctx, patched, ctrl.MergeFrom(base), ctrl.FieldOwner(plan.FieldOwner)); err != nil {
+		return fmt.Errorf("setting spec.controlPlaneEndpoint of %s %s/%s: %w", plan.KindOf(obj), obj.GetNamespace(), obj.GetName(), err)
 	}
 	*spec = e
 	obj.SetResourceVersion(patched.GetResourceVersion())
@@ -107,9 +107,9 @@ func (s *Shared) syncEndpoint(ctx context.Context, obj ctrl.Object, spec *cluste
 
 // syncKubeconfig copies the backend's kubeconfig to `<cluster>-kubeconfig`
 // and says why it could not, if it could not (yet).
-func (r *ControlPlaneReconciler) syncKubeconfig(ctx context.Context, cp *clustersv1alpha1.CapwrightControlPlane, d plan.Desired) (*plan.KubeconfigSeen, error) {
+func (r *ControlPlaneReconciler) syncKubeconfig(ctx context.Context, cp *clustersv1alpha1.CapwrightControlPlane, d contractplan.Desired) (*contractplan.KubeconfigSeen, error) {
 	var src corev1.Secret
-	var source plan.KubeconfigSource
+	var source contractplan.KubeconfigSource
 	switch err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: cp.Namespace, Name: d.KubeconfigSecret}, &src); {
 	case apierrors.IsNotFound(err):
 		source.Missing = true
@@ -118,7 +118,7 @@ func (r *ControlPlaneReconciler) syncKubeconfig(ctx context.Context, cp *cluster
 	default:
 		source.Data = src.Data
 	}
-	want, seen := plan.Kubeconfig(cp, d, source)
+	want, seen := contractplan.Kubeconfig(cp, d, source)
 	if seen != nil {
 		return seen, nil
 	}
@@ -126,20 +126,20 @@ func (r *ControlPlaneReconciler) syncKubeconfig(ctx context.Context, cp *cluster
 	if err != nil {
 		return nil, err
 	}
-	if msg, bad := res.Conflicts[plan.KubeconfigGroup]; bad {
-		return plan.KubeconfigConflict(msg), nil
+	if msg, bad := res.Conflicts[contractplan.KubeconfigGroup]; bad {
+		return contractplan.KubeconfigConflict(msg), nil
 	}
-	return &plan.KubeconfigSeen{}, nil
+	return &contractplan.KubeconfigSeen{}, nil
 }
 
 // readView reads the status view of the backend: not OK, with the reason
 // and message why, while it cannot be read.
-func (s *Shared) readView(ctx context.Context, f plan.Facts, d plan.Desired, exprs *expressions) plan.ViewRead {
+func (s *Shared) readView(ctx context.Context, f contractplan.Facts, d contractplan.Desired, exprs *expressions) contractplan.ViewRead {
 	gvk := schema.FromAPIVersionAndKind(f.StatusFrom.APIVersion, f.StatusFrom.Kind)
 	watched := s.watches.ensure(ctx, gvk)
 	retry := s.resync()
 	if !watched {
-		retry = plan.PollWhileWaiting
+		retry = contractplan.PollWhileWaiting
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
@@ -150,7 +150,7 @@ func (s *Shared) readView(ctx context.Context, f plan.Facts, d plan.Desired, exp
 	key := ctrl.ObjectKey{Namespace: f.Object.GetNamespace(), Name: d.StatusName}
 	ref := fmt.Sprintf("%s %s/%s", gvk.Kind, key.Namespace, key.Name)
 	if err := reader.Get(ctx, key, u); err != nil {
-		out := plan.ViewRead{Reason: clustersv1alpha1.StatusObjectNotFoundReason, Retry: plan.PollWhileWaiting}
+		out := contractplan.ViewRead{Reason: clustersv1alpha1.StatusObjectNotFoundReason, Retry: contractplan.PollWhileWaiting}
 		switch {
 		case apierrors.IsForbidden(err):
 			out.Reason = clustersv1alpha1.StatusObjectForbiddenReason
@@ -164,7 +164,7 @@ func (s *Shared) readView(ctx context.Context, f plan.Facts, d plan.Desired, exp
 	}
 	v, err := exprs.evaluate(ctx, u)
 	if err != nil {
-		return plan.ViewRead{Reason: clustersv1alpha1.StatusInvalidReason, Message: ref + ": " + err.Error(), Retry: retry}
+		return contractplan.ViewRead{Reason: clustersv1alpha1.StatusInvalidReason, Message: ref + ": " + err.Error(), Retry: retry}
 	}
-	return plan.ViewRead{View: v, OK: true, Retry: retry}
+	return contractplan.ViewRead{View: v, OK: true, Retry: retry}
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
-	plan "github.com/capwright/capwright/internal/plan/contract"
+	contractplan "github.com/capwright/capwright/internal/plan/contract"
 )
 
 // The default expressions read kany8s' normalized status.
@@ -98,7 +98,7 @@ func (e *viewError) Error() string { return e.Field + ": " + e.Err.Error() }
 // evaluate reads the view of obj. An object without spec or status is
 // evaluated as if they were empty, so `has(status.ready)` is simply false
 // on an object no controller has reported on yet.
-func (x *expressions) evaluate(ctx context.Context, obj *unstructured.Unstructured) (plan.View, error) {
+func (x *expressions) evaluate(ctx context.Context, obj *unstructured.Unstructured) (contractplan.View, error) {
 	data := make(map[string]any, len(obj.Object)+2)
 	for k, v := range obj.Object {
 		data[k] = v
@@ -108,13 +108,13 @@ func (x *expressions) evaluate(ctx context.Context, obj *unstructured.Unstructur
 			data[k] = map[string]any{}
 		}
 	}
-	var v plan.View
+	var v contractplan.View
 	if observed, ok, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration"); ok && observed != obj.GetGeneration() {
 		v.Stale = true
 	}
 	var err error
 	if v.Ready, err = x.ready.EvaluateBoolean(ctx, data); err != nil {
-		return plan.View{}, &viewError{"spec.statusFrom.ready", err}
+		return contractplan.View{}, &viewError{"spec.statusFrom.ready", err}
 	}
 	var endpoint string
 	strs := []struct {
@@ -129,12 +129,12 @@ func (x *expressions) evaluate(ctx context.Context, obj *unstructured.Unstructur
 	}
 	for _, s := range strs {
 		if *s.into, err = s.e.EvaluateString(ctx, data); err != nil {
-			return plan.View{}, &viewError{s.field, err}
+			return contractplan.View{}, &viewError{s.field, err}
 		}
 	}
 	if endpoint != "" {
 		if v.Endpoint, err = parseEndpoint(endpoint); err != nil {
-			return plan.View{}, &viewError{"spec.statusFrom.endpoint", err}
+			return contractplan.View{}, &viewError{"spec.statusFrom.endpoint", err}
 		}
 	}
 	if v.Stale {

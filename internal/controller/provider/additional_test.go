@@ -18,6 +18,7 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/fluxartifact"
+	"github.com/capwright/capwright/internal/plan"
 )
 
 // TestStoreAdditionalArtifact: the sync of a provider's additional
@@ -51,8 +52,8 @@ func TestStoreAdditionalArtifact(t *testing.T) {
 	want := &sourcev1.ExternalArtifact{TypeMeta: metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.ExternalArtifactKind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "core-cluster-api-additional"}}
 	store := func() error {
-		_, err := syncer.Sync(ctx, apply.Desired{Writes: []apply.Write{{Object: want.DeepCopy(),
-			Artifact: &apply.Artifact{Data: packed, Of: "ConfigMap capi-system/extra"}}}})
+		_, err := syncer.Sync(ctx, plan.Desired{Writes: []plan.Write{{Object: want.DeepCopy(),
+			Artifact: &plan.Artifact{Data: packed, Of: "ConfigMap capi-system/extra"}}}})
 		return err
 	}
 

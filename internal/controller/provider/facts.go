@@ -29,8 +29,8 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/plan"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -105,7 +105,7 @@ func (r *Reconciler) fetchAhead(ctx context.Context, f providerplan.Facts) bool 
 		return true
 	}
 	owned := r.owned(obj)
-	err := apply.IfChanged(ctx, r.Client, r.Client, repo, apply.HashAnnotation, apply.FieldOwner, func(existing *unstructured.Unstructured) error {
+	err := apply.IfChanged(ctx, r.Client, r.Client, repo, plan.HashAnnotation, plan.FieldOwner, func(existing *unstructured.Unstructured) error {
 		return owned(existing, repo)
 	})
 	if err != nil {
@@ -168,7 +168,7 @@ func (r *Reconciler) resyncInterval(obj v1alpha1.Provider) time.Duration {
 }
 
 // resolveArtifact finds, fetches and checks the desired version's artifact.
-func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider) (providerplan.Artifact, *shell.Refusal) {
+func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider) (providerplan.Artifact, *plan.Refusal) {
 	spec := obj.GetSpec()
 	url, err := catalog.ArtifactURL(obj, r.Mirrors)
 	if err != nil {
@@ -193,7 +193,7 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 }
 
 // unresolved is a refusal of ArtifactResolved.
-func unresolved(reason, message string, retry time.Duration) *shell.Refusal {
+func unresolved(reason, message string, retry time.Duration) *plan.Refusal {
 	return providerplan.Refusal(v1alpha1.ArtifactResolvedCondition, reason, message, retry)
 }
 
@@ -202,12 +202,12 @@ func unresolved(reason, message string, retry time.Duration) *shell.Refusal {
 // keeps it). The registry has at most RegistryTimeout to answer. When it
 // cannot be reached, the revision installed for this spec stays, if there
 // is one (stillInstalled).
-func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, ref artifact.Reference) (providerplan.Artifact, *shell.Refusal) {
+func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, ref artifact.Reference) (providerplan.Artifact, *plan.Refusal) {
 	spec := obj.GetSpec()
 	timeout := r.registryTimeout()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	fail := func(what string, err error) *shell.Refusal {
+	fail := func(what string, err error) *plan.Refusal {
 		msg := fmt.Sprintf("%s %s: %v", what, ref.String(), err)
 		if errors.Is(err, context.DeadlineExceeded) {
 			msg += fmt.Sprintf("; the registry did not answer within %s (the manager's --registry-timeout)", timeout)

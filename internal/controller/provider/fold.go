@@ -9,9 +9,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/conditions"
+	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/plan"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
@@ -53,7 +54,7 @@ func (r *Reconciler) fold(ctx context.Context, obj v1alpha1.Provider, d provider
 	if d.Status.Artifact != nil {
 		status.Contract, status.Artifact = d.Status.Contract, d.Status.Artifact
 	}
-	if refusal, refused := shell.AsRefusal(err); refused {
+	if refusal, refused := plan.AsRefusal(err); refused {
 		conditions.Set(obj, refusal.Condition, refusal.Status, refusal.Reason, refusal.Message)
 		if !refusal.Waits() && refusal.Condition == v1alpha1.ArtifactResolvedCondition {
 			// For an artifact problem the compatibility is unknown.

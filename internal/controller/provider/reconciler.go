@@ -23,10 +23,10 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
-	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/metrics"
+	"github.com/capwright/capwright/internal/plan"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -98,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Kind:       r.Kind.Name,
 		New:        r.Kind.NewObject,
 		Finalizer:  v1alpha1.Finalizer,
-		FieldOwner: apply.FieldOwner,
+		FieldOwner: plan.FieldOwner,
 		Steps:      providerSteps{r},
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,

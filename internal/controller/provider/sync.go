@@ -26,8 +26,8 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/plan"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -58,7 +58,7 @@ type synced struct {
 func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, request string, err error) (synced, error) {
 	logger := log.FromContext(ctx)
 	syncer := apply.Syncer{Client: r.Client, Reader: r.Reader, Artifacts: r.Artifacts}
-	refusal, refused := shell.AsRefusal(err)
+	refusal, refused := plan.AsRefusal(err)
 	switch {
 	case d.Suspend:
 		if err := r.suspend(ctx, obj); err != nil {
@@ -98,7 +98,7 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 			return synced{}, err
 		}
 	}
-	want.Writes = slices.DeleteFunc(slices.Clone(want.Writes), func(w apply.Write) bool { return w.Uncached })
+	want.Writes = slices.DeleteFunc(slices.Clone(want.Writes), func(w plan.Write) bool { return w.Uncached })
 	res, err := syncer.Sync(ctx, want)
 	if err != nil && res.Observed == nil {
 		return synced{}, err
@@ -134,8 +134,8 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 // owned refuses an existing object Capwright did not create for the
 // provider: a Flux object or ServiceAccount not under its controller
 // reference, a ClusterRoleBinding without its labels.
-func (r *Reconciler) owned(obj v1alpha1.Provider) func(*unstructured.Unstructured, ctrl.Object) error {
-	return func(existing *unstructured.Unstructured, desired ctrl.Object) error {
+func (r *Reconciler) owned(obj v1alpha1.Provider) func(*unstructured.Unstructured, plan.Object) error {
+	return func(existing *unstructured.Unstructured, desired plan.Object) error {
 		ours := render.ControlledBy(existing, render.ControllerUID(desired))
 		if existing.GetKind() == "ClusterRoleBinding" {
 			ours = isInstallerBindingOf(existing, obj, r.Kind.Name)
@@ -143,7 +143,7 @@ func (r *Reconciler) owned(obj v1alpha1.Provider) func(*unstructured.Unstructure
 		if ours {
 			return nil
 		}
-		return fmt.Errorf("%s %s exists and was not created by Capwright for this provider; rename or delete it", existing.GetKind(), apply.ObjectRef(existing))
+		return fmt.Errorf("%s %s exists and was not created by Capwright for this provider; rename or delete it", existing.GetKind(), plan.ObjectRef(existing))
 	}
 }
 
@@ -163,17 +163,17 @@ func (r *Reconciler) owned(obj v1alpha1.Provider) func(*unstructured.Unstructure
 // ClusterRoleBindings for this), so what was found or applied is
 // remembered and read again only each half resync interval, when it
 // changes, or after Flux failed to install (someone may have removed it).
-func (r *Reconciler) installerFresh(obj v1alpha1.Provider, writes []apply.Write, resync time.Duration) (string, bool) {
+func (r *Reconciler) installerFresh(obj v1alpha1.Provider, writes []plan.Write, resync time.Duration) (string, bool) {
 	var hashes []string
 	for _, w := range writes {
 		if !w.Uncached {
 			continue
 		}
-		u, err := apply.AsApplied(w.Object, apply.HashAnnotation)
+		u, err := plan.AsApplied(w.Object, plan.HashAnnotation)
 		if err != nil {
 			return "", false // the write reports it
 		}
-		hashes = append(hashes, u.GetAnnotations()[apply.HashAnnotation])
+		hashes = append(hashes, u.GetAnnotations()[plan.HashAnnotation])
 	}
 	key := strings.Join(hashes, "/")
 	return key, r.installers.fresh(obj.GetUID(), key, resync/2)
@@ -184,14 +184,14 @@ func (r *Reconciler) installerFresh(obj v1alpha1.Provider, writes []apply.Write,
 // has its permissions. Its two objects are written side by side: a
 // binding names its subject, which need not exist yet, and each is a read
 // and a write on a first install, on the way to the Flux objects.
-func (r *Reconciler) writeInstaller(ctx context.Context, syncer apply.Syncer, want apply.Desired) error {
+func (r *Reconciler) writeInstaller(ctx context.Context, syncer apply.Syncer, want plan.Desired) error {
 	var g errgroup.Group
 	for _, w := range want.Writes {
 		if !w.Uncached {
 			continue
 		}
 		g.Go(func() error {
-			res, err := syncer.Sync(ctx, apply.Desired{Writes: []apply.Write{w}, Owned: want.Owned})
+			res, err := syncer.Sync(ctx, plan.Desired{Writes: []plan.Write{w}, Owned: want.Owned})
 			if err != nil {
 				return err
 			}
@@ -215,7 +215,7 @@ func isInstallerBindingOf(o ctrl.Object, p v1alpha1.Provider, kind string) bool 
 
 // observed is the fold's input from the Flux objects read: the health of
 // the source and applier, and of the additional manifests' objects.
-func (r *Reconciler) observed(obj v1alpha1.Provider, d providerplan.Desired, observed apply.Observed) synced {
+func (r *Reconciler) observed(obj v1alpha1.Provider, d providerplan.Desired, observed plan.Observed) synced {
 	spec, status := obj.GetSpec(), obj.GetStatus()
 	in := health.ProviderInput{
 		Generation:               obj.GetGeneration(),
@@ -261,7 +261,7 @@ func (s synced) finishing() bool {
 
 // observation is a Flux object as read; a missing one is an observation
 // too.
-func observation(observed apply.Observed, kind, namespace, name string) health.Observation {
+func observation(observed plan.Observed, kind, namespace, name string) health.Observation {
 	switch o := observed.Get(kind, namespace, name).(type) {
 	case *sourcev1.OCIRepository:
 		return health.ObserveOCIRepository(o)
@@ -287,7 +287,7 @@ func (r *Reconciler) suspend(ctx context.Context, obj v1alpha1.Provider) error {
 		}
 		patch := ctrl.MergeFrom(o.DeepCopyObject().(ctrl.Object))
 		setSuspend(o)
-		if err := r.Client.Patch(ctx, o, patch, ctrl.FieldOwner(apply.FieldOwner)); err != nil {
+		if err := r.Client.Patch(ctx, o, patch, ctrl.FieldOwner(plan.FieldOwner)); err != nil {
 			return fmt.Errorf("suspending %s/%s: %w", o.GetNamespace(), o.GetName(), err)
 		}
 	}
@@ -441,7 +441,7 @@ func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider,
 	case err != nil && !apierrors.IsNotFound(err):
 		return err
 	default:
-		if err := r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(apply.FieldOwner), ctrl.ForceOwnership); err != nil {
+		if err := r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(plan.FieldOwner), ctrl.ForceOwnership); err != nil {
 			return err
 		}
 	}

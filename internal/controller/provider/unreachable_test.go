@@ -14,7 +14,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact/registrytest"
-	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/plan"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
@@ -125,13 +125,13 @@ func TestARegistryThatDoesNotAnswerIsBoundedByTheRegistryTimeout(t *testing.T) {
 // preflight runs a reconcile's facts and plan and puts what they say on
 // obj as the fold does, without the Flux objects' health: the artifact
 // resolved, and the refusal (nil when the checks passed).
-func preflight(ctx context.Context, r *Reconciler, obj v1alpha1.Provider) (providerplan.Artifact, *shell.Refusal) {
+func preflight(ctx context.Context, r *Reconciler, obj v1alpha1.Provider) (providerplan.Artifact, *plan.Refusal) {
 	facts := r.resolve(ctx, obj)
 	if r.fetchAhead(ctx, facts) {
 		facts = r.gather(ctx, facts)
 	}
 	d, err := providerplan.Plan(facts)
 	_, _ = r.fold(ctx, obj, d, synced{}, err)
-	refusal, _ := shell.AsRefusal(err)
+	refusal, _ := plan.AsRefusal(err)
 	return facts.Artifact, refusal
 }

@@ -11,27 +11,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/plan"
 )
 
 func TestRefusalOutcome(t *testing.T) {
 	for _, tt := range []struct {
-		refusal   *Refusal
+		refusal   *plan.Refusal
 		resync    time.Duration
 		wantRetry time.Duration
 		stalled   bool
 		status    metav1.ConditionStatus
 	}{
-		{Stalling("Compatible", "IncompatibleContract", "no", 10*time.Minute), time.Minute, 10 * time.Minute, true, metav1.ConditionFalse},
-		{Failing("ArtifactResolved", "ResolveFailed", "down", 0), 5 * time.Minute, 5 * time.Minute, false, metav1.ConditionFalse},
-		{Waiting("Compatible", "WaitingForCore", "core", 30*time.Second), time.Minute, 30 * time.Second, false, metav1.ConditionUnknown},
+		{plan.Stalling("Compatible", "IncompatibleContract", "no", 10*time.Minute), time.Minute, 10 * time.Minute, true, metav1.ConditionFalse},
+		{plan.Failing("ArtifactResolved", "ResolveFailed", "down", 0), 5 * time.Minute, 5 * time.Minute, false, metav1.ConditionFalse},
+		{plan.Waiting("Compatible", "WaitingForCore", "core", 30*time.Second), time.Minute, 30 * time.Second, false, metav1.ConditionUnknown},
 	} {
 		t.Run(tt.refusal.Reason, func(t *testing.T) {
 			wrapped := fmt.Errorf("checking: %w", tt.refusal)
-			r, ok := AsRefusal(wrapped)
+			r, ok := plan.AsRefusal(wrapped)
 			if !ok || r != tt.refusal {
-				t.Fatalf("AsRefusal(%v) = %v, %v", wrapped, r, ok)
+				t.Fatalf("plan.AsRefusal(%v) = %v, %v", wrapped, r, ok)
 			}
-			out := r.Outcome(tt.resync)
+			out := refusalOutcome(r, tt.resync)
 			if out.Result.RequeueAfter != tt.wantRetry || (out.Stalled != nil) != tt.stalled || r.Status != tt.status || r.Waits() != (tt.status == metav1.ConditionUnknown) {
 				t.Errorf("outcome %+v, status %s", out, r.Status)
 			}
@@ -46,7 +47,7 @@ func TestRefusalOutcome(t *testing.T) {
 // is no error for controller-runtime to back off on; the object stalls
 // and is looked at again when the refusal says.
 func TestShellTurnsARefusalIntoItsOutcome(t *testing.T) {
-	steps := &refusingSteps{fakeSteps: fakeSteps{ready: metav1.ConditionFalse}, refusal: Stalling("Done", "Invalid", "spec.x is wrong: fix it", 7*time.Minute)}
+	steps := &refusingSteps{fakeSteps: fakeSteps{ready: metav1.ConditionFalse}, refusal: plan.Stalling("Done", "Invalid", "spec.x is wrong: fix it", 7*time.Minute)}
 	obj := tenant()
 	s, c, _, _ := newShell(t, &steps.fakeSteps, obj)
 	s.Steps = steps
@@ -70,7 +71,7 @@ func TestShellTurnsARefusalIntoItsOutcome(t *testing.T) {
 // refusingSteps are fakeSteps whose Reconcile refuses.
 type refusingSteps struct {
 	fakeSteps
-	refusal *Refusal
+	refusal *plan.Refusal
 }
 
 func (f *refusingSteps) Reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, request string) (Outcome, error) {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/metrics"
+	"github.com/capwright/capwright/internal/plan"
 )
 
 // Condition types the shell owns on every kind (kstatus's, with Ready).
@@ -206,10 +207,10 @@ func (s *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 		}
 		out, err = s.Steps.Reconcile(ctx, obj, request)
 	}
-	if refusal, ok := AsRefusal(err); ok {
+	if refusal, ok := plan.AsRefusal(err); ok {
 		// A refusal is an outcome, not an error to retry with backoff:
 		// the kind's fold has put it on its condition.
-		out, err = refusal.Outcome(out.Result.RequeueAfter), nil
+		out, err = refusalOutcome(refusal, out.Result.RequeueAfter), nil
 	}
 	if err == nil && out.Hold {
 		return out.Result, nil

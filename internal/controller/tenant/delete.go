@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/conditions"
+	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -62,7 +62,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (s
 				return shell.Outcome{}, err
 			}
 		}
-		name := e.Kind + " " + apply.ObjectRef(e.Object)
+		name := e.Kind + " " + plan.ObjectRef(e.Object)
 		if l := e.Object.GetLabels(); l[tenancyv1alpha1.ClusterNameLabel] != "" {
 			name += " (cluster " + l[tenancyv1alpha1.ClusterNamespaceLabel] + "/" + l[tenancyv1alpha1.ClusterNameLabel] + ")"
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/plan"
 	tenantplan "github.com/capwright/capwright/internal/plan/tenant"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -205,11 +206,11 @@ func (r *Reconciler) tenantObjects(ctx context.Context, t *tenancyv1alpha1.Tenan
 func (r *Reconciler) deleteObject(ctx context.Context, e render.ExistingObject) error {
 	obj, ok := e.Object.(ctrl.Object)
 	if !ok {
-		return fmt.Errorf("cannot delete %s %s", e.Kind, apply.ObjectRef(e.Object))
+		return fmt.Errorf("cannot delete %s %s", e.Kind, plan.ObjectRef(e.Object))
 	}
 	err := apply.DeleteExactly(ctx, r.Client, obj)
 	if err != nil {
-		return fmt.Errorf("deleting %s %s: %w", e.Kind, apply.ObjectRef(e.Object), err)
+		return fmt.Errorf("deleting %s %s: %w", e.Kind, plan.ObjectRef(e.Object), err)
 	}
 	return nil
 }

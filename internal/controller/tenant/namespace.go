@@ -17,7 +17,7 @@ import (
 // A kustomize stack's target namespace reaches each workload cluster
 // through Flux (render/tenant_createnamespace.go): the sync stores its
 // artifact and announces it in the status of the tenant's
-// ExternalArtifacts (apply.Artifact); any replica restores it when asked
+// ExternalArtifacts (plan.Artifact); any replica restores it when asked
 // (RestoreArtifacts); it goes with its ExternalArtifact.
 
 // removeArtifact deletes the stored artifact of an ExternalArtifact the

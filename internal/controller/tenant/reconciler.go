@@ -19,11 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
-	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/controller/clusterwatch"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/metrics"
+	"github.com/capwright/capwright/internal/plan"
 	tenantplan "github.com/capwright/capwright/internal/plan/tenant"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -48,16 +49,16 @@ type Reconciler struct {
 	WatchClusters bool
 	// ClusterAPIServed, when set and WatchClusters is not, is asked,
 	// once a Tenant exists, every ClusterAPIPoll (default
-	// clusterapi.DefaultPoll) whether the Cluster kind is served now;
+	// clusterwatch.DefaultPoll) whether the Cluster kind is served now;
 	// once it is (at once if it was at start-up, or once Cluster API was
 	// installed after the manager), Clusters and kubeconfig Secrets are
 	// watched through the manager's cache, without a restart
-	// (clusterapi.LateWatch).
+	// (clusterwatch.LateWatch).
 	ClusterAPIServed func() (bool, error)
 	ClusterAPIPoll   time.Duration
 	// clusterWatch starts the watches of Clusters late, and then reads
 	// them.
-	clusterWatch *clusterapi.LateWatch
+	clusterWatch *clusterwatch.LateWatch
 	Recorder     kuberecorder.EventRecorder
 	// ResyncInterval is how often an unchanged tenant is looked at again
 	// (Clusters and Flux objects are watched, so this is a safety net).
@@ -91,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Kind:       tenancyv1alpha1.TenantKind,
 		New:        func() *tenancyv1alpha1.Tenant { return &tenancyv1alpha1.Tenant{} },
 		Finalizer:  tenancyv1alpha1.Finalizer,
-		FieldOwner: apply.FieldOwner,
+		FieldOwner: plan.FieldOwner,
 		Steps:      steps{r},
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,
@@ -135,7 +136,7 @@ func (r *Reconciler) syncer() apply.Syncer {
 
 // tenantOwned refuses an existing object that render.CheckTenantObject
 // does not recognise as the tenant's: it is never written.
-func tenantOwned(existing *unstructured.Unstructured, desired ctrl.Object) error {
+func tenantOwned(existing *unstructured.Unstructured, desired plan.Object) error {
 	return render.CheckTenantObject(existing.GetKind(), existing, desired)
 }
 
@@ -144,13 +145,13 @@ func tenantOwned(existing *unstructured.Unstructured, desired ctrl.Object) error
 // stack from clusters that left the selection as their HelmRelease or
 // Kustomization goes (and leaves the target namespace: its Kustomization
 // orphans it).
-func (r *Reconciler) pruned(t *tenancyv1alpha1.Tenant, objs []ctrl.Object) error {
+func (r *Reconciler) pruned(t *tenancyv1alpha1.Tenant, objs []plan.Object) error {
 	for _, o := range objs {
-		kind := apply.KindOf(o)
+		kind := plan.KindOf(o)
 		if err := r.removeArtifact(kind, o); err != nil {
 			return err
 		}
-		r.event(t, "Normal", "Deleted", fmt.Sprintf("deleted %s %s, which Tenant %s no longer needs", kind, apply.ObjectRef(o), t.Name))
+		r.event(t, "Normal", "Deleted", fmt.Sprintf("deleted %s %s, which Tenant %s no longer needs", kind, plan.ObjectRef(o), t.Name))
 	}
 	return nil
 }

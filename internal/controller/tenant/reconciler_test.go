@@ -18,7 +18,7 @@ import (
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
-	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/plan"
 	tenantplan "github.com/capwright/capwright/internal/plan/tenant"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -141,7 +141,7 @@ func TestForeignNamespaceIsAConflict(t *testing.T) {
 	r := &Reconciler{Client: c, Reader: c, Clusters: c}
 	tn := testTenant()
 	_, err := r.reconcile(context.Background(), tn, "")
-	if refusal, ok := shell.AsRefusal(err); !ok || refusal.Reason != tenancyv1alpha1.ObjectConflictReason || !refusal.Stalls {
+	if refusal, ok := plan.AsRefusal(err); !ok || refusal.Reason != tenancyv1alpha1.ObjectConflictReason || !refusal.Stalls {
 		t.Fatalf("reconcile = %v; want a refusal", err)
 	}
 	cond := findCondition(tn, tenancyv1alpha1.ManagementReadyCondition)

@@ -26,6 +26,7 @@ import (
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
+	"github.com/capwright/capwright/internal/controller/clusterwatch"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -60,7 +61,7 @@ import (
 // tenant, and Cluster API Clusters and the metadata of kubeconfig
 // Secrets, mapped to the tenants whose namespaces hold them: from the
 // start when r.WatchClusters, else as soon as r.ClusterAPIServed says
-// the Cluster kind is served (clusterapi.LateWatch).
+// the Cluster kind is served (clusterwatch.LateWatch).
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
 	isLabelled := labelledOrWas()
 	labelled := builder.WithPredicates(isLabelled)
@@ -98,13 +99,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 		return b.Complete(r)
 	}
 	// Cluster API is not served yet: watch its Clusters once it is
-	// (clusterapi.LateWatch), then look at every tenant at once.
+	// (clusterwatch.LateWatch), then look at every tenant at once.
 	wake := make(chan event.GenericEvent)
 	c, err := b.WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).Build(r)
 	if err != nil {
 		return err
 	}
-	w := &clusterapi.LateWatch{Cache: mgr.GetCache(), Served: r.ClusterAPIServed, Every: r.ClusterAPIPoll,
+	w := &clusterwatch.LateWatch{Cache: mgr.GetCache(), Served: r.ClusterAPIServed, Every: r.ClusterAPIPoll,
 		Watching: "Clusters and kubeconfig Secrets", For: "Tenants"}
 	w.Watch(c, byNamespace)
 	w.WatchObject(c, NewSecretMetadata(), byNamespace, kubeconfigs)

@@ -12,11 +12,10 @@ package contract
 import (
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/clusterapi"
+	"github.com/capwright/capwright/internal/plan"
 )
 
 // PollWhileWaiting is how soon an object waiting for something that is
@@ -27,7 +26,7 @@ const PollWhileWaiting = 15 * time.Second
 // Facts are what a reconcile of a contract object read, checked.
 type Facts struct {
 	// Object is the contract object, of kind Kind.
-	Object ctrl.Object
+	Object plan.Object
 	Kind   string
 	// Backend is the object's backend as written (variables not
 	// substituted); nil for an infrastructure provided with the control
@@ -77,7 +76,7 @@ func (f Facts) version() string {
 // or its own cluster.x-k8s.io/paused annotation; "" when it is not.
 // Cluster API's annotation on the Cluster does not pause it (cluster may
 // be nil: none owns the object).
-func PauseReason(obj ctrl.Object, cluster *clusterapi.Facts) string {
+func PauseReason(obj plan.Object, cluster *clusterapi.Facts) string {
 	if cluster != nil && cluster.SpecPaused {
 		return "Cluster " + cluster.Namespace + "/" + cluster.Name + " is paused (spec.paused)"
 	}

@@ -10,14 +10,12 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/conditions"
-	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/plan"
 )
 
 // Observed is what the sync of a contract object wrote and saw, as far
@@ -30,7 +28,7 @@ type Observed struct {
 	// object's: nothing more was written or read.
 	Conflict string
 	// Flux are the backend's Flux objects as read after the writes.
-	Flux apply.Observed
+	Flux plan.Observed
 	// View is the backend's status view; nil when it was not read.
 	View *ViewRead
 	// Kubeconfig is what publishing a control plane's kubeconfig found;
@@ -73,7 +71,7 @@ type KubeconfigSeen struct {
 // (health.FoldBackend). stale says the cache has not seen the applier
 // just written: its Ready would describe the previous spec (a version not
 // yet rendered), so BackendReady is Unknown until it has.
-func BackendOf(d Desired, flux apply.Observed) (res health.BackendResult, stale bool) {
+func BackendOf(d Desired, flux plan.Observed) (res health.BackendResult, stale bool) {
 	ns, name := d.Objects.Source.Namespace, d.Objects.Source.Name
 	source := health.Observation{Kind: sourcev1.OCIRepositoryKind, Name: name, Namespace: ns, Missing: true}
 	if o, ok := flux.Get(sourcev1.OCIRepositoryKind, ns, name).(*sourcev1.OCIRepository); ok {
@@ -84,12 +82,12 @@ func BackendOf(d Desired, flux apply.Observed) (res health.BackendResult, stale 
 	if d.Objects.HelmRelease != nil {
 		applier = health.Observation{Kind: helmv2.HelmReleaseKind, Name: name, Namespace: ns, Missing: true}
 		if o, ok := flux.Get(helmv2.HelmReleaseKind, ns, name).(*helmv2.HelmRelease); ok {
-			applier, fresh = health.ObserveHelmRelease(o), o.GetAnnotations()[apply.HashAnnotation] == d.AppliedHash
+			applier, fresh = health.ObserveHelmRelease(o), o.GetAnnotations()[plan.HashAnnotation] == d.AppliedHash
 		}
 	} else {
 		applier = health.Observation{Kind: kustomizev1.KustomizationKind, Name: name, Namespace: ns, Missing: true}
 		if o, ok := flux.Get(kustomizev1.KustomizationKind, ns, name).(*kustomizev1.Kustomization); ok {
-			applier, fresh = health.ObserveKustomization(o), o.GetAnnotations()[apply.HashAnnotation] == d.AppliedHash
+			applier, fresh = health.ObserveKustomization(o), o.GetAnnotations()[plan.HashAnnotation] == d.AppliedHash
 		}
 	}
 	res = health.FoldBackend(source, applier)
@@ -110,16 +108,16 @@ var refusedConditions = []string{clustersv1alpha1.BackendReadyCondition, cluster
 type folded struct {
 	backend health.BackendResult
 	stale   bool
-	out     shell.Outcome
+	out     plan.Next
 	err     error
 	done    bool
 }
 
-func foldShared(obj shell.Object, backendStatus *[]clustersv1alpha1.BackendStatus, f Facts, d *Desired, o Observed, err error) folded {
-	resync := shell.Outcome{Result: reconcile.Result{RequeueAfter: f.Resync}}
+func foldShared(obj plan.Owner, backendStatus *[]clustersv1alpha1.BackendStatus, f Facts, d *Desired, o Observed, err error) folded {
+	resync := plan.Next{RequeueAfter: f.Resync}
 	if d == nil {
 		// The facts could not be read, or the plan refused.
-		r, refused := shell.AsRefusal(err)
+		r, refused := plan.AsRefusal(err)
 		if !refused {
 			return folded{err: err, done: true}
 		}
@@ -133,7 +131,7 @@ func foldShared(obj shell.Object, backendStatus *[]clustersv1alpha1.BackendStatu
 	}
 	if d.Pause != nil {
 		if d.Pause.Hold {
-			return folded{out: shell.Outcome{Hold: true}, done: true}
+			return folded{out: plan.Next{Hold: true}, done: true}
 		}
 		conditions.True(obj, clustersv1alpha1.PausedCondition, clustersv1alpha1.PausedReason, d.Pause.Message)
 		return folded{done: true}
@@ -143,7 +141,7 @@ func foldShared(obj shell.Object, backendStatus *[]clustersv1alpha1.BackendStatu
 		return folded{err: err, done: err != nil}
 	}
 	if o.Conflict != "" {
-		r := shell.Stalling(clustersv1alpha1.BackendReadyCondition, clustersv1alpha1.ObjectConflictReason, o.Conflict, 0)
+		r := plan.Stalling(clustersv1alpha1.BackendReadyCondition, clustersv1alpha1.ObjectConflictReason, o.Conflict, 0)
 		conditions.Set(obj, r.Condition, r.Status, r.Reason, r.Message)
 		return folded{out: resync, err: r, done: true}
 	}
@@ -161,7 +159,7 @@ func foldShared(obj shell.Object, backendStatus *[]clustersv1alpha1.BackendStatu
 // from its facts, its plan and what the sync saw, and says what the
 // shell does next. It runs once at the end of every reconcile, err being
 // what stopped it early (a refusal included).
-func FoldCluster(c *clustersv1alpha1.CapwrightCluster, f Facts, d *Desired, o Observed, err error) (shell.Outcome, error) {
+func FoldCluster(c *clustersv1alpha1.CapwrightCluster, f Facts, d *Desired, o Observed, err error) (plan.Next, error) {
 	s := foldShared(c, &c.Status.Backend, f, d, o, err)
 	if s.done {
 		return s.out, s.err
@@ -171,7 +169,7 @@ func FoldCluster(c *clustersv1alpha1.CapwrightCluster, f Facts, d *Desired, o Ob
 		conditions.True(c, clustersv1alpha1.BackendReadyCondition, clustersv1alpha1.SucceededReason,
 			"no backend: the infrastructure is provided with the control plane")
 		c.Status.Initialization.Provisioned = ptr.To(true)
-		return shell.Outcome{Result: reconcile.Result{RequeueAfter: requeue}}, nil
+		return plan.Next{RequeueAfter: requeue}, nil
 	}
 	ready := s.backend.Status == metav1.ConditionTrue
 	if v := o.View; ready && c.Spec.StatusFrom != nil && v != nil {
@@ -186,7 +184,7 @@ func FoldCluster(c *clustersv1alpha1.CapwrightCluster, f Facts, d *Desired, o Ob
 		}
 	}
 	if err != nil {
-		return shell.Outcome{}, err
+		return plan.Next{}, err
 	}
 	if ready {
 		c.Status.Initialization.Provisioned = ptr.To(true)
@@ -196,7 +194,7 @@ func FoldCluster(c *clustersv1alpha1.CapwrightCluster, f Facts, d *Desired, o Ob
 	if s.stale {
 		requeue = min(requeue, time.Second)
 	}
-	return shell.Outcome{Result: reconcile.Result{RequeueAfter: requeue}}, nil
+	return plan.Next{RequeueAfter: requeue}, nil
 }
 
 // FoldControlPlane sets a CapwrightControlPlane's conditions and
@@ -205,7 +203,7 @@ func FoldCluster(c *clustersv1alpha1.CapwrightCluster, f Facts, d *Desired, o Ob
 // endpoint it wrote — and says what the shell does next. It runs once
 // at the end of every reconcile, err being what stopped it early (a
 // refusal included).
-func FoldControlPlane(cp *clustersv1alpha1.CapwrightControlPlane, f Facts, d *Desired, o Observed, err error) (shell.Outcome, error) {
+func FoldControlPlane(cp *clustersv1alpha1.CapwrightControlPlane, f Facts, d *Desired, o Observed, err error) (plan.Next, error) {
 	s := foldShared(cp, &cp.Status.Backend, f, d, o, err)
 	if s.done {
 		return s.out, s.err
@@ -243,7 +241,7 @@ func FoldControlPlane(cp *clustersv1alpha1.CapwrightControlPlane, f Facts, d *De
 		conditions.Put(cp, *c)
 	}
 	if err != nil {
-		return shell.Outcome{}, err
+		return plan.Next{}, err
 	}
 
 	// The endpoint is the backend's (the sync wrote it into the spec).
@@ -281,7 +279,7 @@ func FoldControlPlane(cp *clustersv1alpha1.CapwrightControlPlane, f Facts, d *De
 	if s.stale {
 		requeue = min(requeue, time.Second)
 	}
-	return shell.Outcome{Result: reconcile.Result{RequeueAfter: requeue}}, nil
+	return plan.Next{RequeueAfter: requeue}, nil
 }
 
 // statusRef is "<statusFrom kind> <namespace>/<name>".

@@ -13,9 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/conditions"
-	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/conditions"
+	"github.com/capwright/capwright/internal/plan"
 )
 
 const revision = "v2@sha256:aaaa"
@@ -42,17 +41,17 @@ func kustomizeCP(t *testing.T) (*clustersv1alpha1.CapwrightControlPlane, Facts, 
 
 // fluxReady is the backend's Flux objects as the cache holds them once
 // Flux installed them; hash is the applier's applied hash.
-func fluxReady(d Desired, hash string) apply.Observed {
+func fluxReady(d Desired, hash string) plan.Observed {
 	ns, name := d.Objects.Source.Namespace, d.Objects.Source.Name
 	ready := []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.SucceededReason, Message: "done", ObservedGeneration: 1}}
 	src := &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
 		Status: sourcev1.OCIRepositoryStatus{ObservedGeneration: 1, Conditions: ready, Artifact: &meta.Artifact{Revision: revision}}}
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1,
-		Annotations: map[string]string{apply.HashAnnotation: hash}},
+		Annotations: map[string]string{plan.HashAnnotation: hash}},
 		Status: kustomizev1.KustomizationStatus{ObservedGeneration: 1, Conditions: ready, LastAppliedRevision: revision}}
-	return apply.Observed{
-		apply.ObservedKey(sourcev1.OCIRepositoryKind, ns, name):    src,
-		apply.ObservedKey(kustomizev1.KustomizationKind, ns, name): ks,
+	return plan.Observed{
+		plan.ObservedKey(sourcev1.OCIRepositoryKind, ns, name):    src,
+		plan.ObservedKey(kustomizev1.KustomizationKind, ns, name): ks,
 	}
 }
 
@@ -76,7 +75,7 @@ func TestFoldControlPlaneAvailable(t *testing.T) {
 		View:       &ViewRead{View: View{Ready: true, Endpoint: cp.Spec.ControlPlaneEndpoint, Version: "v1.31.2+k3s1"}, OK: true, Retry: f.Resync},
 		Kubeconfig: &KubeconfigSeen{}}
 	out, err := FoldControlPlane(cp, f, &d, o, nil)
-	if err != nil || out.Result.RequeueAfter != f.Resync || out.Stalled != nil || out.Hold {
+	if err != nil || out.RequeueAfter != f.Resync || out.Hold {
 		t.Fatalf("outcome %+v, %v", out, err)
 	}
 	cond(t, cp, clustersv1alpha1.BackendReadyCondition, metav1.ConditionTrue, clustersv1alpha1.SucceededReason)
@@ -95,7 +94,7 @@ func TestFoldControlPlaneWaits(t *testing.T) {
 		o := Observed{Synced: true, Flux: fluxReady(d, "an older hash"), View: &ViewRead{Reason: clustersv1alpha1.StatusObjectNotFoundReason,
 			Message: "HostedControlPlane team/alpha (spec.statusFrom) does not exist yet", Retry: PollWhileWaiting}, Kubeconfig: &KubeconfigSeen{}}
 		out, err := FoldControlPlane(cp, f, &d, o, nil)
-		if err != nil || out.Result.RequeueAfter != time.Second {
+		if err != nil || out.RequeueAfter != time.Second {
 			t.Fatalf("outcome %+v, %v; want a look again in a second", out, err)
 		}
 		cond(t, cp, clustersv1alpha1.BackendReadyCondition, metav1.ConditionUnknown, clustersv1alpha1.InstallingReason, "waiting to see the new spec of Kustomization team/controlplane-alpha-cp")
@@ -108,7 +107,7 @@ func TestFoldControlPlaneWaits(t *testing.T) {
 		o := Observed{Synced: true, Flux: fluxReady(d, d.AppliedHash), View: &ViewRead{View: View{Ready: true}, OK: true, Retry: f.Resync},
 			Kubeconfig: &KubeconfigSeen{Reason: clustersv1alpha1.KubeconfigKeyMissingReason, Message: `Secret team/alpha-admin-kubeconfig has no key "value"`}}
 		out, err := FoldControlPlane(cp, f, &d, o, nil)
-		if err != nil || out.Result.RequeueAfter != PollWhileWaiting {
+		if err != nil || out.RequeueAfter != PollWhileWaiting {
 			t.Fatalf("outcome %+v, %v", out, err)
 		}
 		cond(t, cp, clustersv1alpha1.KubeconfigReadyCondition, metav1.ConditionFalse, clustersv1alpha1.KubeconfigKeyMissingReason, "has no key")
@@ -145,12 +144,12 @@ func TestFoldRefusals(t *testing.T) {
 		f.Kubeconfig.SecretName = "${NOPE}"
 		_, err := Plan(f)
 		out, err := FoldControlPlane(cp, f, nil, Observed{}, err)
-		r, ok := shell.AsRefusal(err)
-		if !ok || !r.Stalls || out.Result.RequeueAfter != f.Resync {
+		r, ok := plan.AsRefusal(err)
+		if !ok || !r.Stalls || out.RequeueAfter != f.Resync {
 			t.Fatalf("outcome %+v, %v; want a stall", out, err)
 		}
-		if got := r.Outcome(out.Result.RequeueAfter); got.Stalled == nil || got.Stalled.Reason != clustersv1alpha1.InvalidSpecReason || got.Result.RequeueAfter != f.Resync {
-			t.Fatalf("the shell's outcome %+v", got)
+		if r.Reason != clustersv1alpha1.InvalidSpecReason || (r.RetryAfter != 0 && r.RetryAfter != f.Resync) {
+			t.Fatalf("refusal %+v", r)
 		}
 		for _, typ := range []string{clustersv1alpha1.BackendReadyCondition, clustersv1alpha1.KubeconfigReadyCondition, clustersv1alpha1.AvailableCondition} {
 			cond(t, cp, typ, metav1.ConditionFalse, clustersv1alpha1.InvalidSpecReason, "spec.kubeconfig.secretName uses ${NOPE}")
@@ -164,7 +163,7 @@ func TestFoldRefusals(t *testing.T) {
 		conditions.Init(c, []string{clustersv1alpha1.BackendReadyCondition, clustersv1alpha1.PausedCondition}, clustersv1alpha1.ReconcilingReason, false, "", "")
 		_, err := Plan(f)
 		out, err := FoldCluster(c, f, nil, Observed{}, err)
-		if r, ok := shell.AsRefusal(err); !ok || r.Stalls || out.Result.RequeueAfter != f.Resync {
+		if r, ok := plan.AsRefusal(err); !ok || r.Stalls || out.RequeueAfter != f.Resync {
 			t.Fatalf("outcome %+v, %v; want a wait", out, err)
 		}
 		cond(t, c, clustersv1alpha1.BackendReadyCondition, metav1.ConditionFalse, clustersv1alpha1.WaitingForClusterReason, "waiting for a Cluster to refer to this CapwrightCluster")
@@ -175,8 +174,8 @@ func TestFoldRefusals(t *testing.T) {
 	t.Run("a Flux object that is someone else's", func(t *testing.T) {
 		cp, f, d := kustomizeCP(t)
 		out, err := FoldControlPlane(cp, f, &d, Observed{Conflict: "OCIRepository team/controlplane-alpha-cp exists and is not this CapwrightControlPlane's"}, nil)
-		r, ok := shell.AsRefusal(err)
-		if !ok || !r.Stalls || r.Reason != clustersv1alpha1.ObjectConflictReason || out.Result.RequeueAfter != f.Resync {
+		r, ok := plan.AsRefusal(err)
+		if !ok || !r.Stalls || r.Reason != clustersv1alpha1.ObjectConflictReason || out.RequeueAfter != f.Resync {
 			t.Fatalf("outcome %+v, %v; want a stall", out, err)
 		}
 		cond(t, cp, clustersv1alpha1.BackendReadyCondition, metav1.ConditionFalse, clustersv1alpha1.ObjectConflictReason, "is not this CapwrightControlPlane's")
@@ -200,7 +199,7 @@ func TestFoldPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := FoldControlPlane(cp, f, &d, Observed{}, nil)
-	if err != nil || out.Hold || out.Result.RequeueAfter != 0 {
+	if err != nil || out.Hold || out.RequeueAfter != 0 {
 		t.Fatalf("outcome %+v, %v; want Paused written once", out, err)
 	}
 	cond(t, cp, clustersv1alpha1.PausedCondition, metav1.ConditionTrue, clustersv1alpha1.PausedReason, "Cluster team/alpha is paused (spec.paused)")
@@ -217,7 +216,7 @@ func TestFoldCluster(t *testing.T) {
 		c := f.Object.(*clustersv1alpha1.CapwrightCluster)
 		d, _ := Plan(f)
 		out, err := FoldCluster(c, f, &d, Observed{}, nil)
-		if err != nil || out.Result.RequeueAfter != f.Resync || !ptr.Deref(c.Status.Initialization.Provisioned, false) {
+		if err != nil || out.RequeueAfter != f.Resync || !ptr.Deref(c.Status.Initialization.Provisioned, false) {
 			t.Fatalf("outcome %+v, %v, status %+v", out, err, c.Status)
 		}
 		cond(t, c, clustersv1alpha1.BackendReadyCondition, metav1.ConditionTrue, clustersv1alpha1.SucceededReason, "no backend")
@@ -228,7 +227,7 @@ func TestFoldCluster(t *testing.T) {
 		d, _ := Plan(f)
 		o := Observed{Synced: true, Flux: fluxReady(d, d.AppliedHash), View: &ViewRead{View: View{Stale: true}, OK: true, Retry: PollWhileWaiting}}
 		out, err := FoldCluster(c, f, &d, o, nil)
-		if err != nil || out.Result.RequeueAfter != PollWhileWaiting || c.Status.Initialization.Provisioned != nil {
+		if err != nil || out.RequeueAfter != PollWhileWaiting || c.Status.Initialization.Provisioned != nil {
 			t.Fatalf("outcome %+v, %v, status %+v", out, err, c.Status)
 		}
 		cond(t, c, clustersv1alpha1.BackendReadyCondition, metav1.ConditionFalse, clustersv1alpha1.BackendNotReadyReason,
@@ -240,7 +239,7 @@ func TestFoldCluster(t *testing.T) {
 		d, _ := Plan(f)
 		o := Observed{Synced: true, Flux: fluxReady(d, d.AppliedHash), View: &ViewRead{View: View{Ready: true}, OK: true, Retry: f.Resync}}
 		out, err := FoldCluster(c, f, &d, o, nil)
-		if err != nil || out.Result.RequeueAfter != f.Resync || !ptr.Deref(c.Status.Initialization.Provisioned, false) || len(c.Status.Backend) != 2 {
+		if err != nil || out.RequeueAfter != f.Resync || !ptr.Deref(c.Status.Initialization.Provisioned, false) || len(c.Status.Backend) != 2 {
 			t.Fatalf("outcome %+v, %v, status %+v", out, err, c.Status)
 		}
 		cond(t, c, clustersv1alpha1.BackendReadyCondition, metav1.ConditionTrue, clustersv1alpha1.SucceededReason)

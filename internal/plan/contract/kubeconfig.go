@@ -9,11 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
-	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -42,10 +41,10 @@ type KubeconfigSource struct {
 // reaches a message). The sync refuses an existing Secret that is not
 // the control plane's, or has another type (a Secret's type cannot
 // change).
-func Kubeconfig(cp *clustersv1alpha1.CapwrightControlPlane, d Desired, src KubeconfigSource) (apply.Desired, *KubeconfigSeen) {
+func Kubeconfig(cp *clustersv1alpha1.CapwrightControlPlane, d Desired, src KubeconfigSource) (plan.Desired, *KubeconfigSeen) {
 	from := d.KubeconfigSecret
 	if src.Missing {
-		return apply.Desired{}, &KubeconfigSeen{Reason: clustersv1alpha1.KubeconfigSecretNotFoundReason,
+		return plan.Desired{}, &KubeconfigSeen{Reason: clustersv1alpha1.KubeconfigSecretNotFoundReason,
 			Message: fmt.Sprintf("Secret %s/%s (spec.kubeconfig.secretName) does not exist: the backend writes it; check that spec.kubeconfig names the Secret the backend creates", cp.Namespace, from)}
 	}
 	key := cp.Spec.Kubeconfig.Key
@@ -59,7 +58,7 @@ func Kubeconfig(cp *clustersv1alpha1.CapwrightControlPlane, d Desired, src Kubec
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		return apply.Desired{}, &KubeconfigSeen{Reason: clustersv1alpha1.KubeconfigKeyMissingReason,
+		return plan.Desired{}, &KubeconfigSeen{Reason: clustersv1alpha1.KubeconfigKeyMissingReason,
 			Message: fmt.Sprintf("Secret %s/%s has no key %q (spec.kubeconfig.key); its keys are [%s]", cp.Namespace, from, key, strings.Join(keys, " "))}
 	}
 	secret := &corev1.Secret{
@@ -76,9 +75,9 @@ func Kubeconfig(cp *clustersv1alpha1.CapwrightControlPlane, d Desired, src Kubec
 		Data: map[string][]byte{KubeconfigKey: data},
 	}
 	uid := cp.UID
-	return apply.Desired{
-		Writes: []apply.Write{{Object: secret, Uncached: true, Group: KubeconfigGroup}},
-		Owned: func(existing *unstructured.Unstructured, _ ctrl.Object) error {
+	return plan.Desired{
+		Writes: []plan.Write{{Object: secret, Uncached: true, Group: KubeconfigGroup}},
+		Owned: func(existing *unstructured.Unstructured, _ plan.Object) error {
 			ref := existing.GetNamespace() + "/" + existing.GetName()
 			if !render.ControlledBy(existing, uid) {
 				return fmt.Errorf("Secret %s exists and is not this control plane's: Capwright changes nothing; delete it if nothing else writes it", ref)

@@ -9,12 +9,10 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -23,9 +21,9 @@ import (
 const BackendGroup = "backend"
 
 // Desired is what a reconcile wants: the backend's Flux objects to write
-// (apply.Desired), and what the sync and the fold need of the plan.
+// (plan.Desired), and what the sync and the fold need of the plan.
 type Desired struct {
-	apply.Desired
+	plan.Desired
 	// Cluster is the owning Cluster.
 	Cluster clusterapi.Facts
 	// Pause, when set, says the object is paused: nothing is written.
@@ -35,7 +33,7 @@ type Desired struct {
 	// Objects are the rendered Flux objects; nil without a backend.
 	Objects *render.ContractObjects
 	// AppliedHash is the hash the applier carries once it holds this
-	// plan (apply.HashAnnotation): a cached applier without it still
+	// plan (plan.HashAnnotation): a cached applier without it still
 	// describes the previous spec.
 	AppliedHash string
 	// StatusName is spec.statusFrom.name, substituted.
@@ -54,7 +52,7 @@ type Pause struct {
 
 // Plan is what a contract object wants, from its facts: its backend's
 // Flux objects, variables substituted and mirrors applied. It refuses
-// (*shell.Refusal) while no Cluster owns the object, and stalls a spec
+// (*plan.Refusal) while no Cluster owns the object, and stalls a spec
 // that cannot be rendered (InvalidSpec, the message naming the field).
 func Plan(f Facts) (Desired, error) {
 	if f.Cluster == nil {
@@ -94,13 +92,13 @@ func Plan(f Facts) (Desired, error) {
 			return Desired{}, Invalid(f, err)
 		}
 	}
-	applied, err := apply.AsApplied(d.Objects.Applier(), apply.HashAnnotation)
+	applied, err := plan.AsApplied(d.Objects.Applier(), plan.HashAnnotation)
 	if err != nil {
 		return Desired{}, err
 	}
-	d.AppliedHash = applied.GetAnnotations()[apply.HashAnnotation]
+	d.AppliedHash = applied.GetAnnotations()[plan.HashAnnotation]
 	for _, o := range d.Objects.Objects() {
-		d.Writes = append(d.Writes, apply.Write{Object: o, Group: BackendGroup, Request: true})
+		d.Writes = append(d.Writes, plan.Write{Object: o, Group: BackendGroup, Request: true})
 	}
 	d.Owned = ownedBy(f)
 	d.Request = f.Request
@@ -110,34 +108,34 @@ func Plan(f Facts) (Desired, error) {
 
 // WaitingForCluster is the refusal of an object no Cluster owns yet: its
 // conditions say it waits (False), and it looks again at its resync.
-func WaitingForCluster(kind string) *shell.Refusal {
-	return &shell.Refusal{Condition: clustersv1alpha1.BackendReadyCondition, Status: metav1.ConditionFalse,
+func WaitingForCluster(kind string) *plan.Refusal {
+	return &plan.Refusal{Condition: clustersv1alpha1.BackendReadyCondition, Status: metav1.ConditionFalse,
 		Reason:  clustersv1alpha1.WaitingForClusterReason,
 		Message: "waiting for a Cluster to refer to this " + kind + " (Cluster API then sets itself as its owner)"}
 }
 
 // Invalid refuses a spec that cannot be rendered: the message names the
 // object and the field; nothing is written.
-func Invalid(f Facts, err error) *shell.Refusal {
-	return shell.Stalling(clustersv1alpha1.BackendReadyCondition, clustersv1alpha1.InvalidSpecReason, f.Ref()+": "+err.Error(), 0)
+func Invalid(f Facts, err error) *plan.Refusal {
+	return plan.Stalling(clustersv1alpha1.BackendReadyCondition, clustersv1alpha1.InvalidSpecReason, f.Ref()+": "+err.Error(), 0)
 }
 
 // ownedBy refuses a Flux object of the backend's name that the object
 // does not control.
-func ownedBy(f Facts) func(*unstructured.Unstructured, ctrl.Object) error {
+func ownedBy(f Facts) func(*unstructured.Unstructured, plan.Object) error {
 	uid := f.Object.GetUID()
-	return func(existing *unstructured.Unstructured, _ ctrl.Object) error {
+	return func(existing *unstructured.Unstructured, _ plan.Object) error {
 		if render.ControlledBy(existing, uid) {
 			return nil
 		}
-		return fmt.Errorf("%s %s exists and is not this %s's: Capwright changes nothing; delete or rename it", existing.GetKind(), apply.ObjectRef(existing), f.Kind)
+		return fmt.Errorf("%s %s exists and is not this %s's: Capwright changes nothing; delete or rename it", existing.GetKind(), plan.ObjectRef(existing), f.Kind)
 	}
 }
 
 // observe are the backend's Flux objects, read back for the fold.
-func observe(objs *render.ContractObjects) []ctrl.Object {
+func observe(objs *render.ContractObjects) []plan.Object {
 	meta := metav1.ObjectMeta{Namespace: objs.Source.Namespace, Name: objs.Source.Name}
-	out := []ctrl.Object{&sourcev1.OCIRepository{ObjectMeta: meta}}
+	out := []plan.Object{&sourcev1.OCIRepository{ObjectMeta: meta}}
 	if objs.HelmRelease != nil {
 		return append(out, &helmv2.HelmRelease{ObjectMeta: meta})
 	}

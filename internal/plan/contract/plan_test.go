@@ -18,8 +18,7 @@ import (
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/clusterapi"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -167,7 +166,7 @@ func describe(t *testing.T, d Desired, err error) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err != nil {
-		r, ok := shell.AsRefusal(err)
+		r, ok := plan.AsRefusal(err)
 		if !ok {
 			t.Fatalf("the plan failed without a refusal: %v", err)
 		}
@@ -181,10 +180,10 @@ func describe(t *testing.T, d Desired, err error) []byte {
 	}
 	fmt.Fprintf(&b, "statusName: %q\nkubeconfigSecret: %q\nrequest: %q\nappliedHash: %q\nobserve:\n", d.StatusName, d.KubeconfigSecret, d.Request, d.AppliedHash)
 	for _, o := range d.Observe {
-		fmt.Fprintf(&b, "- %s %s/%s\n", apply.KindOf(o), o.GetNamespace(), o.GetName())
+		fmt.Fprintf(&b, "- %s %s/%s\n", plan.KindOf(o), o.GetNamespace(), o.GetName())
 	}
 	for _, w := range d.Writes {
-		applied, err := apply.AsApplied(w.Object, apply.HashAnnotation)
+		applied, err := plan.AsApplied(w.Object, plan.HashAnnotation)
 		if err != nil {
 			t.Fatal(err)
 		}

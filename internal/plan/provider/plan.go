@@ -25,9 +25,8 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/clusterctl"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -55,7 +54,7 @@ type Facts struct {
 	// Refusal is why the artifact could not be resolved, fetched or
 	// checked (the registry refused, a layout error…); the rest is then
 	// not gathered.
-	Refusal *shell.Refusal
+	Refusal *plan.Refusal
 	// Artifact is the artifact the desired version resolved to.
 	Artifact Artifact
 
@@ -165,7 +164,7 @@ type Desired struct {
 	// ExternalArtifact (with its Artifact) and Kustomization — or the
 	// objects of additional manifests no longer wanted, pruned. Observe
 	// holds the Flux objects the fold reads, whatever the path.
-	Sync apply.Desired
+	Sync plan.Desired
 }
 
 // Status are the status values of the checks.
@@ -180,7 +179,7 @@ type Status struct {
 	Contract string
 }
 
-// Group is the group of every write of a provider (apply.Write.Group):
+// Group is the group of every write of a provider (plan.Write.Group):
 // the first object that is someone else's stops the rest, as it stops the
 // pruning and the nudges.
 const Group = "provider"
@@ -190,7 +189,7 @@ const Group = "provider"
 // a Secret, a ConfigMap, the core provider's version — lifts them),
 // Failing for the others (an unreachable registry, refused credentials).
 // Without retry it is looked at again after a minute.
-func Refusal(condition, reason, message string, retry time.Duration) *shell.Refusal {
+func Refusal(condition, reason, message string, retry time.Duration) *plan.Refusal {
 	if retry <= 0 {
 		retry = time.Minute
 	}
@@ -199,20 +198,20 @@ func Refusal(condition, reason, message string, retry time.Duration) *shell.Refu
 		v1alpha1.MissingVariablesReason, v1alpha1.ConfigSecretMissingReason, v1alpha1.TagMovedReason,
 		v1alpha1.ContractUnknownReason, v1alpha1.ArtifactInvalidReason, v1alpha1.ArtifactTooLargeReason,
 		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason, v1alpha1.ConfigSecretNotAllowedReason:
-		return shell.Stalling(condition, reason, message, retry)
+		return plan.Stalling(condition, reason, message, retry)
 	}
-	return shell.Failing(condition, reason, message, retry)
+	return plan.Failing(condition, reason, message, retry)
 }
 
 // waiting is nothing wrong yet: a check waits for another object.
-func waiting(condition, reason, message string, retry time.Duration) *shell.Refusal {
+func waiting(condition, reason, message string, retry time.Duration) *plan.Refusal {
 	if retry <= 0 {
 		retry = time.Minute
 	}
-	return shell.Waiting(condition, reason, message, retry)
+	return plan.Waiting(condition, reason, message, retry)
 }
 
-func incompatible(reason, message string, retry time.Duration) *shell.Refusal {
+func incompatible(reason, message string, retry time.Duration) *plan.Refusal {
 	return Refusal(v1alpha1.CompatibleCondition, reason, message, retry)
 }
 
@@ -221,7 +220,7 @@ func incompatible(reason, message string, retry time.Duration) *shell.Refusal {
 // provider is unique, every variable has a value or a default, the
 // additional manifests pack, the dependencies are Ready — in that order,
 // and renders the Flux objects that install it. A refusal (a
-// *shell.Refusal) comes with the status values set before it and the
+// *plan.Refusal) comes with the status values set before it and the
 // objects to observe; nothing is then written.
 func Plan(f Facts) (Desired, error) {
 	p := f.Provider
@@ -679,17 +678,17 @@ func writes(f Facts, in render.Input, d *Desired) error {
 	p := f.Provider
 	rendered, err := render.Provider(in)
 	if err != nil {
-		return shell.Stalling(v1alpha1.InstalledCondition, v1alpha1.InstallFailedReason,
+		return plan.Stalling(v1alpha1.InstalledCondition, v1alpha1.InstallFailedReason,
 			fmt.Sprintf("rendering the Flux objects of %s %s/%s: %v", f.Kind, p.GetNamespace(), p.GetName(), err), f.Resync)
 	}
 	inst, err := render.ProviderInstaller(in)
 	if err != nil {
-		return shell.Stalling(v1alpha1.InstalledCondition, v1alpha1.InstallFailedReason,
+		return plan.Stalling(v1alpha1.InstalledCondition, v1alpha1.InstallFailedReason,
 			fmt.Sprintf("rendering the installer of %s %s/%s: %v", f.Kind, p.GetNamespace(), p.GetName(), err), f.Resync)
 	}
 	// The installer's objects are read uncached: the manager keeps no
 	// informer of ServiceAccounts or ClusterRoleBindings.
-	w := []apply.Write{
+	w := []plan.Write{
 		{Object: inst.ServiceAccount, Uncached: true, Group: Group},
 		{Object: inst.ClusterRoleBinding, Uncached: true, Group: Group},
 		// The reconcile request reaches source-, kustomize- and
@@ -700,10 +699,10 @@ func writes(f Facts, in render.Input, d *Desired) error {
 		{Object: rendered.OCIRepository, Group: Group, Request: true},
 	}
 	if rendered.Kustomization != nil {
-		w = append(w, apply.Write{Object: rendered.Kustomization, Group: Group, Request: true})
+		w = append(w, plan.Write{Object: rendered.Kustomization, Group: Group, Request: true})
 	}
 	if rendered.HelmRelease != nil {
-		w = append(w, apply.Write{Object: rendered.HelmRelease, Group: Group, Request: true})
+		w = append(w, plan.Write{Object: rendered.HelmRelease, Group: Group, Request: true})
 	}
 	if rendered.AdditionalArtifact == nil {
 		// What an earlier spec asked for goes; Flux prunes what its
@@ -720,9 +719,9 @@ func writes(f Facts, in render.Input, d *Desired) error {
 		d.Additional = true
 		ref := p.GetSpec().AdditionalManifests
 		w = append(w,
-			apply.Write{Object: rendered.AdditionalArtifact, Group: Group, Artifact: &apply.Artifact{Data: f.AdditionalManifests,
+			plan.Write{Object: rendered.AdditionalArtifact, Group: Group, Artifact: &plan.Artifact{Data: f.AdditionalManifests,
 				Of: fmt.Sprintf("ConfigMap %s/%s", p.GetNamespace(), ref.Name)}},
-			apply.Write{Object: rendered.AdditionalKustomization, Group: Group})
+			plan.Write{Object: rendered.AdditionalKustomization, Group: Group})
 	}
 	d.Sync.Writes = w
 	// The Kustomizations the provider's depend on are observed too, so
@@ -742,8 +741,8 @@ func writes(f Facts, in render.Input, d *Desired) error {
 // observe is what the fold reads of the provider's Flux objects: its
 // OCIRepository, its Kustomization or HelmRelease, and the ExternalArtifact
 // and Kustomization of its additional manifests.
-func observe(p v1alpha1.Provider) apply.Desired {
-	var d apply.Desired
+func observe(p v1alpha1.Provider) plan.Desired {
+	var d plan.Desired
 	m := metav1.ObjectMeta{Namespace: p.GetNamespace(), Name: render.ObjectName(p.ProviderType(), p.GetName())}
 	d.Observe = append(d.Observe, &sourcev1.OCIRepository{ObjectMeta: m})
 	if render.IsChart(p) {
@@ -759,7 +758,7 @@ func observe(p v1alpha1.Provider) apply.Desired {
 }
 
 // addObserved observes a Kustomization unless it is observed already.
-func addObserved(d *apply.Desired, ks *kustomizev1.Kustomization) {
+func addObserved(d *plan.Desired, ks *kustomizev1.Kustomization) {
 	for _, o := range d.Observe {
 		if _, ok := o.(*kustomizev1.Kustomization); ok && o.GetNamespace() == ks.Namespace && o.GetName() == ks.Name {
 			return
@@ -775,10 +774,10 @@ func addObserved(d *apply.Desired, ks *kustomizev1.Kustomization) {
 // that much to the install of every non-core provider and of additional
 // manifests. The request names the dependencies' latest Ready transition,
 // so it is written once per transition and a resync writes nothing.
-func nudges(p v1alpha1.Provider) func(apply.Observed) []apply.Nudge {
+func nudges(p v1alpha1.Provider) func(plan.Observed) []plan.Nudge {
 	names := []string{render.ObjectName(p.ProviderType(), p.GetName()), render.AdditionalObjectName(p.ProviderType(), p.GetName())}
-	return func(observed apply.Observed) []apply.Nudge {
-		var out []apply.Nudge
+	return func(observed plan.Observed) []plan.Nudge {
+		var out []plan.Nudge
 		for _, name := range names {
 			if n, ok := nudge(p, observed, name); ok {
 				out = append(out, n)
@@ -788,31 +787,31 @@ func nudges(p v1alpha1.Provider) func(apply.Observed) []apply.Nudge {
 	}
 }
 
-func nudge(p v1alpha1.Provider, observed apply.Observed, name string) (apply.Nudge, bool) {
+func nudge(p v1alpha1.Provider, observed plan.Observed, name string) (plan.Nudge, bool) {
 	ks, ok := observed.Get(kustomizev1.KustomizationKind, p.GetNamespace(), name).(*kustomizev1.Kustomization)
 	if !ok || !render.ControlledBy(ks, p.GetUID()) {
-		return apply.Nudge{}, false
+		return plan.Nudge{}, false
 	}
 	waiting := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
 	if ks.Spec.Suspend || len(ks.Spec.DependsOn) == 0 || waiting == nil ||
 		waiting.Reason != meta.DependencyNotReadyReason || waiting.ObservedGeneration != ks.Generation {
-		return apply.Nudge{}, false
+		return plan.Nudge{}, false
 	}
 	var latest metav1.Time
 	for _, d := range ks.Spec.DependsOn {
 		dep, ok := observed.Get(kustomizev1.KustomizationKind, namespaceOr(d.Namespace, ks.Namespace), d.Name).(*kustomizev1.Kustomization)
 		if !ok {
-			return apply.Nudge{}, false
+			return plan.Nudge{}, false
 		}
 		ready, _, since := DependencyReady(health.ObserveKustomization(dep))
 		if !ready {
-			return apply.Nudge{}, false
+			return plan.Nudge{}, false
 		}
 		if latest.Before(&since) {
 			latest = since
 		}
 	}
-	return apply.Nudge{Object: ks.DeepCopy(), Token: latest.UTC().Format(time.RFC3339Nano), Needs: []string{Group}}, true
+	return plan.Nudge{Object: ks.DeepCopy(), Token: latest.UTC().Format(time.RFC3339Nano), Needs: []string{Group}}, true
 }
 
 func namespaceOr(namespace, fallback string) string {

@@ -22,8 +22,7 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden Flux objects under testdata/")
@@ -183,7 +182,7 @@ func TestPlanGoldenFluxObjects(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				head := "# " + apply.KindOf(w.Object)
+				head := "# " + plan.KindOf(w.Object)
 				if w.Uncached {
 					head += " (uncached)"
 				}
@@ -345,7 +344,7 @@ func TestPlanRefusals(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d, err := Plan(tt.facts(t))
-			r, ok := shell.AsRefusal(err)
+			r, ok := plan.AsRefusal(err)
 			if !ok {
 				t.Fatalf("Plan = %v, want a refusal", err)
 			}
@@ -411,9 +410,9 @@ func TestAheadIsTheSourceThePlanWrites(t *testing.T) {
 			written = o
 		}
 	}
-	a, _ := apply.AsApplied(src, apply.HashAnnotation)
-	b, _ := apply.AsApplied(written, apply.HashAnnotation)
-	if a.GetAnnotations()[apply.HashAnnotation] != b.GetAnnotations()[apply.HashAnnotation] {
+	a, _ := plan.AsApplied(src, plan.HashAnnotation)
+	b, _ := plan.AsApplied(written, plan.HashAnnotation)
+	if a.GetAnnotations()[plan.HashAnnotation] != b.GetAnnotations()[plan.HashAnnotation] {
 		t.Errorf("the source written ahead differs from the one the plan writes")
 	}
 	f.Provider.GetStatus().InstalledVersion = "v1.15.0"
@@ -454,10 +453,10 @@ func TestNudges(t *testing.T) {
 		Spec: kustomizev1.KustomizationSpec{DependsOn: []kustomizev1.DependencyReference{{Name: "core-cluster-api"}}},
 		Status: kustomizev1.KustomizationStatus{Conditions: []metav1.Condition{
 			{Type: "Ready", Status: metav1.ConditionFalse, Reason: meta.DependencyNotReadyReason, Message: "Dependencies do not meet ready condition, retrying in 30s", ObservedGeneration: 1}}}}
-	observed := func() apply.Observed {
-		return apply.Observed{
-			apply.ObservedKey("Kustomization", "capi-system", dep.Name):     dep.DeepCopy(),
-			apply.ObservedKey("Kustomization", "capi-system", waiting.Name): waiting.DeepCopy(),
+	observed := func() plan.Observed {
+		return plan.Observed{
+			plan.ObservedKey("Kustomization", "capi-system", dep.Name):     dep.DeepCopy(),
+			plan.ObservedKey("Kustomization", "capi-system", waiting.Name): waiting.DeepCopy(),
 		}
 	}
 	if n := nudges(p)(observed()); len(n) != 0 {

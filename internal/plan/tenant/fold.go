@@ -10,10 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/conditions"
-	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -23,10 +22,10 @@ type Reconciled struct {
 	// Desired is the plan; nil when the facts could not be gathered
 	// (Err says why).
 	Desired *Desired
-	// Refusal is the plan's (a *shell.Refusal), or nil.
+	// Refusal is the plan's (a *plan.Refusal), or nil.
 	Refusal error
 	// Result is the sync's.
-	Result apply.Result
+	Result plan.Result
 	// Err stopped the reconcile: gathering the facts, or the sync.
 	Err error
 	// Now stamps the clusters' transitions.
@@ -45,7 +44,7 @@ func Fold(t *tenancyv1alpha1.Tenant, in Reconciled) error {
 	if d == nil {
 		return in.Err
 	}
-	refusal, _ := shell.AsRefusal(in.Refusal)
+	refusal, _ := plan.AsRefusal(in.Refusal)
 	managementConflict, conflicting := in.Result.Conflicts[managementGroup]
 	switch {
 	case d.Management == nil:
@@ -66,7 +65,7 @@ func Fold(t *tenancyv1alpha1.Tenant, in Reconciled) error {
 		return refusal
 	}
 	if in.Err != nil && isNoMatch(in.Err) {
-		missing := shell.Failing(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.FluxAPIMissingReason,
+		missing := plan.Failing(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.FluxAPIMissingReason,
 			"a Flux API the tenant's stack needs is not served; install Flux (source, kustomize and helm controllers): "+noMatchCause(in.Err), time.Minute)
 		conditions.Set(t, missing.Condition, missing.Status, missing.Reason, missing.Message)
 		return missing
@@ -90,7 +89,7 @@ func Fold(t *tenancyv1alpha1.Tenant, in Reconciled) error {
 	if conflicting {
 		// Another owner's object is in the way: nothing changes until
 		// it, or the tenant, does.
-		return shell.Stalling(tenancyv1alpha1.ManagementReadyCondition, tenancyv1alpha1.ObjectConflictReason, managementConflict, 0)
+		return plan.Stalling(tenancyv1alpha1.ManagementReadyCondition, tenancyv1alpha1.ObjectConflictReason, managementConflict, 0)
 	}
 	return nil
 }

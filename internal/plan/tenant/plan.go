@@ -13,17 +13,16 @@ import (
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
 
 // Desired is what one reconcile of a Tenant wants: the sync's share
-// (apply.Desired: the writes in order, what to prune, observe and nudge)
+// (plan.Desired: the writes in order, what to prune, observe and nudge)
 // and what the fold needs to read the sync's result.
 type Desired struct {
-	apply.Desired
+	plan.Desired
 	// Management are the tenant's namespace and RBAC; nil when its
 	// management namespace is not allowed (nothing is written then).
 	Management *render.TenantManagementObjects
@@ -34,7 +33,7 @@ type Desired struct {
 	Poll bool
 }
 
-// The groups of the writes (apply.Write.Group): the management objects,
+// The groups of the writes (plan.Write.Group): the management objects,
 // which everything else needs (without its namespace and RBAC the tenant
 // gets nothing else: its clusters' namespace may be someone else's); the
 // source and target namespace artifact of one namespace, which every
@@ -51,7 +50,7 @@ func clusterGroup(c types.NamespacedName) string { return "cluster " + c.String(
 // eligible cluster's Flux objects, the tenant's objects no longer needed
 // to prune, the objects the fold reads, and the nudges.
 //
-// A refusal is a *shell.Refusal, returned with what is still written:
+// A refusal is a *plan.Refusal, returned with what is still written:
 // nothing when the management namespace is not allowed; the tenant's own
 // namespace and RBAC when another namespace is not allowed, the Cluster
 // API is missing, or the selector or stack cannot be used (nothing is
@@ -59,24 +58,24 @@ func clusterGroup(c types.NamespacedName) string { return "cluster " + c.String(
 func Plan(f Facts) (Desired, error) {
 	t := f.Tenant
 	if err := render.CheckManagementNamespace(t, f.Forbidden); err != nil {
-		return Desired{}, shell.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error(), 0)
+		return Desired{}, plan.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error(), 0)
 	}
 	m := render.TenantManagement(t)
 	d := Desired{Management: &m}
 	d.Writes = managementWrites(m)
 	if err := render.CheckTenantNamespaces(t, f.Forbidden, f.Tenants); err != nil {
-		return d, shell.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error(), 0)
+		return d, plan.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error(), 0)
 	}
 	if f.ClusterAPIMissing != nil {
-		return d, shell.Failing(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.ClusterAPIMissingReason, clusterAPIMissing(f.ClusterAPIMissing), time.Minute)
+		return d, plan.Failing(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.ClusterAPIMissingReason, clusterAPIMissing(f.ClusterAPIMissing), time.Minute)
 	}
 	sel, err := render.SelectClusters(t, f.Clusters, f.Kubeconfigs)
 	if err != nil {
-		return d, shell.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidSelectorReason, err.Error(), 0)
+		return d, plan.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidSelectorReason, err.Error(), 0)
 	}
 	rendered, err := render.Tenant(t, sel, render.TenantOptions{NoArtifactServer: f.NoArtifactServer})
 	if err != nil {
-		return d, shell.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidStackReason, err.Error(), 0)
+		return d, plan.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidStackReason, err.Error(), 0)
 	}
 	d.Selection, d.Rendered, d.Poll = &sel, rendered, !f.ClustersWatched
 	d.Writes = append(d.Writes, fluxWrites(t, rendered, f.Stacks)...)
@@ -89,7 +88,7 @@ func Plan(f Facts) (Desired, error) {
 	observe(&d, t, sel, rendered)
 	if !t.Spec.Suspend {
 		// Flux ignores suspended objects.
-		d.Nudges = func(o apply.Observed) []apply.Nudge { return nudges(t, sel, rendered, o) }
+		d.Nudges = func(o plan.Observed) []plan.Nudge { return nudges(t, sel, rendered, o) }
 	}
 	return d, nil
 }
@@ -111,14 +110,14 @@ func clusterAPIMissing(cause error) string {
 // managementWrites are the tenant's namespace, ServiceAccount,
 // RoleBinding and quota, read without the cache (the manager does not
 // watch them all), first: a conflict stops them and everything else.
-func managementWrites(m render.TenantManagementObjects) []apply.Write {
-	out := []apply.Write{
+func managementWrites(m render.TenantManagementObjects) []plan.Write {
+	out := []plan.Write{
 		{Object: m.Namespace, Uncached: true, Group: managementGroup},
 		{Object: m.ServiceAccount, Uncached: true, Group: managementGroup},
 		{Object: m.RoleBinding, Uncached: true, Group: managementGroup},
 	}
 	if m.ResourceQuota != nil {
-		out = append(out, apply.Write{Object: m.ResourceQuota, Uncached: true, Group: managementGroup})
+		out = append(out, plan.Write{Object: m.ResourceQuota, Uncached: true, Group: managementGroup})
 	}
 	return out
 }
@@ -132,25 +131,25 @@ func managementWrites(m render.TenantManagementObjects) []apply.Write {
 // ExternalArtifact conflicts) on its own status line, and the others go
 // on. Like the tenant's, they are read without the cache, so a write is
 // never decided on an old read.
-func fluxWrites(t *tenancyv1alpha1.Tenant, rendered *render.RenderedTenant, stacks map[types.NamespacedName]StackFacts) []apply.Write {
-	var out []apply.Write
+func fluxWrites(t *tenancyv1alpha1.Tenant, rendered *render.RenderedTenant, stacks map[types.NamespacedName]StackFacts) []plan.Write {
+	var out []plan.Write
 	needs := []string{managementGroup}
 	for _, s := range rendered.Sources {
-		out = append(out, apply.Write{Object: s, Uncached: true, Group: namespaceGroup(s.Namespace), Needs: needs, Request: true})
+		out = append(out, plan.Write{Object: s, Uncached: true, Group: namespaceGroup(s.Namespace), Needs: needs, Request: true})
 	}
 	for _, a := range rendered.NamespaceArtifacts {
-		out = append(out, apply.Write{Object: a, Uncached: true, Group: namespaceGroup(a.Namespace), Needs: needs,
-			Artifact: &apply.Artifact{Data: rendered.NamespaceArtifact, Of: fmt.Sprintf("the Namespace %s of Tenant %s's stack", t.TargetNamespace(), t.Name)}})
+		out = append(out, plan.Write{Object: a, Uncached: true, Group: namespaceGroup(a.Namespace), Needs: needs,
+			Artifact: &plan.Artifact{Data: rendered.NamespaceArtifact, Of: fmt.Sprintf("the Namespace %s of Tenant %s's stack", t.TargetNamespace(), t.Name)}})
 	}
 	for _, c := range rendered.Clusters {
 		group, needs := clusterGroup(c.Cluster), []string{managementGroup, namespaceGroup(c.Cluster.Namespace)}
 		if c.Namespace != nil {
-			out = append(out, apply.Write{Object: c.Namespace, Uncached: true, Group: group, Needs: needs, Request: true})
+			out = append(out, plan.Write{Object: c.Namespace, Uncached: true, Group: group, Needs: needs, Request: true})
 			if stackWaits(stacks[c.Cluster]) {
 				continue
 			}
 		}
-		out = append(out, apply.Write{Object: c.Object(), Uncached: true, Group: group, Needs: needs, Request: true})
+		out = append(out, plan.Write{Object: c.Object(), Uncached: true, Group: group, Needs: needs, Request: true})
 	}
 	return out
 }
@@ -196,8 +195,8 @@ func observe(d *Desired, t *tenancyv1alpha1.Tenant, sel render.ClusterSelection,
 // (health.TenantClusterNudge): once per state, so a resync writes
 // nothing. Not for pending clusters, nor for clusters whose objects are
 // someone else's (Needs).
-func nudges(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant, o apply.Observed) []apply.Nudge {
-	var out []apply.Nudge
+func nudges(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant, o plan.Observed) []plan.Nudge {
+	var out []plan.Nudge
 	for _, c := range clusterInputs(t, sel, rendered, o, nil) {
 		if c.PendingReason != "" {
 			continue
@@ -206,7 +205,7 @@ func nudges(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *re
 		if !ok {
 			continue
 		}
-		out = append(out, apply.Nudge{
+		out = append(out, plan.Nudge{
 			Object: &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: n.Name}},
 			Token:  n.Token,
 			Needs:  []string{managementGroup, namespaceGroup(c.Cluster.Namespace), clusterGroup(c.Cluster)},
@@ -218,7 +217,7 @@ func nudges(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *re
 // clusterInputs are the selected clusters as the fold of their health
 // reads them from the observed objects: a missing object is Missing.
 // conflicts are the sync's.
-func clusterInputs(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant, o apply.Observed,
+func clusterInputs(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant, o plan.Observed,
 	conflicts map[string]string) []health.TenantClusterInput {
 	var out []health.TenantClusterInput
 	for _, d := range sel.Selected() {
@@ -250,7 +249,7 @@ func clusterInputs(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rende
 
 // observation is the observed object of kind namespace/name as the fold
 // reads it.
-func observation(o apply.Observed, kind, namespace, name string) health.Observation {
+func observation(o plan.Observed, kind, namespace, name string) health.Observation {
 	switch obj := o.Get(kind, namespace, name).(type) {
 	case *sourcev1.OCIRepository:
 		return health.ObserveOCIRepository(obj)

@@ -27,9 +27,8 @@ import (
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
-	"github.com/capwright/capwright/internal/controller/apply"
-	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -241,8 +240,8 @@ func TestPlan(t *testing.T) {
 
 // goldenPlan is a plan as its golden file holds it: every object whole.
 type goldenPlan struct {
-	Refusal *shell.Refusal `json:"refusal,omitempty"`
-	Writes  []goldenWrite  `json:"writes,omitempty"`
+	Refusal *plan.Refusal `json:"refusal,omitempty"`
+	Writes  []goldenWrite `json:"writes,omitempty"`
 	// PruneNeeds, Observe and Prune as kind namespace/name.
 	PruneNeeds []string `json:"pruneNeeds,omitempty"`
 	Prune      []string `json:"prune,omitempty"`
@@ -266,14 +265,14 @@ func golden(t *testing.T, d Desired, err error) goldenPlan {
 	t.Helper()
 	var out goldenPlan
 	if err != nil {
-		r, ok := shell.AsRefusal(err)
+		r, ok := plan.AsRefusal(err)
 		if !ok {
 			t.Fatalf("Plan returned %v, not a refusal", err)
 		}
 		out.Refusal = r
 	}
 	for _, w := range d.Writes {
-		u, aerr := apply.AsApplied(w.Object, apply.HashAnnotation)
+		u, aerr := plan.AsApplied(w.Object, plan.HashAnnotation)
 		if aerr != nil {
 			t.Fatal(aerr)
 		}
@@ -286,10 +285,10 @@ func golden(t *testing.T, d Desired, err error) goldenPlan {
 	}
 	out.PruneNeeds = d.PruneNeeds
 	for _, o := range d.Prune {
-		out.Prune = append(out.Prune, apply.KindOf(o)+" "+apply.ObjectRef(o))
+		out.Prune = append(out.Prune, plan.KindOf(o)+" "+plan.ObjectRef(o))
 	}
 	for _, o := range d.Observe {
-		out.Observe = append(out.Observe, apply.KindOf(o)+" "+apply.ObjectRef(o))
+		out.Observe = append(out.Observe, plan.KindOf(o)+" "+plan.ObjectRef(o))
 	}
 	out.Nudges, out.Poll = d.Nudges != nil, d.Poll
 	if d.Selection != nil {
@@ -309,7 +308,7 @@ func TestPlanRefusals(t *testing.T) {
 	tn := chartTenant()
 	tn.Spec.Management = &tenancyv1alpha1.ManagementSpec{Namespace: "kube-system"}
 	d, err := Plan(facts(tn, nil))
-	r, ok := shell.AsRefusal(err)
+	r, ok := plan.AsRefusal(err)
 	if !ok || !r.Stalls || r.Reason != tenancyv1alpha1.NamespaceNotAllowedReason || r.Condition != tenancyv1alpha1.ClustersReadyCondition {
 		t.Fatalf("refusal %+v", err)
 	}
@@ -320,14 +319,14 @@ func TestPlanRefusals(t *testing.T) {
 	f := facts(chartTenant(), nil)
 	f.ClusterAPIMissing = errors.New("no Clusters")
 	d, err = Plan(f)
-	if r, ok := shell.AsRefusal(err); !ok || r.Stalls || r.RetryAfter != time.Minute || r.Status != metav1.ConditionFalse {
+	if r, ok := plan.AsRefusal(err); !ok || r.Stalls || r.RetryAfter != time.Minute || r.Status != metav1.ConditionFalse {
 		t.Errorf("Cluster API missing: %+v, want False retried every minute", err)
 	}
 	kinds := map[string]bool{}
 	for _, w := range d.Writes {
 		kinds[w.Object.GetObjectKind().GroupVersionKind().Kind] = true
 		if w.Group != managementGroup || !w.Uncached {
-			t.Errorf("write %s: group %q, uncached %v", apply.ObjectRef(w.Object), w.Group, w.Uncached)
+			t.Errorf("write %s: group %q, uncached %v", plan.ObjectRef(w.Object), w.Group, w.Uncached)
 		}
 	}
 	if len(kinds) != 3 || !kinds["Namespace"] || !kinds["ServiceAccount"] || !kinds["RoleBinding"] || len(d.Prune) != 0 {
@@ -356,9 +355,9 @@ func TestPlanNudges(t *testing.T) {
 	ns := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: render.TenantNamespaceObjectName(tn.Name, cluster), Generation: 1},
 		Status: kustomizev1.KustomizationStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue,
 			Reason: meta.ReconciliationSucceededReason, ObservedGeneration: 1, LastTransitionTime: created}}}}
-	observed := apply.Observed{
-		apply.ObservedKey(kustomizev1.KustomizationKind, stack.Namespace, stack.Name): stack,
-		apply.ObservedKey(kustomizev1.KustomizationKind, ns.Namespace, ns.Name):       ns,
+	observed := plan.Observed{
+		plan.ObservedKey(kustomizev1.KustomizationKind, stack.Namespace, stack.Name): stack,
+		plan.ObservedKey(kustomizev1.KustomizationKind, ns.Namespace, ns.Name):       ns,
 	}
 	n := d.Nudges(observed)
 	if len(n) != 1 || n[0].Object.GetName() != ns.Name || n[0].Token != "2026-11-22T10:00:00Z" {
@@ -383,7 +382,7 @@ func TestPlanNudges(t *testing.T) {
 func TestFold(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	cluster := types.NamespacedName{Namespace: "tenant-team-a", Name: "prod-eu-1"}
-	plan := func(tn *tenancyv1alpha1.Tenant) (Desired, error) {
+	planOf := func(tn *tenancyv1alpha1.Tenant) (Desired, error) {
 		return Plan(facts(tn, []clusterapi.Facts{ready(cluster.Namespace, cluster.Name, map[string]string{"tenant": "team-a"})}))
 	}
 	cond := func(tn *tenancyv1alpha1.Tenant, typ string) metav1.Condition {
@@ -408,9 +407,9 @@ func TestFold(t *testing.T) {
 	t.Run("forbidden management namespace", func(t *testing.T) {
 		tn := chartTenant()
 		tn.Spec.Management = &tenancyv1alpha1.ManagementSpec{Namespace: "flux-system"}
-		d, refusal := plan(tn)
-		err := Fold(tn, Reconciled{Desired: &d, Refusal: refusal, Result: apply.Result{Observed: apply.Observed{}}, Now: now})
-		if r, ok := shell.AsRefusal(err); !ok || !r.Stalls {
+		d, refusal := planOf(tn)
+		err := Fold(tn, Reconciled{Desired: &d, Refusal: refusal, Result: plan.Result{Observed: plan.Observed{}}, Now: now})
+		if r, ok := plan.AsRefusal(err); !ok || !r.Stalls {
 			t.Fatalf("Fold = %v", err)
 		}
 		for _, typ := range []string{tenancyv1alpha1.ManagementReadyCondition, tenancyv1alpha1.ClustersReadyCondition} {
@@ -424,10 +423,10 @@ func TestFold(t *testing.T) {
 	})
 	t.Run("management conflict stalls, the clusters are folded", func(t *testing.T) {
 		tn := chartTenant()
-		d, _ := plan(tn)
-		err := Fold(tn, Reconciled{Desired: &d, Result: apply.Result{Conflicts: map[string]string{managementGroup: "Namespace tenant-team-a exists"},
-			Observed: apply.Observed{}}, Now: now})
-		if r, ok := shell.AsRefusal(err); !ok || !r.Stalls || r.Reason != tenancyv1alpha1.ObjectConflictReason || r.Condition != tenancyv1alpha1.ManagementReadyCondition {
+		d, _ := planOf(tn)
+		err := Fold(tn, Reconciled{Desired: &d, Result: plan.Result{Conflicts: map[string]string{managementGroup: "Namespace tenant-team-a exists"},
+			Observed: plan.Observed{}}, Now: now})
+		if r, ok := plan.AsRefusal(err); !ok || !r.Stalls || r.Reason != tenancyv1alpha1.ObjectConflictReason || r.Condition != tenancyv1alpha1.ManagementReadyCondition {
 			t.Fatalf("Fold = %v", err)
 		}
 		if c := cond(tn, tenancyv1alpha1.ManagementReadyCondition); c.Reason != tenancyv1alpha1.ObjectConflictReason || c.Message != "Namespace tenant-team-a exists" {
@@ -439,9 +438,9 @@ func TestFold(t *testing.T) {
 	})
 	t.Run("a management write failed", func(t *testing.T) {
 		tn := chartTenant()
-		d, _ := plan(tn)
+		d, _ := planOf(tn)
 		boom := errors.New("applying Namespace tenant-team-a: boom")
-		err := Fold(tn, Reconciled{Desired: &d, Result: apply.Result{Failed: &d.Writes[0]}, Err: boom, Now: now})
+		err := Fold(tn, Reconciled{Desired: &d, Result: plan.Result{Failed: &d.Writes[0]}, Err: boom, Now: now})
 		if err != boom {
 			t.Fatalf("Fold = %v", err)
 		}
@@ -454,10 +453,10 @@ func TestFold(t *testing.T) {
 	})
 	t.Run("a Flux API missing", func(t *testing.T) {
 		tn := chartTenant()
-		d, _ := plan(tn)
+		d, _ := planOf(tn)
 		inner := fmt.Errorf("reading HelmRelease x/y: %w", &apimeta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "helm.toolkit.fluxcd.io", Kind: "HelmRelease"}})
-		err := Fold(tn, Reconciled{Desired: &d, Result: apply.Result{Failed: &d.Writes[4]}, Err: fmt.Errorf("the API is not served: %w", inner), Now: now})
-		r, ok := shell.AsRefusal(err)
+		err := Fold(tn, Reconciled{Desired: &d, Result: plan.Result{Failed: &d.Writes[4]}, Err: fmt.Errorf("the API is not served: %w", inner), Now: now})
+		r, ok := plan.AsRefusal(err)
 		if !ok || r.Stalls || r.RetryAfter != time.Minute || r.Reason != tenancyv1alpha1.FluxAPIMissingReason {
 			t.Fatalf("Fold = %v", err)
 		}
@@ -471,9 +470,9 @@ func TestFold(t *testing.T) {
 	})
 	t.Run("a cluster's conflict fails its line", func(t *testing.T) {
 		tn := chartTenant()
-		d, _ := plan(tn)
-		err := Fold(tn, Reconciled{Desired: &d, Result: apply.Result{Conflicts: map[string]string{namespaceGroup(cluster.Namespace): "OCIRepository x exists"},
-			Observed: apply.Observed{}}, Now: now})
+		d, _ := planOf(tn)
+		err := Fold(tn, Reconciled{Desired: &d, Result: plan.Result{Conflicts: map[string]string{namespaceGroup(cluster.Namespace): "OCIRepository x exists"},
+			Observed: plan.Observed{}}, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}

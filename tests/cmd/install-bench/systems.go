@@ -21,7 +21,7 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/clusterctl"
-	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
@@ -454,7 +454,7 @@ func renderCapwrightObjects(componentsPath string, pt providerSpec, version, dig
 		obj.SetOwnerReferences(nil)
 		// As the manager applies it (apply.IfChanged): its hash
 		// annotation, spec.suspend spelled out, Flux's finalizer.
-		u, err := apply.AsApplied(obj, apply.HashAnnotation)
+		u, err := plan.AsApplied(obj, plan.HashAnnotation)
 		if err != nil {
 			return nil, err
 		}

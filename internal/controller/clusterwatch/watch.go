@@ -1,4 +1,4 @@
-package clusterapi
+package clusterwatch
 
 // LateWatch is the one late watch of Cluster API's Clusters, for every
 // controller that maps Clusters to its own objects while Cluster API may
@@ -10,7 +10,7 @@ package clusterapi
 //
 // Its API, for a controller built before the manager starts:
 //
-//	w := &clusterapi.LateWatch{Cache: mgr.GetCache(), Served: served, For: "Tenants"}
+//	w := &clusterwatch.LateWatch{Cache: mgr.GetCache(), Served: served, For: "Tenants"}
 //	w.Watch(c, handler)                         // a Cluster watch of controller c
 //	w.WatchObject(c, secret, handler, pred)     // another kind that only matters with Clusters
 //	w.OnStart(func(ctx context.Context) error)  // once the watches run (wake what waited)
@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/controller/shell"
 )
 
@@ -75,7 +76,7 @@ type lateWatch struct {
 // Watch adds a Cluster watch of controller c, started once Clusters are
 // served.
 func (w *LateWatch) Watch(c controller.Controller, h handler.EventHandler, predicates ...predicate.Predicate) {
-	w.WatchObject(c, NewCluster(), h, predicates...)
+	w.WatchObject(c, clusterapi.NewCluster(), h, predicates...)
 }
 
 // WatchObject adds a watch of another kind that only matters with
@@ -123,7 +124,7 @@ func (w *LateWatch) whenServed() *shell.WhenServed {
 		if every <= 0 {
 			every = DefaultPoll
 		}
-		w.served = &shell.WhenServed{Kind: ClusterGVK.Kind, Served: w.Served, Every: every, OnDemand: true, Then: w.start}
+		w.served = &shell.WhenServed{Kind: clusterapi.ClusterGVK.Kind, Served: w.Served, Every: every, OnDemand: true, Then: w.start}
 	})
 	return w.served
 }
