@@ -15,6 +15,7 @@ import (
 	"github.com/capwright/capwright/internal/controller/events"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/metrics"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
 // steps are the provider's own steps in the reconcile shell.
@@ -23,7 +24,7 @@ type providerSteps struct{ r *Reconciler }
 var _ shell.Steps[v1alpha1.Provider] = providerSteps{}
 
 func (s providerSteps) Init(obj v1alpha1.Provider) {
-	conditions.Init(obj, ownedConditions, v1alpha1.ReconcilingReason, !obj.GetDeletionTimestamp().IsZero(),
+	conditions.Init(obj, providerplan.OwnedConditions, v1alpha1.ReconcilingReason, !obj.GetDeletionTimestamp().IsZero(),
 		v1alpha1.DeletingCondition, v1alpha1.NotDeletingReason)
 }
 
@@ -38,8 +39,7 @@ func (s providerSteps) Finalize(ctx context.Context, obj v1alpha1.Provider) (she
 }
 
 func (s providerSteps) Summarize(obj v1alpha1.Provider) {
-	obj.GetStatus().ObservedGeneration = obj.GetGeneration()
-	setSummary(obj)
+	providerplan.Summarize(obj, metav1.Now())
 }
 
 func (s providerSteps) Status(obj v1alpha1.Provider) *meta.ReconcileRequestStatus {
