@@ -33,17 +33,9 @@ import (
 
 // finalizeCluster uninstalls an infrastructure's backend.
 func (r *ClusterReconciler) finalizeCluster(ctx context.Context, c *clustersv1alpha1.CapwrightCluster) (shell.Outcome, error) {
-	f := clusterFacts(c)
-	_, hold, err := r.holdDeletion(ctx, f)
-	if err != nil {
-		return shell.Outcome{}, err
-	}
-	if hold != nil {
-		return *hold, nil
-	}
-	pending, err := r.finalizeBackend(ctx, f)
-	if err != nil {
-		return shell.Outcome{}, err
+	_, pending, out, err := r.uninstall(ctx, clusterFacts(c))
+	if out != nil || err != nil {
+		return derefOutcome(out), err
 	}
 	if pending != "" {
 		return deleting(c, pending), nil
@@ -55,17 +47,9 @@ func (r *ClusterReconciler) finalizeCluster(ctx context.Context, c *clustersv1al
 // Flux, waits for its status object to go, then removes the kubeconfig
 // Secret.
 func (r *ControlPlaneReconciler) finalizeControlPlane(ctx context.Context, cp *clustersv1alpha1.CapwrightControlPlane) (shell.Outcome, error) {
-	f := controlPlaneFacts(cp)
-	owner, hold, err := r.holdDeletion(ctx, f)
-	if err != nil {
-		return shell.Outcome{}, err
-	}
-	if hold != nil {
-		return *hold, nil
-	}
-	pending, err := r.finalizeBackend(ctx, f)
-	if err != nil {
-		return shell.Outcome{}, err
+	owner, pending, out, err := r.uninstall(ctx, controlPlaneFacts(cp))
+	if out != nil || err != nil {
+		return derefOutcome(out), err
 	}
 	cluster := clusterName(cp)
 	if pending == "" {
@@ -89,6 +73,26 @@ func (r *ControlPlaneReconciler) finalizeControlPlane(ctx context.Context, cp *c
 		}
 	}
 	return shell.Outcome{Done: true}, nil
+}
+
+// uninstall is what deleting either kind starts with: a deletion held
+// while paused (out is then the outcome), else the backend's Flux objects
+// deleted, and what of them is still there (pending). It returns the
+// owning Cluster when it is still there.
+func (s *Shared) uninstall(ctx context.Context, f contractplan.Facts) (owner *clusterapi.Facts, pending string, out *shell.Outcome, err error) {
+	owner, hold, err := s.holdDeletion(ctx, f)
+	if err != nil || hold != nil {
+		return owner, "", hold, err
+	}
+	pending, err = s.finalizeBackend(ctx, f)
+	return owner, pending, nil, err
+}
+
+func derefOutcome(out *shell.Outcome) shell.Outcome {
+	if out == nil {
+		return shell.Outcome{}
+	}
+	return *out
 }
 
 // deleting says what the deletion waits for, and looks again soon.
