@@ -97,3 +97,29 @@ func observation(kind string, m metav1.ObjectMeta, observed int64, conds []metav
 		Conditions: append([]metav1.Condition(nil), conds...),
 	}
 }
+
+// Observe observes a Flux object of kind namespace/name as it was read:
+// obj is nil (or of no Flux kind) when it was not found, and a missing
+// object is an observation too. The one way every fold reads a Flux
+// object.
+func Observe(obj any, kind, namespace, name string) Observation {
+	switch o := obj.(type) {
+	case *sourcev1.OCIRepository:
+		if o != nil {
+			return ObserveOCIRepository(o)
+		}
+	case *sourcev1.ExternalArtifact:
+		if o != nil {
+			return ObserveExternalArtifact(o)
+		}
+	case *kustomizev1.Kustomization:
+		if o != nil {
+			return ObserveKustomization(o)
+		}
+	case *helmv2.HelmRelease:
+		if o != nil {
+			return ObserveHelmRelease(o)
+		}
+	}
+	return Observation{Kind: kind, Name: name, Namespace: namespace, Missing: true}
+}

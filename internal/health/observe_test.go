@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -135,5 +138,28 @@ func TestFinishing(t *testing.T) {
 		if o.Finishing(now) {
 			t.Errorf("%s: Finishing", name)
 		}
+	}
+}
+
+func TestObserveAnyReadObject(t *testing.T) {
+	var none *kustomizev1.Kustomization
+	for _, tt := range []struct {
+		name    string
+		obj     any
+		missing bool
+	}{
+		{"not found", nil, true},
+		{"a typed nil", none, true},
+		{"a Kustomization", &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Generation: 3}}, false},
+		{"an OCIRepository", &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Generation: 3}}, false},
+		{"a HelmRelease", &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Generation: 3}}, false},
+		{"an ExternalArtifact", &sourcev1.ExternalArtifact{ObjectMeta: metav1.ObjectMeta{Generation: 3}}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Observe(tt.obj, "Kind", "ns", "name")
+			if o.Missing != tt.missing || (!tt.missing && o.Generation != 3) || (tt.missing && (o.Kind != "Kind" || o.Namespace != "ns" || o.Name != "name")) {
+				t.Errorf("Observe = %+v", o)
+			}
+		})
 	}
 }

@@ -262,17 +262,7 @@ func (s synced) finishing() bool {
 // observation is a Flux object as read; a missing one is an observation
 // too.
 func observation(observed plan.Observed, kind, namespace, name string) health.Observation {
-	switch o := observed.Get(kind, namespace, name).(type) {
-	case *sourcev1.OCIRepository:
-		return health.ObserveOCIRepository(o)
-	case *kustomizev1.Kustomization:
-		return health.ObserveKustomization(o)
-	case *helmv2.HelmRelease:
-		return health.ObserveHelmRelease(o)
-	case *sourcev1.ExternalArtifact:
-		return health.ObserveExternalArtifact(o)
-	}
-	return health.Observation{Kind: kind, Name: name, Namespace: namespace, Missing: true}
+	return health.Observe(observed.Get(kind, namespace, name), kind, namespace, name)
 }
 
 // suspend carries spec.suspend to the existing Flux objects.

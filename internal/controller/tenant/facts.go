@@ -122,12 +122,11 @@ func (r *Reconciler) stackFacts(ctx context.Context, t *tenancyv1alpha1.Tenant, 
 	}
 	out.StackExists = err == nil
 	key := ctrl.ObjectKey{Namespace: cluster.Namespace, Name: render.TenantNamespaceObjectName(t.Name, cluster)}
-	var ns kustomizev1.Kustomization
-	if err := r.Client.Get(ctx, key, &ns); err != nil {
-		out.Namespace = health.Observation{Kind: kustomizev1.KustomizationKind, Namespace: key.Namespace, Name: key.Name, Missing: true}
-	} else {
-		out.Namespace = health.ObserveKustomization(&ns)
+	var ns *kustomizev1.Kustomization
+	if got := (&kustomizev1.Kustomization{}); r.Client.Get(ctx, key, got) == nil {
+		ns = got
 	}
+	out.Namespace = health.Observe(ns, kustomizev1.KustomizationKind, key.Namespace, key.Name)
 	return out, nil
 }
 

@@ -73,23 +73,14 @@ type KubeconfigSeen struct {
 // yet rendered), so BackendReady is Unknown until it has.
 func BackendOf(d Desired, flux plan.Observed) (res health.BackendResult, stale bool) {
 	ns, name := d.Objects.Source.Namespace, d.Objects.Source.Name
-	source := health.Observation{Kind: sourcev1.OCIRepositoryKind, Name: name, Namespace: ns, Missing: true}
-	if o, ok := flux.Get(sourcev1.OCIRepositoryKind, ns, name).(*sourcev1.OCIRepository); ok {
-		source = health.ObserveOCIRepository(o)
-	}
-	var applier health.Observation
-	fresh := false
+	source := health.Observe(flux.Get(sourcev1.OCIRepositoryKind, ns, name), sourcev1.OCIRepositoryKind, ns, name)
+	kind := kustomizev1.KustomizationKind
 	if d.Objects.HelmRelease != nil {
-		applier = health.Observation{Kind: helmv2.HelmReleaseKind, Name: name, Namespace: ns, Missing: true}
-		if o, ok := flux.Get(helmv2.HelmReleaseKind, ns, name).(*helmv2.HelmRelease); ok {
-			applier, fresh = health.ObserveHelmRelease(o), o.GetAnnotations()[plan.HashAnnotation] == d.AppliedHash
-		}
-	} else {
-		applier = health.Observation{Kind: kustomizev1.KustomizationKind, Name: name, Namespace: ns, Missing: true}
-		if o, ok := flux.Get(kustomizev1.KustomizationKind, ns, name).(*kustomizev1.Kustomization); ok {
-			applier, fresh = health.ObserveKustomization(o), o.GetAnnotations()[plan.HashAnnotation] == d.AppliedHash
-		}
+		kind = helmv2.HelmReleaseKind
 	}
+	obj := flux.Get(kind, ns, name)
+	applier := health.Observe(obj, kind, ns, name)
+	fresh := obj != nil && obj.GetAnnotations()[plan.HashAnnotation] == d.AppliedHash
 	res = health.FoldBackend(source, applier)
 	if !fresh {
 		res.Status, res.Reason = metav1.ConditionUnknown, clustersv1alpha1.InstallingReason

@@ -250,13 +250,5 @@ func clusterInputs(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rende
 // observation is the observed object of kind namespace/name as the fold
 // reads it.
 func observation(o plan.Observed, kind, namespace, name string) health.Observation {
-	switch obj := o.Get(kind, namespace, name).(type) {
-	case *sourcev1.OCIRepository:
-		return health.ObserveOCIRepository(obj)
-	case *helmv2.HelmRelease:
-		return health.ObserveHelmRelease(obj)
-	case *kustomizev1.Kustomization:
-		return health.ObserveKustomization(obj)
-	}
-	return health.Observation{Kind: kind, Namespace: namespace, Name: name, Missing: true}
+	return health.Observe(o.Get(kind, namespace, name), kind, namespace, name)
 }
