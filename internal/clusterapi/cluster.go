@@ -37,6 +37,10 @@ const PausedAnnotation = clusterv1.PausedAnnotation
 // Secret's).
 const ClusterNameLabel = clusterv1.ClusterNameLabel
 
+// SecretType is the type of the Secrets Cluster API reads a Cluster's
+// kubeconfig and certificates from.
+const SecretType = clusterv1.ClusterSecretType
+
 // AddToScheme registers the Cluster API core types a scheme needs to read
 // Clusters.
 func AddToScheme(s *runtime.Scheme) error { return clusterv1.AddToScheme(s) }

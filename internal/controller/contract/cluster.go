@@ -62,7 +62,7 @@ func (s clusterSteps) Finalize(ctx context.Context, c *clustersv1alpha1.Capwrigh
 
 func (s clusterSteps) Summarize(c *clustersv1alpha1.CapwrightCluster) {
 	c.Status.ObservedGeneration = c.Generation
-	apimeta.SetStatusCondition(&c.Status.Conditions, health.ClusterSummary(c.Generation, c.Status.Conditions, metav1.Now()))
+	conditions.Put(c, health.ClusterSummary(c.Generation, c.Status.Conditions, metav1.Now()))
 }
 
 func (s clusterSteps) Status(c *clustersv1alpha1.CapwrightCluster) *meta.ReconcileRequestStatus {

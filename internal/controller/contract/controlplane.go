@@ -70,7 +70,7 @@ func (s cpSteps) Finalize(ctx context.Context, cp *clustersv1alpha1.CapwrightCon
 
 func (s cpSteps) Summarize(cp *clustersv1alpha1.CapwrightControlPlane) {
 	cp.Status.ObservedGeneration = cp.Generation
-	apimeta.SetStatusCondition(&cp.Status.Conditions, health.ControlPlaneSummary(cp.Generation, cp.Status.Conditions, metav1.Now()))
+	conditions.Put(cp, health.ControlPlaneSummary(cp.Generation, cp.Status.Conditions, metav1.Now()))
 }
 
 func (s cpSteps) Status(cp *clustersv1alpha1.CapwrightControlPlane) *meta.ReconcileRequestStatus {

@@ -21,7 +21,7 @@ const (
 	// KubeconfigKey is the key of the kubeconfig in Cluster API's Secret,
 	// and the default of spec.kubeconfig.key.
 	KubeconfigKey        = "value"
-	kubeconfigSecretType = corev1.SecretType("cluster.x-k8s.io/secret")
+	kubeconfigSecretType = clusterapi.SecretType
 )
 
 // KubeconfigGroup is the group of the published kubeconfig Secret in a
