@@ -55,7 +55,7 @@ func TestSyncPruneAndNudgeNeeds(t *testing.T) {
 	}
 
 	boom := errors.New("boom")
-	failing := interceptor.NewClient(c.(ctrl.WithWatch), interceptor.Funcs{Get: func(context.Context, ctrl.WithWatch, ctrl.ObjectKey, ctrl.Object, ...ctrl.GetOption) error {
+	failing := interceptor.NewClient(c, interceptor.Funcs{Get: func(context.Context, ctrl.WithWatch, ctrl.ObjectKey, ctrl.Object, ...ctrl.GetOption) error {
 		return boom
 	}})
 	w := plan.Write{Object: repo("c", "stack", true), Group: "c"}

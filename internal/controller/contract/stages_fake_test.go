@@ -102,7 +102,7 @@ func TestControlPlaneStages(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ks.Spec.PostBuild == nil || ks.Spec.PostBuild.Substitute["CLUSTER_NAME"] != "alpha" || ks.Annotations["capwright.io/applied-hash"] == "" {
-		t.Fatalf("the Kustomization as written: %+v", ks.ObjectMeta.Annotations)
+		t.Fatalf("the Kustomization as written: %+v", ks.Annotations)
 	}
 
 	// Flux installed it; the backend reports its endpoint and writes the

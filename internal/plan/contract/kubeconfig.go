@@ -80,10 +80,10 @@ func Kubeconfig(cp *clustersv1alpha1.CapwrightControlPlane, d Desired, src Kubec
 		Owned: func(existing *unstructured.Unstructured, _ plan.Object) error {
 			ref := existing.GetNamespace() + "/" + existing.GetName()
 			if !render.ControlledBy(existing, uid) {
-				return fmt.Errorf("Secret %s exists and is not this control plane's: Capwright changes nothing; delete it if nothing else writes it", ref)
+				return fmt.Errorf("Secret %s exists and is not this control plane's: Capwright changes nothing; delete it if nothing else writes it", ref) //nolint:staticcheck // ST1005: a condition message starts with the kind it names
 			}
 			if t, _, _ := unstructured.NestedString(existing.Object, "type"); corev1.SecretType(t) != kubeconfigSecretType {
-				return fmt.Errorf("Secret %s has type %s, not %s: delete it and Capwright writes it again", ref, t, kubeconfigSecretType)
+				return fmt.Errorf("Secret %s has type %s, not %s: delete it and Capwright writes it again", ref, t, kubeconfigSecretType) //nolint:staticcheck // ST1005: a condition message starts with the kind it names
 			}
 			return nil
 		},
