@@ -233,6 +233,12 @@ func (r *Reconciler) observed(obj v1alpha1.Provider, d providerplan.Desired, obs
 		// The OCIRepository is pinned by digest, so Flux reports the bare
 		// digest as its revision (tag@digest is for people).
 		in.ExpectedRevision = art.Digest
+		// What Flux applies is the version that artifact was checked
+		// for: while a new spec.version is refused, the one installed
+		// before is what runs, and is what Installed names.
+		if tag, _, ok := strings.Cut(art.Revision, "@"); ok && tag != "" {
+			in.DesiredVersion = tag
+		}
 	}
 	ns, name := obj.GetNamespace(), objectName(obj)
 	in.Source = observation(observed, sourcev1.OCIRepositoryKind, ns, name)
