@@ -60,7 +60,7 @@ type Next struct {
 const FieldOwner = "capwright"
 
 // HashAnnotation holds, on every object Capwright applies, the hash of
-// what it last applied (Desired), so a resync with nothing changed writes
+// what it last applied (AsApplied), so a resync with nothing changed writes
 // nothing, and a field it stopped setting is still removed by the next
 // apply.
 const HashAnnotation = "capwright.io/applied-hash"
@@ -84,6 +84,11 @@ type Write struct {
 	Needs []string
 	// Request passes Desired.Request on to the object once it is written.
 	Request bool
+	// Batch, when set, applies the write side by side with the writes
+	// next to it of the same Batch (objects that do not need each other,
+	// such as a ServiceAccount and the binding that names it), each
+	// still skipped by a conflict before the batch.
+	Batch string
 }
 
 // Artifact is an ExternalArtifact's packed content.
@@ -94,7 +99,7 @@ type Artifact struct {
 	Of string
 }
 
-// Nudge asks Flux to reconcile an object now (RequestReconcile), once per
+// Nudge asks Flux to reconcile an object now (apply.RequestReconcile), once per
 // Token.
 type Nudge struct {
 	Object Object
@@ -114,7 +119,7 @@ type Desired struct {
 	// passed on to the writes that ask for it ("" for none).
 	Request string
 	// Prune are objects the owner no longer wants, as they were read:
-	// each is deleted by UID (DeleteExactly), after the writes.
+	// each is deleted by UID (apply.DeleteExactly), after the writes.
 	Prune []Object
 	// PruneNeeds are groups whose conflict skips the pruning (an owner
 	// whose own namespace is someone else's deletes nothing).

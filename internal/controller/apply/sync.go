@@ -8,6 +8,7 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -51,32 +52,51 @@ type Syncer struct {
 func (s Syncer) Sync(ctx context.Context, d plan.Desired) (plan.Result, error) {
 	res := plan.Result{Conflicts: map[string]string{}}
 	var requests []ctrl.Object
-	for _, w := range d.Writes {
-		if skipped(res.Conflicts, w) {
-			continue
+	for i := 0; i < len(d.Writes); {
+		// A batch: consecutive writes with the same Batch, applied side
+		// by side; any other write is a batch of its own.
+		n := 1
+		for b := d.Writes[i].Batch; b != "" && i+n < len(d.Writes) && d.Writes[i+n].Batch == b; n++ {
 		}
-		err := s.apply(ctx, w, d.Owned)
-		var conflict *ConflictError
-		if errors.As(err, &conflict) {
-			key := w.Group
-			if key == "" {
-				key = conflict.Kind + " " + conflict.Ref
+		batch := d.Writes[i : i+n]
+		i += n
+		errs := make([]error, len(batch))
+		var g errgroup.Group
+		for j, w := range batch {
+			if skipped(res.Conflicts, w) {
+				errs[j] = errSkipped
+				continue
 			}
-			res.Conflicts[key] = conflict.Error()
-			continue
+			g.Go(func() error { errs[j] = s.apply(ctx, w, d.Owned); return nil })
 		}
-		if err != nil {
-			res.Failed = &w
-			return res, err
-		}
-		if w.Artifact != nil {
-			if err := s.storeArtifact(ctx, w.Object, w.Artifact); err != nil {
+		_ = g.Wait()
+		for j, w := range batch {
+			err := errs[j]
+			if err == errSkipped {
+				continue
+			}
+			var conflict *ConflictError
+			if errors.As(err, &conflict) {
+				key := w.Group
+				if key == "" {
+					key = conflict.Kind + " " + conflict.Ref
+				}
+				res.Conflicts[key] = conflict.Error()
+				continue
+			}
+			if err != nil {
 				res.Failed = &w
 				return res, err
 			}
-		}
-		if w.Request && d.Request != "" {
-			requests = append(requests, w.Object)
+			if w.Artifact != nil {
+				if err := s.storeArtifact(ctx, w.Object, w.Artifact); err != nil {
+					res.Failed = &w
+					return res, err
+				}
+			}
+			if w.Request && d.Request != "" {
+				requests = append(requests, w.Object)
+			}
 		}
 	}
 	for _, o := range requests {
@@ -100,12 +120,22 @@ func (s Syncer) Sync(ctx context.Context, d plan.Desired) (plan.Result, error) {
 				continue
 			}
 			if err := RequestReconcile(ctx, s.Client, n.Object, n.Token, plan.FieldOwner); err != nil {
-				return res, err
+				return res, &NudgeError{Err: err}
 			}
 		}
 	}
 	return res, nil
 }
+
+// NudgeError is a nudge that failed: everything was written and read
+// back; only asking Flux to look again now did not happen.
+type NudgeError struct{ Err error }
+
+func (e *NudgeError) Error() string { return e.Err.Error() }
+func (e *NudgeError) Unwrap() error { return e.Err }
+
+// errSkipped marks a write of a batch that a conflict before it skipped.
+var errSkipped = errors.New("skipped")
 
 func skipped(conflicts map[string]string, w plan.Write) bool {
 	if _, bad := conflicts[w.Group]; w.Group != "" && bad {

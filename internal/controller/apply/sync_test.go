@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -193,5 +195,51 @@ func TestSyncStoresAnExternalArtifact(t *testing.T) {
 	_, err = (Syncer{Client: c, Reader: c}).Sync(context.Background(), plan.Desired{Writes: []plan.Write{{Object: ea, Artifact: &plan.Artifact{Data: data}}}})
 	if err == nil || !strings.Contains(err.Error(), "--artifact-storage-path") {
 		t.Errorf("without storage: %v", err)
+	}
+}
+
+// TestSyncAppliesABatchSideBySide: writes of one Batch are applied at
+// the same time (neither waits for the other), and a conflict before the
+// batch still skips what needs it.
+func TestSyncAppliesABatchSideBySide(t *testing.T) {
+	theirs := repo("x", "stack", false)
+	inFlight, most := 0, 0
+	var mu sync.Mutex
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(syncScheme(t)).WithObjects(theirs).Build(), interceptor.Funcs{
+		Apply: func(ctx context.Context, c ctrl.WithWatch, obj runtime.ApplyConfiguration, opts ...ctrl.ApplyOption) error {
+			mu.Lock()
+			inFlight++
+			most = max(most, inFlight)
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	res, err := Syncer{Client: c, Reader: c}.Sync(context.Background(), plan.Desired{Owned: ownedByMe, Writes: []plan.Write{
+		{Object: repo("x", "stack", true), Group: "x"},
+		{Object: kustomization("x", "a"), Batch: "pair", Needs: []string{"x"}},
+		{Object: kustomization("b", "a"), Batch: "pair"},
+		{Object: kustomization("b", "b"), Batch: "pair"},
+		{Object: kustomization("b", "after")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most != 2 {
+		t.Errorf("at most %d applies at once, want the batch's two side by side", most)
+	}
+	if res.Conflicts["x"] == "" {
+		t.Errorf("conflicts %v", res.Conflicts)
+	}
+	if err := c.Get(context.Background(), ctrl.ObjectKey{Namespace: "x", Name: "a"}, &kustomizev1.Kustomization{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a write that needs a conflicting group was applied: %v", err)
+	}
+	for _, name := range []string{"a", "b", "after"} {
+		if err := c.Get(context.Background(), ctrl.ObjectKey{Namespace: "b", Name: name}, &kustomizev1.Kustomization{}); err != nil {
+			t.Errorf("b/%s: %v", name, err)
+		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,20 +92,19 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 	want := d.Sync
 	want.Owned, want.Request = r.owned(obj), request
 	installer, fresh := r.installerFresh(obj, want.Writes, d.Resync)
-	if !fresh {
-		if err := r.writeInstaller(ctx, syncer, want); err != nil {
-			return synced{}, err
-		}
+	if fresh {
+		// Checked within half a resync interval: not read again.
+		want.Writes = slices.DeleteFunc(slices.Clone(want.Writes), isInstallerWrite)
 	}
-	want.Writes = slices.DeleteFunc(slices.Clone(want.Writes), func(w plan.Write) bool { return w.Uncached })
 	res, err := syncer.Sync(ctx, want)
-	if err != nil && res.Observed == nil {
-		return synced{}, err
-	}
-	if err != nil {
+	var nudge *apply.NudgeError
+	switch {
+	case errors.As(err, &nudge):
 		// Only asking Flux to look again failed (the objects were
 		// written and read back): the next change asks again.
 		logger.Error(err, "nudging a Kustomization whose dependencies are Ready")
+	case err != nil:
+		return synced{}, err
 	}
 	if len(res.Conflicts) > 0 {
 		// The first object in the way: nothing after it was written.
@@ -166,7 +164,7 @@ func (r *Reconciler) owned(obj v1alpha1.Provider) func(*unstructured.Unstructure
 func (r *Reconciler) installerFresh(obj v1alpha1.Provider, writes []plan.Write, resync time.Duration) (string, bool) {
 	var hashes []string
 	for _, w := range writes {
-		if !w.Uncached {
+		if !isInstallerWrite(w) {
 			continue
 		}
 		u, err := plan.AsApplied(w.Object, plan.HashAnnotation)
@@ -179,30 +177,7 @@ func (r *Reconciler) installerFresh(obj v1alpha1.Provider, writes []plan.Write, 
 	return key, r.installers.fresh(obj.GetUID(), key, resync/2)
 }
 
-// writeInstaller writes the installer's identity (the uncached writes),
-// before the Flux objects that name it, so Flux's first attempt already
-// has its permissions. Its two objects are written side by side: a
-// binding names its subject, which need not exist yet, and each is a read
-// and a write on a first install, on the way to the Flux objects.
-func (r *Reconciler) writeInstaller(ctx context.Context, syncer apply.Syncer, want plan.Desired) error {
-	var g errgroup.Group
-	for _, w := range want.Writes {
-		if !w.Uncached {
-			continue
-		}
-		g.Go(func() error {
-			res, err := syncer.Sync(ctx, plan.Desired{Writes: []plan.Write{w}, Owned: want.Owned})
-			if err != nil {
-				return err
-			}
-			for _, conflict := range res.Conflicts {
-				return errors.New(conflict)
-			}
-			return nil
-		})
-	}
-	return g.Wait()
-}
+func isInstallerWrite(w plan.Write) bool { return w.Batch == providerplan.InstallerBatch }
 
 // isInstallerBindingOf tells whether a ClusterRoleBinding is the one
 // Capwright wrote for the provider: it carries the provider's kind, name

@@ -159,13 +159,19 @@ type Desired struct {
 	// their stored artifact.
 	Additional bool
 	// Sync is what is written, in order: the installer's ServiceAccount
-	// and ClusterRoleBinding (Uncached), the OCIRepository, the
+	// and ClusterRoleBinding (Uncached, side by side: InstallerBatch), the OCIRepository, the
 	// Kustomization or HelmRelease, then the additional manifests'
 	// ExternalArtifact (with its Artifact) and Kustomization — or the
 	// objects of additional manifests no longer wanted, pruned. Observe
 	// holds the Flux objects the fold reads, whatever the path.
 	Sync plan.Desired
 }
+
+// InstallerBatch is the Batch of the installer's ServiceAccount and
+// ClusterRoleBinding: written side by side (a binding names its subject,
+// which need not exist yet), before the Flux objects that name them, so
+// Flux's first attempt already has its permissions.
+const InstallerBatch = "installer"
 
 // Status are the status values of the checks.
 type Status struct {
@@ -689,8 +695,8 @@ func writes(f Facts, in render.Input, d *Desired) error {
 	// The installer's objects are read uncached: the manager keeps no
 	// informer of ServiceAccounts or ClusterRoleBindings.
 	w := []plan.Write{
-		{Object: inst.ServiceAccount, Uncached: true, Group: Group},
-		{Object: inst.ClusterRoleBinding, Uncached: true, Group: Group},
+		{Object: inst.ServiceAccount, Uncached: true, Group: Group, Batch: InstallerBatch},
+		{Object: inst.ClusterRoleBinding, Uncached: true, Group: Group, Batch: InstallerBatch},
 		// The reconcile request reaches source-, kustomize- and
 		// helm-controller through these; the additional manifests'
 		// Kustomization is left to its interval: it depends on the

@@ -1,0 +1,281 @@
+package provider
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/artifact"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
+)
+
+// What the manager remembers between a provider's reconciles, in memory
+// only (a restarted manager asks again): what each tag resolved to, the
+// checked artifacts by digest, and the contract a core provider's
+// preflight just read. They spare the registry and the decoding, never a
+// check.
+
+// Resolutions remember, per provider, the digest its tag resolved to.
+// A provider reconciles on every status change of its Flux objects — a
+// dozen times or more per install — and asking the registry each time
+// would put a registry round trip before every fold (and count against
+// registry rate limits). The tag is resolved again when the spec changes
+// (a new generation), on a reconcile request (reconcile.fluxcd.io/
+// requestedAt), and at least every half resync interval, so a moved tag is
+// still noticed within the resync interval.
+type Resolutions struct {
+	mu sync.Mutex
+	m  map[types.UID]resolution
+}
+
+type resolution struct {
+	generation int64
+	request    string
+	ref        string
+	digest     string
+	// unreachable is why the registry could not be asked, when digest is
+	// the installed one (PreflightResult.Unreachable).
+	unreachable string
+	at          time.Time
+}
+
+// get returns the digest ref resolved to for the provider's current
+// generation and reconcile request, if it was resolved within maxAge, and
+// why the registry could not be asked when the digest is the installed one.
+func (r *Resolutions) get(obj v1alpha1.Provider, ref string, maxAge time.Duration, now time.Time) (digest, unreachable string, ok bool) {
+	if r == nil {
+		return "", "", false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, ok := r.m[obj.GetUID()]
+	if !ok || res.generation != obj.GetGeneration() || res.request != obj.GetAnnotations()[meta.ReconcileRequestAnnotation] ||
+		res.ref != ref || now.Sub(res.at) >= maxAge {
+		return "", "", false
+	}
+	return res.digest, res.unreachable, true
+}
+
+// put records that ref resolved to digest, or that the registry could not
+// be reached (unreachable says why) and digest is the installed one.
+func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest, unreachable string, now time.Time) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[types.UID]resolution{}
+	}
+	r.m[obj.GetUID()] = resolution{generation: obj.GetGeneration(), request: obj.GetAnnotations()[meta.ReconcileRequestAnnotation],
+		ref: ref, digest: digest, unreachable: unreachable, at: now}
+}
+
+// forget drops the provider's resolution (it is deleted).
+func (r *Resolutions) forget(obj v1alpha1.Provider) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, obj.GetUID())
+}
+
+// ArtifactCache keeps checked provider artifacts by manifest digest, so a
+// resync resolves the tag (one small request) but does not download and
+// unpack the same artifact again. It is bounded by count and by bytes; the
+// oldest entries go first.
+type ArtifactCache struct {
+	// Max is the number of artifacts kept; default 32.
+	Max int
+	// MaxBytes bounds the bytes of the artifacts' files kept; default
+	// DefaultCacheBytes. The artifact just fetched is kept whatever its
+	// size (the fetch bounds it), alone if it must be.
+	MaxBytes int64
+
+	mu      sync.Mutex
+	entries map[string]*CheckedArtifact
+	order   []string
+	bytes   int64
+}
+
+// DefaultCacheBytes is the default byte bound of an ArtifactCache: one
+// artifact of the largest size the fetcher accepts by default, a small
+// share of the manager's memory limit, and room for dozens of real
+// provider releases (a core components file is about 1.2 MB).
+const DefaultCacheBytes = artifact.DefaultMaxArtifactSize
+
+// CheckedArtifact is a checked provider artifact, with the analysis of
+// its components kept with it (providerplan.CheckedArtifact).
+type CheckedArtifact = providerplan.CheckedArtifact
+
+// Fetch resolves ref and returns its checked artifact, downloading it only
+// when its digest is not cached.
+func (c *ArtifactCache) Fetch(ctx context.Context, f *artifact.Fetcher, ref artifact.Reference, access artifact.Access, providerType, name, version, namespace string) (*CheckedArtifact, error) {
+	digest, err := f.Resolve(ctx, ref, access)
+	if err != nil {
+		return nil, err
+	}
+	if ca := c.Cached(digest, providerType, name, version); ca != nil {
+		return ca, nil
+	}
+	key := cacheKey(digest, providerType, name, version)
+	// Fetch exactly what was resolved, even if the tag moves meanwhile.
+	pinned := ref
+	pinned.Digest = digest
+	fetched, err := f.Fetch(ctx, pinned, access)
+	if err != nil {
+		return nil, err
+	}
+	pa, err := artifact.CheckProviderArtifact(fetched, providerType, name, version)
+	if err != nil {
+		return nil, err
+	}
+	ca := c.put(key, providerplan.NewCheckedArtifact(pa, namespace))
+	// Decode the components while the reconcile goes on with the cheap
+	// checks (or waits for the core provider).
+	go ca.Analyse()
+	return ca, nil
+}
+
+// Cached returns the checked artifact of digest for the provider and
+// version, nil if it is not cached.
+func (c *ArtifactCache) Cached(digest, providerType, name, version string) *CheckedArtifact {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[cacheKey(digest, providerType, name, version)]
+}
+
+func cacheKey(digest, providerType, name, version string) string {
+	return digest + " " + providerType + "/" + name + "@" + version
+}
+
+// put keeps ca under key and returns the entry kept: one fetched at the
+// same time by another reconcile wins, so its analysis is shared.
+func (c *ArtifactCache) put(key string, ca *CheckedArtifact) *CheckedArtifact {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]*CheckedArtifact{}
+	}
+	if kept, ok := c.entries[key]; ok {
+		return kept
+	}
+	maxCount, maxBytes := c.Max, c.MaxBytes
+	if maxCount <= 0 {
+		maxCount = 32
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheBytes
+	}
+	size := ca.Size()
+	for len(c.order) > 0 && (len(c.order) >= maxCount || c.bytes+size > maxBytes) {
+		c.bytes -= c.entries[c.order[0]].Size()
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.entries[key] = ca
+	c.order = append(c.order, key)
+	c.bytes += size
+	return ca
+}
+
+// Bytes is what the cached artifacts' files hold.
+func (c *ArtifactCache) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
+// CorePreflights hands what a core provider's preflight established to
+// the other providers' preflight (checkCore) within the manager, the
+// moment it passes: the other providers wait for the contract of the core
+// that is going to run, and without this they would learn it only from
+// the core's status, written after the core's installer and Flux objects
+// — some 60 ms later on a first install, a serialization the guarantee
+// does not ask for. The core's status stays the durable record: after a
+// restart, or for a generation no preflight here passed, checkCore reads
+// it as before.
+type CorePreflights struct {
+	mu     sync.Mutex
+	passed map[types.UID]corePassed
+	wake   []chan event.GenericEvent
+}
+
+// corePassed is the generation of a core provider whose preflight passed
+// and the contract it read.
+type corePassed struct {
+	generation int64
+	contract   string
+}
+
+// NewCorePreflights returns an empty record.
+func NewCorePreflights() *CorePreflights {
+	return &CorePreflights{passed: map[types.UID]corePassed{}}
+}
+
+// pass records that core's preflight passed for its current generation
+// with contract, and wakes the other kinds' providers when that is news.
+func (c *CorePreflights) pass(core v1alpha1.Provider, contract string) {
+	if c == nil || contract == "" {
+		return
+	}
+	now := corePassed{generation: core.GetGeneration(), contract: contract}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.passed[core.GetUID()] == now {
+		return
+	}
+	c.passed[core.GetUID()] = now
+	for _, ch := range c.wake {
+		// The providers of that kind are woken already when the buffer
+		// is full; the core's status wakes them in any case.
+		select {
+		case ch <- event.GenericEvent{Object: core.DeepCopyObject().(*v1alpha1.CoreProvider)}:
+		default:
+		}
+	}
+}
+
+// forget drops a core provider whose preflight refused it, or that is
+// being deleted; a provider of another kind is not recorded.
+func (c *CorePreflights) forget(core v1alpha1.Provider) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.passed, core.GetUID())
+}
+
+// contract returns the contract the core's preflight read for the
+// generation it has now, if it passed here.
+func (c *CorePreflights) contract(core *v1alpha1.CoreProvider) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.passed[core.UID]
+	if !ok || p.generation != core.Generation {
+		return "", false
+	}
+	return p.contract, true
+}
+
+// source wakes every provider of a non-core kind (h) when a core
+// provider's preflight passes.
+func (c *CorePreflights) source(h handler.EventHandler) source.Source {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan event.GenericEvent, 8)
+	c.wake = append(c.wake, ch)
+	return source.Channel(ch, h)
+}
