@@ -67,6 +67,10 @@ func (s Syncer) Sync(ctx context.Context, d plan.Desired) (plan.Result, error) {
 				errs[j] = errSkipped
 				continue
 			}
+			if len(batch) == 1 {
+				errs[j] = s.apply(ctx, w, d.Owned)
+				continue
+			}
 			g.Go(func() error { errs[j] = s.apply(ctx, w, d.Owned); return nil })
 		}
 		_ = g.Wait()
