@@ -47,8 +47,8 @@ tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI)
 	$(GO) -C tests/tools run . -bin $(BIN)
 
 .PHONY: fixtures
-fixtures: ## Render the real Cluster API v1.13/v1.14 provider components used as test fixtures into bin/fixtures.
-	$(GO) -C tests/tools run . -bin $(BIN) capi
+fixtures: ## Render the real provider releases used as test fixtures (Cluster API v1.13/v1.14, CAPA v2.13) into bin/fixtures.
+	$(GO) -C tests/tools run . -bin $(BIN) capi capa
 
 $(BIN)/local-plane: FORCE
 	$(GO) build -o $@ ./tests/cmd/local-plane

@@ -85,19 +85,10 @@ func renderCAPIComponents(b *builder) error {
 }
 
 // renderTree runs kustomize on tree through a small overlay that sets the
-// release image, since the module cache is read-only.
+// release image, as a Cluster API release does.
 func renderTree(tree, image, version string) ([]byte, error) {
-	overlay, err := os.MkdirTemp("", "capi-render-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(overlay)
-	// kustomize refuses absolute resource paths.
-	rel, err := filepath.Rel(overlay, tree)
-	if err != nil {
-		return nil, err
-	}
-	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+	return kustomizeOverlay(tree, func(rel string) string {
+		return fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
 - %s
@@ -106,7 +97,24 @@ images:
   newName: registry.k8s.io/cluster-api/%s
   newTag: %s
 `, rel, image, image, version)
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+	})
+}
+
+// kustomizeOverlay renders tree with kustomize (krusty) through an overlay
+// in a temporary directory, since the module cache is read-only;
+// kustomization gets tree's path relative to the overlay (kustomize refuses
+// absolute resource paths) and returns the overlay's kustomization.yaml.
+func kustomizeOverlay(tree string, kustomization func(rel string) string) ([]byte, error) {
+	overlay, err := os.MkdirTemp("", "fixture-render-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(overlay)
+	rel, err := filepath.Rel(overlay, tree)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization(rel)), 0o644); err != nil {
 		return nil, err
 	}
 	opts := krusty.MakeDefaultOptions()

@@ -140,6 +140,16 @@ func components() []component {
 			Render: renderCAPIComponents,
 		},
 		{
+			// A real provider from another repository, as a release
+			// fixture only (see capa.go); nothing is built.
+			Name: "capa", Dir: "capa",
+			Outputs: []string{
+				"fixtures/capa/" + capaVersion + "/infrastructure-components.yaml",
+				"fixtures/capa/" + capaVersion + "/metadata.yaml",
+			},
+			Render: renderCAPAComponents,
+		},
+		{
 			// cluster-api-operator, which the install benchmark runs beside
 			// Capwright (`make bench`). Its CRDs have a single version, so the
 			// bases are installed as they are, without the conversion-webhook
