@@ -48,9 +48,17 @@ func Known() []string {
 
 // MirrorRule rewrites repositories starting with From to start with To
 // instead (both host[:port][/path], no scheme), like a registry mirror.
+// A To with an https:// (or http://) scheme is a mirror of release URLs
+// only: an HTTP server holding the same files under the same paths, e.g.
+// github.com=https://artifacts.example.com/github-releases.
 type MirrorRule struct {
 	From string
 	To   string
+}
+
+// forURLs tells a rule that rewrites release URLs only.
+func (r MirrorRule) forURLs() bool {
+	return strings.HasPrefix(r.To, "https://") || strings.HasPrefix(r.To, "http://")
 }
 
 // Mirrors is an ordered set of rules; the longest matching From wins.
@@ -60,10 +68,15 @@ type Mirrors []MirrorRule
 func ParseMirrorRule(s string) (MirrorRule, error) {
 	from, to, ok := strings.Cut(strings.TrimSpace(s), "=")
 	from, to = strings.TrimSuffix(strings.TrimSpace(from), "/"), strings.TrimSuffix(strings.TrimSpace(to), "/")
-	if !ok || from == "" || to == "" || strings.Contains(from, "://") || strings.Contains(to, "://") {
-		return MirrorRule{}, fmt.Errorf("registry mirror rule %q: want FROM=TO, e.g. registry.k8s.io=mirror.example.com:5000/k8s (host[:port][/path], no scheme)", s)
+	rule := MirrorRule{From: from, To: to}
+	target := to
+	if rule.forURLs() {
+		target = to[strings.Index(to, "://")+3:]
 	}
-	return MirrorRule{From: from, To: to}, nil
+	if !ok || from == "" || target == "" || strings.Contains(from, ":/") || strings.Contains(target, ":/") {
+		return MirrorRule{}, fmt.Errorf("registry mirror rule %q: want FROM=TO, e.g. registry.k8s.io=mirror.example.com:5000/k8s (host[:port][/path], no scheme) for artifacts and images, or github.com=https://artifacts.example.com/github for release URLs", s)
+	}
+	return rule, nil
 }
 
 // ReadMirrorFile reads rules from a file, one FROM=TO per line; blank lines
@@ -92,43 +105,109 @@ func ReadMirrorFile(path string) (Mirrors, error) {
 
 // Rewrite applies the longest matching rule to repo (host[:port]/path or a
 // container image reference). A rule matches on a path-segment boundary.
+// Rules for release URLs only are not asked.
 func (m Mirrors) Rewrite(repo string) (string, bool) {
-	best := -1
-	for i, r := range m {
-		if repo == r.From || strings.HasPrefix(repo, r.From+"/") {
-			if best < 0 || len(r.From) > len(m[best].From) {
-				best = i
-			}
-		}
-	}
+	best := m.match(repo, false)
 	if best < 0 {
 		return repo, false
 	}
 	return m[best].To + strings.TrimPrefix(repo, m[best].From), true
 }
 
+// RewriteURL applies the longest matching rule to an https:// (or
+// http://) URL of a release file, matched on host[:port]/path: a rule
+// with a scheme gives the new URL whole, one without keeps the URL's
+// scheme.
+func (m Mirrors) RewriteURL(raw string) (string, bool) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw, false
+	}
+	best := m.match(rest, true)
+	if best < 0 {
+		return raw, false
+	}
+	to := m[best].To
+	if !m[best].forURLs() {
+		to = scheme + "://" + to
+	}
+	return to + strings.TrimPrefix(rest, m[best].From), true
+}
+
+// match is the index of the longest rule matching s, -1 if none; rules for
+// release URLs only count when urls is set.
+func (m Mirrors) match(s string, urls bool) int {
+	best := -1
+	for i, r := range m {
+		if r.forURLs() && !urls {
+			continue
+		}
+		if s == r.From || strings.HasPrefix(s, r.From+"/") {
+			if best < 0 || len(r.From) > len(m[best].From) {
+				best = i
+			}
+		}
+	}
+	return best
+}
+
 // ErrNoSource is returned for a provider with no source that the catalog
 // does not know.
 var ErrNoSource = errors.New("no source")
 
-// ArtifactURL returns the oci:// URL of a provider's artifact repository:
-// spec.source.oci.url (or chart url), else the catalog's, after the mirror
-// rules.
-func ArtifactURL(p v1alpha1.Provider, mirrors Mirrors) (string, error) {
-	var repo string
+// Options are the manager's settings for where providers come from.
+type Options struct {
+	// Mirrors are the registry mirror rules.
+	Mirrors Mirrors
+	// OCIArtifacts installs the providers Cluster API publishes as
+	// provider artifacts (Repository) from their OCI repository rather
+	// than from their release assets, once upstream publishes there.
+	OCIArtifacts bool
+}
+
+// Location is where a provider's release manifests are read from: an OCI
+// repository (a provider artifact or a chart) or a release URL.
+type Location struct {
+	// OCI is the oci:// repository after the mirror rules; "" for a
+	// release.
+	OCI string
+	// Release is the release URL as spec.source.release or the catalog
+	// gives it, before the mirror rules (Options.Mirrors.RewriteURL maps
+	// its file URLs); "" for an OCI repository.
+	Release string
+	// Catalog tells that the catalog gave the location.
+	Catalog bool
+}
+
+// Locate tells where a provider's release manifests come from: its own
+// spec.source, else the catalog. A provider Cluster API publishes as a
+// provider artifact comes from its OCI repository when o.OCIArtifacts is
+// set or a mirror rule sends that repository to a mirror (a site that
+// mirrored it, as `capwright mirror` writes its rules); every other
+// catalog provider, and those without such a rule, from the release URL
+// clusterctl installs it from.
+func Locate(p v1alpha1.Provider, o Options) (Location, error) {
 	switch src := p.GetSpec().Source; {
 	case src != nil && src.OCI != nil:
-		repo = strings.TrimPrefix(src.OCI.URL, "oci://")
+		return ociLocation(src.OCI.URL, o.Mirrors, false), nil
 	case src != nil && src.Chart != nil:
-		repo = strings.TrimPrefix(src.Chart.URL, "oci://")
-	default:
-		known, ok := Repository(p.ProviderType(), p.GetName())
-		if !ok {
-			return "", fmt.Errorf("%w: %s provider %q is not in the catalog of well-known providers (%s); set spec.source.oci.url to its artifact repository",
-				ErrNoSource, p.ProviderType(), p.GetName(), strings.Join(Known(), ", "))
-		}
-		repo = known
+		return ociLocation(src.Chart.URL, o.Mirrors, false), nil
+	case src != nil && src.Release != nil:
+		return Location{Release: src.Release.URL}, nil
 	}
-	repo, _ = mirrors.Rewrite(repo)
-	return "oci://" + repo, nil
+	if repo, ok := Repository(p.ProviderType(), p.GetName()); ok {
+		if _, mirrored := o.Mirrors.Rewrite(repo); mirrored || o.OCIArtifacts {
+			return ociLocation(repo, o.Mirrors, true), nil
+		}
+	}
+	if url, ok := ReleaseURL(p.ProviderType(), p.GetName()); ok {
+		return Location{Release: url, Catalog: true}, nil
+	}
+	return Location{}, fmt.Errorf("%w: %s provider %q is not in the catalog of well-known providers (clusterctl %s's list: %s); set spec.source.release.url to its release URL, or spec.source.oci.url to its artifact repository",
+		ErrNoSource, p.ProviderType(), p.GetName(), ClusterctlVersion, strings.Join(KnownReleasesOfType(p.ProviderType()), ", "))
+}
+
+func ociLocation(url string, mirrors Mirrors, fromCatalog bool) Location {
+	repo, _ := mirrors.Rewrite(strings.TrimPrefix(url, "oci://"))
+	return Location{OCI: "oci://" + repo, Catalog: fromCatalog}
 }

@@ -11,52 +11,79 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 )
 
-func TestArtifactURL(t *testing.T) {
+func TestLocate(t *testing.T) {
 	mirrors := Mirrors{
 		{From: "registry.k8s.io", To: "mirror.local:5000/k8s"},
 		{From: "registry.k8s.io/cluster-api/manifests", To: "mirror.local:5000/capi"},
 	}
+	core := &v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Name: "cluster-api"}}
 	tests := []struct {
 		name     string
 		provider v1alpha1.Provider
-		mirrors  Mirrors
-		want     string
+		opts     Options
+		want     Location
 		wantErr  error
 	}{
 		{
-			name:     "core from the catalog",
-			provider: &v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Name: "cluster-api"}},
-			want:     "oci://registry.k8s.io/cluster-api/manifests/core-cluster-api",
+			name:     "core from the catalog: clusterctl's release URL",
+			provider: core,
+			want:     Location{Release: "https://github.com/kubernetes-sigs/cluster-api/releases/latest/core-components.yaml", Catalog: true},
 		},
 		{
-			name:     "kubeadm control plane from the catalog, longest mirror rule wins",
+			name:     "a catalog provider Cluster API does not publish as OCI artifacts",
+			provider: &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Name: "aws"}},
+			opts:     Options{OCIArtifacts: true, Mirrors: mirrors},
+			want:     Location{Release: "https://github.com/kubernetes-sigs/cluster-api-provider-aws/releases/latest/infrastructure-components.yaml", Catalog: true},
+		},
+		{
+			name:     "core from the proposal's OCI path once switched on",
+			provider: core,
+			opts:     Options{OCIArtifacts: true},
+			want:     Location{OCI: "oci://registry.k8s.io/cluster-api/manifests/core-cluster-api", Catalog: true},
+		},
+		{
+			name:     "kubeadm control plane from a mirror of the OCI path, longest mirror rule wins",
 			provider: &v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm"}},
-			mirrors:  mirrors,
-			want:     "oci://mirror.local:5000/capi/control-plane-kubeadm",
+			opts:     Options{Mirrors: mirrors},
+			want:     Location{OCI: "oci://mirror.local:5000/capi/control-plane-kubeadm", Catalog: true},
 		},
 		{
-			name: "explicit source is mirrored too",
+			name:     "a rule for release URLs only does not switch to OCI",
+			provider: core,
+			opts:     Options{Mirrors: Mirrors{{From: "registry.k8s.io", To: "https://mirror.local/k8s"}}},
+			want:     Location{Release: "https://github.com/kubernetes-sigs/cluster-api/releases/latest/core-components.yaml", Catalog: true},
+		},
+		{
+			name: "explicit OCI source is mirrored too",
 			provider: &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Spec: v1alpha1.ProviderSpec{
 				Source: &v1alpha1.ProviderSource{OCI: &v1alpha1.OCISource{OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: "oci://registry.k8s.io/capa/manifests/infrastructure-aws"}}},
 			}},
-			mirrors: mirrors,
-			want:    "oci://mirror.local:5000/k8s/capa/manifests/infrastructure-aws",
+			opts: Options{Mirrors: mirrors},
+			want: Location{OCI: "oci://mirror.local:5000/k8s/capa/manifests/infrastructure-aws"},
+		},
+		{
+			name: "explicit release source, as given",
+			provider: &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Name: "hetzner"}, Spec: v1alpha1.ProviderSpec{
+				Source: &v1alpha1.ProviderSource{Release: &v1alpha1.ReleaseSource{URL: "https://example.com/releases/latest/infrastructure-components.yaml"}},
+			}},
+			opts: Options{Mirrors: mirrors, OCIArtifacts: true},
+			want: Location{Release: "https://example.com/releases/latest/infrastructure-components.yaml"},
 		},
 		{
 			name:     "a rule matches on path segments only",
-			provider: &v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Name: "cluster-api"}},
-			mirrors:  Mirrors{{From: "registry.k8s.io/cluster", To: "elsewhere"}},
-			want:     "oci://registry.k8s.io/cluster-api/manifests/core-cluster-api",
+			provider: core,
+			opts:     Options{Mirrors: Mirrors{{From: "registry.k8s.io/cluster", To: "elsewhere"}}, OCIArtifacts: true},
+			want:     Location{OCI: "oci://registry.k8s.io/cluster-api/manifests/core-cluster-api", Catalog: true},
 		},
 		{
 			name:     "unknown provider without source",
-			provider: &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Name: "vsphere"}},
+			provider: &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Name: "no-such-cloud"}},
 			wantErr:  ErrNoSource,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ArtifactURL(tt.provider, tt.mirrors)
+			got, err := Locate(tt.provider, tt.opts)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -64,14 +91,37 @@ func TestArtifactURL(t *testing.T) {
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Fatalf("ArtifactURL = %q, %v; want %q", got, err, tt.want)
+				t.Fatalf("Locate = %+v, %v; want %+v", got, err, tt.want)
 			}
 		})
 	}
 }
 
+func TestRewriteURL(t *testing.T) {
+	rules := Mirrors{
+		{From: "github.com", To: "https://artifacts.example.com/github"},
+		{From: "github.com/acme", To: "http://plain.example.com:8080/acme"},
+		{From: "gitlab.example.com", To: "mirror.example.com/gitlab"},
+		{From: "registry.k8s.io", To: "mirror.example.com/k8s"},
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"https://github.com/kubernetes-sigs/cluster-api/releases/download/v1.14.2/core-components.yaml",
+			"https://artifacts.example.com/github/kubernetes-sigs/cluster-api/releases/download/v1.14.2/core-components.yaml"},
+		{"https://github.com/acme/x/releases/download/v1.0.0/metadata.yaml", "http://plain.example.com:8080/acme/x/releases/download/v1.0.0/metadata.yaml"},
+		{"https://gitlab.example.com/api/v4/projects/1/packages/generic/p/v1.0.0/metadata.yaml", "https://mirror.example.com/gitlab/api/v4/projects/1/packages/generic/p/v1.0.0/metadata.yaml"},
+		{"https://github.company.com/x", "https://github.company.com/x"},
+	} {
+		if got, _ := rules.RewriteURL(tt.in); got != tt.want {
+			t.Errorf("RewriteURL(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+	if got, ok := rules.Rewrite("github.com/acme/image:v1"); ok {
+		t.Errorf("a rule for release URLs rewrote an image: %s", got)
+	}
+}
+
 func TestMirrorRules(t *testing.T) {
-	for _, bad := range []string{"", "registry.k8s.io", "=x", "https://a=b", "a=http://b"} {
+	for _, bad := range []string{"", "registry.k8s.io", "=x", "https://a=b", "a=ftp://b", "a=https://", "a=oci://b"} {
 		if _, err := ParseMirrorRule(bad); err == nil {
 			t.Errorf("ParseMirrorRule(%q) accepted a bad rule", bad)
 		}

@@ -109,6 +109,12 @@ type Fetcher struct {
 	AllowPlainHTTP bool
 	// UserAgent of the requests.
 	UserAgent string
+	// Rewrite, when set, maps each file URL before it is requested: the
+	// manager's mirror rules sending a release host to an internal
+	// mirror. Auth then goes to the mirror's host, the first one asked.
+	// A plain http:// URL it returns is the operator's own choice and is
+	// allowed.
+	Rewrite func(fileURL string) string
 	// Fields names the settings in error messages.
 	Fields Fields
 }
@@ -167,6 +173,15 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, version, providerType s
 	if err != nil {
 		return nil, err
 	}
+	scheme, host := src.Scheme, src.Host
+	if f.Rewrite != nil {
+		metadataURL, componentsURL = f.Rewrite(metadataURL), f.Rewrite(componentsURL)
+		u, err := url.Parse(metadataURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, newError(ReasonInvalidURL, metadataURL, "check the manager's mirror rules for this release's host", "the mirror rules rewrite %s to %s, which is not an http(s) URL", src.URL, metadataURL)
+		}
+		scheme, host = u.Scheme, u.Host
+	}
 	timeout := f.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -178,7 +193,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, version, providerType s
 	if budget <= 0 {
 		budget = DefaultMaxSize
 	}
-	g := &getter{f: f, fields: fields, src: src, client: f.client(src), limit: budget, left: budget}
+	g := &getter{f: f, fields: fields, src: src, client: f.client(scheme, host, scheme == "http"), limit: budget, left: budget}
 	r := &Release{Source: src, Type: providerType, Version: version}
 	if r.Metadata, err = g.get(ctx, metadataURL, MetadataFile, func(status string) *Error {
 		hint := "check " + fields.Version + " against the project's releases"
@@ -326,8 +341,9 @@ func (g *getter) transportError(fileURL string, err error) error {
 }
 
 // client builds the HTTP client for one release: credentials only to the
-// release URL's host, redirects by the rules.
-func (f *Fetcher) client(src Source) *http.Client {
+// host first asked (scheme://host), redirects by the rules; plainHTTP
+// allows redirects between http:// URLs.
+func (f *Fetcher) client(scheme, host string, plainHTTP bool) *http.Client {
 	base := f.Transport
 	if base == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -344,14 +360,14 @@ func (f *Fetcher) client(src Source) *http.Client {
 	}
 	fields := f.Fields.or()
 	return &http.Client{
-		Transport: &authTransport{base: base, scheme: src.Scheme, host: src.Host, auth: f.Auth},
+		Transport: &authTransport{base: base, scheme: scheme, host: host, auth: f.Auth},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			first, prev, to := via[0].URL, via[len(via)-1].URL, req.URL
 			from := withoutQuery(first)
 			if len(via) >= maxRedirects {
 				return newError(ReasonRedirectRefused, from, "check the URL", "%s redirects more than %d times", from, maxRedirects)
 			}
-			if to.Scheme != "https" && (to.Scheme != "http" || prev.Scheme != "http" || !f.AllowPlainHTTP) {
+			if to.Scheme != "https" && (to.Scheme != "http" || prev.Scheme != "http" || !(f.AllowPlainHTTP || plainHTTP)) {
 				return newError(ReasonRedirectRefused, from, "the release must stay on HTTPS: check the URL or the host's configuration",
 					"%s redirects to %s, refused", from, withoutQuery(to))
 			}

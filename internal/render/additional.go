@@ -129,6 +129,37 @@ func CheckAdditionalManifests(p v1alpha1.Provider) error {
 	return nil
 }
 
+// externalArtifact is an ExternalArtifact named by om whose source is the
+// provider. Its status (the artifact itself) is the controller's to write
+// after it stored the artifact.
+func externalArtifact(in Input, om objectMeta) *sourcev1.ExternalArtifact {
+	p := in.Provider
+	return &sourcev1.ExternalArtifact{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.ExternalArtifactKind},
+		ObjectMeta: om.build(),
+		Spec: sourcev1.ExternalArtifactSpec{SourceRef: &meta.NamespacedObjectKindReference{
+			APIVersion: v1alpha1.GroupVersion.String(), Kind: om.kind, Name: p.GetName(), Namespace: p.GetNamespace(),
+		}},
+	}
+}
+
+// ReleaseComponentsDir is the directory of a release's artifact that
+// holds the components file, the only directory its Kustomization builds:
+// metadata.yaml, beside it, is no Kubernetes object.
+const ReleaseComponentsDir = "components"
+
+// ReleaseArtifact packs the checked files of a release into the artifact
+// its ExternalArtifact serves Flux: metadata.yaml and
+// components/<componentsFile>. The same files always give the same bytes,
+// so its digest identifies the release (status.artifact.digest) and any
+// replica packs it again from the same files.
+func ReleaseArtifact(metadata []byte, componentsFile string, components []byte) ([]byte, error) {
+	return artifact.PackTarGz(map[string][]byte{
+		artifact.MetadataFile:                        metadata,
+		ReleaseComponentsDir + "/" + componentsFile: components,
+	})
+}
+
 // renderAdditional renders the ExternalArtifact and Kustomization of
 // spec.additionalManifests; nil when the provider has none. The
 // ExternalArtifact's status (the artifact itself) is the controller's to
@@ -145,13 +176,7 @@ func renderAdditional(in Input, om objectMeta, main *kustomizev1.Kustomization) 
 	}
 	aom := om
 	aom.name = name
-	ea := &sourcev1.ExternalArtifact{
-		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.ExternalArtifactKind},
-		ObjectMeta: aom.build(),
-		Spec: sourcev1.ExternalArtifactSpec{SourceRef: &meta.NamespacedObjectKindReference{
-			APIVersion: v1alpha1.GroupVersion.String(), Kind: om.kind, Name: p.GetName(), Namespace: p.GetNamespace(),
-		}},
-	}
+	ea := externalArtifact(in, aom)
 	spec := main.Spec.DeepCopy()
 	spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.ExternalArtifactKind, Name: name}
 	// The objects say their namespaces (the artifact defaults them), the

@@ -49,6 +49,13 @@ type Input struct {
 	// core-components.yaml; the only file the Kustomization sees.
 	ComponentsFile string
 
+	// Release is set for a provider installed from release files
+	// (spec.source.release, or the catalog's release URL): Flux reads the
+	// checked files from an ExternalArtifact the controller serves
+	// (ReleaseArtifact packs it; Digest is its digest), not from an
+	// OCIRepository. ArtifactURL is then the release URL.
+	Release bool
+
 	// ProviderLabel is the value of clusterctl's cluster.x-k8s.io/provider
 	// label for this provider ("cluster-api", "bootstrap-kubeadm", …).
 	ProviderLabel string
@@ -96,7 +103,10 @@ type Input struct {
 // HelmRelease (chart source); with spec.additionalManifests also the
 // ExternalArtifact and the Kustomization of the additional manifests.
 type RenderedObjects struct {
-	OCIRepository *sourcev1.OCIRepository
+	// OCIRepository is nil for a release, whose components come from
+	// ComponentsArtifact.
+	OCIRepository      *sourcev1.OCIRepository
+	ComponentsArtifact *sourcev1.ExternalArtifact
 	Kustomization *kustomizev1.Kustomization
 	HelmRelease   *helmv2.HelmRelease
 
@@ -190,21 +200,37 @@ func componentsSource(in Input, om objectMeta) (*sourcev1.OCIRepository, error) 
 }
 
 // renderComponents renders a provider-artifact: OCIRepository filtered to
-// the components file plus the Kustomization applying it.
+// the components file plus the Kustomization applying it; for a release,
+// the ExternalArtifact of the checked files plus the Kustomization
+// applying its components directory.
 func renderComponents(in Input, om objectMeta) (*RenderedObjects, error) {
-	repo, err := componentsSource(in, om)
-	if err != nil {
-		return nil, err
+	out := &RenderedObjects{}
+	if in.Release {
+		if in.ComponentsFile == "" {
+			return nil, errors.New("render: the components file is unknown; preflight must read the release first")
+		}
+		out.ComponentsArtifact = externalArtifact(in, om)
+	} else {
+		repo, err := componentsSource(in, om)
+		if err != nil {
+			return nil, err
+		}
+		out.OCIRepository = repo
 	}
 	ks, err := kustomization(in, om)
 	if err != nil {
 		return nil, err
 	}
-	ea, extra, err := renderAdditional(in, om, ks)
+	if in.Release {
+		ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.ExternalArtifactKind, Name: om.name}
+		ks.Spec.Path = "./" + ReleaseComponentsDir
+	}
+	out.Kustomization = ks
+	out.AdditionalArtifact, out.AdditionalKustomization, err = renderAdditional(in, om, ks)
 	if err != nil {
 		return nil, err
 	}
-	return &RenderedObjects{OCIRepository: repo, Kustomization: ks, AdditionalArtifact: ea, AdditionalKustomization: extra}, nil
+	return out, nil
 }
 
 // checkArtifact refuses to render without the facts preflight establishes:

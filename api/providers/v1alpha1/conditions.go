@@ -61,6 +61,21 @@ const (
 	// cannot be reached to check the tag again, and the revision checked
 	// and installed for this version stays.
 	RegistryUnreachableReason = "RegistryUnreachable"
+	// ReleaseChangedReason keeps ArtifactResolved True: a file of the
+	// installed release answers with other bytes than were checked and
+	// installed for this version (a re-uploaded asset); the installed
+	// revision stays.
+	ReleaseChangedReason = "ReleaseChanged"
+	// ReleaseUnreachableReason keeps ArtifactResolved True: the release
+	// host cannot be reached to check the release again, and the revision
+	// checked and installed for this version stays.
+	ReleaseUnreachableReason = "ReleaseUnreachable"
+	// ReleaseNotFoundReason: the version was never released at the URL.
+	ReleaseNotFoundReason = "ReleaseNotFound"
+	// ReleaseInvalidReason: the release host answered with something that
+	// is not the release's files (an HTML page, an error document), or the
+	// files do not form a provider release.
+	ReleaseInvalidReason = "ReleaseInvalid"
 
 	// Compatible.
 	CompatibleReason           = "Compatible"

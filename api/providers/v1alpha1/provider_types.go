@@ -24,8 +24,11 @@ type ProviderSpec struct {
 	Version string `json:"version"`
 
 	// Source tells where the release manifests come from. When omitted, the
-	// controller's catalog of well-known providers gives the OCI repository
-	// (after its registry mirror rules).
+	// controller's catalog of well-known providers (clusterctl's list) gives
+	// the release URL clusterctl installs the provider from, or, for the
+	// providers Cluster API publishes as OCI artifacts, their OCI
+	// repository once the manager is told to use it (--catalog-oci-artifacts,
+	// or a registry mirror rule for it); the manager's mirror rules apply.
 	// +optional
 	Source *ProviderSource `json:"source,omitempty"`
 
@@ -97,8 +100,8 @@ type ProviderSpec struct {
 }
 
 // ProviderSource is where the provider's release manifests come from:
-// exactly one of OCI or Chart.
-// +kubebuilder:validation:XValidation:rule="has(self.oci) != has(self.chart)",message="source: set exactly one of oci or chart"
+// exactly one of OCI, Chart or Release.
+// +kubebuilder:validation:XValidation:rule="(has(self.oci) ? 1 : 0) + (has(self.chart) ? 1 : 0) + (has(self.release) ? 1 : 0) == 1",message="source: set exactly one of oci, chart or release"
 type ProviderSource struct {
 	// OCI is an artifact in the Cluster API provider-artifact layout: one
 	// tar+gzip layer holding metadata.yaml and <type>-components.yaml.
@@ -108,6 +111,57 @@ type ProviderSource struct {
 	// Chart is an OCI Helm chart of the provider, installed by a HelmRelease.
 	// +optional
 	Chart *ChartSource `json:"chart,omitempty"`
+
+	// Release is a provider release published as files (metadata.yaml and
+	// the components file), where clusterctl and cluster-api-operator read
+	// it: a GitHub or GitLab release, or an HTTPS server holding the same
+	// files. The controller fetches exactly spec.version, checks it and
+	// serves Flux the checked components as an ExternalArtifact pinned by
+	// digest.
+	// +optional
+	Release *ReleaseSource `json:"release,omitempty"`
+}
+
+// ReleaseSource is a provider release published as files.
+type ReleaseSource struct {
+	// URL of the release in one of clusterctl's forms:
+	// https://github.com/{owner}/{repo}/releases/{latest|TAG}/{type}-components.yaml,
+	// https://{host}/api/v4/projects/{project}/packages/generic/{package}/{latest|TAG}/{type}-components.yaml
+	// (a GitLab generic package), or an HTTPS base URL under which
+	// {TAG}/metadata.yaml and {TAG}/{type}-components.yaml are served. The
+	// version fetched is always spec.version: "latest" is never resolved.
+	// The manager's mirror rules apply to the file URLs.
+	// +required
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.matches('^https?://[^/?#@]+(/[^?#]*)?$')",message="url must be an https:// URL without credentials, query or fragment, e.g. https://github.com/kubernetes-sigs/cluster-api/releases/latest/core-components.yaml"
+	URL string `json:"url"`
+
+	// SecretRef names a Secret in the provider's namespace with
+	// credentials for the release host: data key "token" (sent as a bearer
+	// token, e.g. a GitHub or GitLab token) or "username" and "password"
+	// (basic auth). They are sent to the URL's host only, never to a host
+	// it redirects to.
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// CertSecretRef names a Secret in the provider's namespace with ca.crt,
+	// the certificate authority of the release host's TLS certificate.
+	// +optional
+	CertSecretRef *meta.LocalObjectReference `json:"certSecretRef,omitempty"`
+
+	// Insecure allows a plain http:// URL. TLS verification is never
+	// turned off.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// Digest pins the release (sha256:…, as status.artifact.digest shows
+	// it: the digest of the provider-artifact layer holding metadata.yaml
+	// and the components file). A release whose files give another digest
+	// is refused; set it to accept files re-uploaded under the same
+	// version.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^sha256:[a-f0-9]{64}$')",message="digest must be sha256: followed by 64 lower-case hex digits"
+	Digest string `json:"digest,omitempty"`
 }
 
 // OCIRegistryAccess is how to reach and trust an OCI repository; it maps
@@ -357,12 +411,31 @@ type ProviderStatus struct {
 
 // ResolvedArtifact identifies the checked artifact.
 type ResolvedArtifact struct {
-	// URL of the repository (after mirror rules).
+	// URL of the repository (after mirror rules), or of a release
+	// (spec.source.release.url or the catalog's, before mirror rules).
 	URL string `json:"url"`
 	// Revision is tag@sha256:digest, as Flux reports it.
 	Revision string `json:"revision"`
-	// Digest of the OCI manifest.
+	// Digest of the OCI manifest; for a release, of the provider-artifact
+	// layer holding its files.
 	Digest string `json:"digest"`
+	// Files are the files of a release as fetched, with their sha256: the
+	// same version answering with other bytes later is refused.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Files []ReleaseFile `json:"files,omitempty"`
+}
+
+// ReleaseFile is one fetched file of a release.
+type ReleaseFile struct {
+	// Name of the file: metadata.yaml or the components file.
+	Name string `json:"name"`
+	// URL the file was fetched from (after mirror rules and redirects,
+	// without a query).
+	URL string `json:"url"`
+	// SHA256 of the file, sha256:<hex>.
+	SHA256 string `json:"sha256"`
 }
 
 // FluxObjectStatus is a generated Flux object and its readiness.

@@ -29,10 +29,11 @@ import (
 // appear in errors.
 func (r *Reconciler) registryAccess(ctx context.Context, obj v1alpha1.Provider) (artifact.Access, error) {
 	access := artifact.Access{UserAgent: "capwright"}
-	url, err := catalog.ArtifactURL(obj, r.Mirrors)
+	loc, err := catalog.Locate(obj, r.catalogOptions())
 	if err != nil {
 		return access, err
 	}
+	url := loc.OCI
 	access.PlainHTTP = r.insecureRegistry(url)
 	field, src := registrySource(obj)
 	if src == nil {

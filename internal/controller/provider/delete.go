@@ -8,7 +8,6 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,6 +51,9 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (shell
 	// from its inventory; it does not need the source any more.
 	remaining, err := r.deleteOwned(ctx, obj, componentObjects(obj))
 	if err != nil {
+		return shell.Outcome{}, err
+	}
+	if err := r.removeStored(name, obj); err != nil {
 		return shell.Outcome{}, err
 	}
 	extra, err := r.removeAdditional(ctx, obj)
@@ -224,13 +226,7 @@ func (r *Reconciler) removeAdditional(ctx context.Context, obj v1alpha1.Provider
 	if remaining, err = r.deleteOwned(ctx, obj, additionalObjects(obj)); err != nil {
 		return remaining, err
 	}
-	if r.Artifacts != nil {
-		key := additionalKey(obj)
-		if err := r.Artifacts.Remove(sourcev1.ExternalArtifactKind, key.Namespace, key.Name); err != nil {
-			return remaining, err
-		}
-	}
-	return remaining, nil
+	return remaining, r.removeStored(additionalKey(obj).Name, obj)
 }
 
 // deleteOwned deletes those of objects (named, empty) that exist and that

@@ -43,12 +43,12 @@ func (r *Reconciler) resolve(ctx context.Context, obj v1alpha1.Provider) provide
 	if obj.GetSpec().Suspend {
 		return f
 	}
-	f.Artifact, f.Refusal = r.resolveArtifact(ctx, obj)
+	f.Artifact, f.Release, f.Refusal = r.resolveArtifact(ctx, obj)
 	if f.Refusal != nil || f.Artifact.Keep || providerplan.CheckArtifact(f) != nil {
 		return f
 	}
 	if obj.GetStatus().InstalledVersion == "" {
-		f.SourcePins = r.sourcePins(ctx, obj, f.Artifact.Digest)
+		f.SourcePins = r.sourcePins(ctx, obj, f.Artifact.Digest, f.Release)
 		if !f.SourcePins {
 			v, err := r.inventoryVersion(ctx, obj)
 			if err != nil {
@@ -142,7 +142,27 @@ func (r *Reconciler) gather(ctx context.Context, f providerplan.Facts) providerp
 	if spec.AdditionalManifests == nil || isChart(obj) {
 		f.AdditionalLeft = r.additionalLeft(ctx, obj)
 	}
+	f.SourceLeft = r.sourceLeft(ctx, obj, f.Release)
 	return f
+}
+
+// sourceLeft is the components source of the other kind than the
+// provider's now (the OCIRepository of a provider that moved to a
+// release, or the other way round) when the provider controls it, as
+// read; one already being deleted is left to its finalizers.
+func (r *Reconciler) sourceLeft(ctx context.Context, obj v1alpha1.Provider, release bool) []providerplan.AdditionalObject {
+	m := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: objectName(obj)}
+	var other ctrl.Object = &sourcev1.ExternalArtifact{ObjectMeta: m}
+	if release {
+		other = &sourcev1.OCIRepository{ObjectMeta: m}
+	}
+	if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(other), other); err != nil {
+		return nil
+	}
+	if !render.ControlledBy(other, obj.GetUID()) || !other.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	return []providerplan.AdditionalObject{other}
 }
 
 // isChart tells a provider whose source is an OCI Helm chart.
@@ -161,29 +181,40 @@ func (r *Reconciler) resyncInterval(obj v1alpha1.Provider) time.Duration {
 	return interval
 }
 
-// resolveArtifact finds, fetches and checks the desired version's artifact.
-func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider) (providerplan.Artifact, *plan.Refusal) {
+// resolveArtifact finds, fetches and checks the desired version's
+// artifact: from its release files (release tells) or its OCI repository.
+func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider) (a providerplan.Artifact, release bool, refusal *plan.Refusal) {
 	spec := obj.GetSpec()
-	url, err := catalog.ArtifactURL(obj, r.Mirrors)
+	loc, err := catalog.Locate(obj, r.catalogOptions())
 	if err != nil {
-		return providerplan.Artifact{}, unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0)
+		return providerplan.Artifact{}, false, unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0)
 	}
-	ref, err := artifact.ParseURL(url)
+	if loc.Release != "" {
+		a, refusal := r.resolveRelease(ctx, obj, loc.Release)
+		return a, true, refusal
+	}
+	ref, err := artifact.ParseURL(loc.OCI)
 	if err != nil {
-		return providerplan.Artifact{}, unresolved(v1alpha1.ResolveFailedReason, fmt.Sprintf("artifact URL %s: %v", url, err), 0)
+		return providerplan.Artifact{}, false, unresolved(v1alpha1.ResolveFailedReason, fmt.Sprintf("artifact URL %s: %v", loc.OCI, err), 0)
 	}
 	ref.Tag = spec.Version
 	if spec.Source != nil && spec.Source.OCI != nil {
 		ref.Digest = spec.Source.OCI.Digest
 	}
 	if res, ok := r.recentlyResolved(obj, ref); ok {
-		return res, nil
+		return res, false, nil
 	}
 	res, refusal := r.fetchArtifact(ctx, obj, ref)
 	if refusal == nil {
-		r.Resolutions.put(obj, ref.String(), res.Digest, res.Unreachable, time.Now())
+		r.Resolutions.put(obj, ref.String(), res.Digest, kept{reason: res.KeptReason, message: res.Unreachable}, time.Now())
 	}
-	return res, refusal
+	return res, false, refusal
+}
+
+// catalogOptions are the manager's settings for where providers come
+// from.
+func (r *Reconciler) catalogOptions() catalog.Options {
+	return catalog.Options{Mirrors: r.Mirrors, OCIArtifacts: r.CatalogOCIArtifacts}
 }
 
 // unresolved is a refusal of ArtifactResolved.
@@ -248,53 +279,70 @@ func (r *Reconciler) registryTimeout() time.Duration {
 // stillInstalled is the revision checked and installed for the provider's
 // spec, when err says the registry cannot be reached to check it again
 // (artifact.Unreachable): Flux keeps running what it applied, so the
-// provider stays Ready with it, and the plan goes on with what was
-// checked then — or, when the components checked then are no longer
-// cached (a restarted manager), leaves the Flux objects as they are if
-// they pin that revision and it passed its checks (Keep). Not ok when the
-// registry did answer (a tag gone, access refused), or when the spec asks
-// for something other than what is installed.
+// provider stays Ready with it (keepInstalled). Not ok when the registry
+// did answer (a tag gone, access refused), or when the spec asks for
+// something other than what is installed.
 func (r *Reconciler) stillInstalled(ctx context.Context, obj v1alpha1.Provider, ref artifact.Reference, err error) (providerplan.Artifact, bool) {
-	spec, status := obj.GetSpec(), obj.GetStatus()
-	prev := status.Artifact
-	if !artifact.Unreachable(err) || prev == nil || status.InstalledVersion != spec.Version || prev.URL != ref.URL() ||
-		!strings.HasPrefix(prev.Revision, spec.Version+"@") || (ref.Digest != "" && ref.Digest != prev.Digest) {
+	prev := obj.GetStatus().Artifact
+	if !artifact.Unreachable(err) || prev == nil || (ref.Digest != "" && ref.Digest != prev.Digest) {
 		return providerplan.Artifact{}, false
 	}
-	msg := fmt.Sprintf("cannot reach the registry to check %s again (%v); %s, checked when it was installed, stays installed, and the tag is checked again within %s",
-		ref.String(), err, prev.Revision, r.resyncInterval(obj))
+	held := kept{reason: v1alpha1.RegistryUnreachableReason, message: fmt.Sprintf(
+		"cannot reach the registry to check %s again (%v); %s, checked when it was installed, stays installed, and the tag is checked again within %s",
+		ref.String(), err, prev.Revision, r.resyncInterval(obj))}
+	return r.keepInstalled(ctx, obj, ref.URL(), held)
+}
+
+// keepInstalled is the revision checked and installed for the provider's
+// spec from url, kept for the reason held gives: the plan goes on with
+// what was checked then — or, when the artifact checked then is no longer
+// cached (a restarted manager), leaves the Flux objects as they are if
+// they pin that revision and it passed its checks (Keep). Not ok when the
+// spec asks for something other than what is installed.
+func (r *Reconciler) keepInstalled(ctx context.Context, obj v1alpha1.Provider, url string, held kept) (providerplan.Artifact, bool) {
+	spec, status := obj.GetSpec(), obj.GetStatus()
+	prev := status.Artifact
+	if prev == nil || status.InstalledVersion != spec.Version || prev.URL != url || !strings.HasPrefix(prev.Revision, spec.Version+"@") {
+		return providerplan.Artifact{}, false
+	}
+	a := providerplan.Artifact{URL: prev.URL, Tag: spec.Version, Digest: prev.Digest, Revision: prev.Revision, Unreachable: held.message, KeptReason: held.reason}
+	release := len(prev.Files) > 0
+	if release {
+		a.Release = &providerplan.Release{Files: prev.Files}
+	}
 	if isChart(obj) {
-		return providerplan.Artifact{URL: prev.URL, Tag: spec.Version, Digest: prev.Digest, Revision: prev.Revision, Unreachable: msg}, true
+		return a, true
 	}
 	pa := r.Cache.Cached(prev.Digest, obj.ProviderType(), obj.GetName(), spec.Version)
 	if pa == nil {
 		compatible := apimeta.FindStatusCondition(obj.GetConditions(), v1alpha1.CompatibleCondition)
 		if compatible == nil || compatible.Status != metav1.ConditionTrue || compatible.ObservedGeneration != obj.GetGeneration() ||
-			!r.sourcePins(ctx, obj, prev.Digest) {
+			!r.sourcePins(ctx, obj, prev.Digest, release) {
 			return providerplan.Artifact{}, false
 		}
-		return providerplan.Artifact{URL: prev.URL, Tag: spec.Version, Digest: prev.Digest, Revision: prev.Revision, Contract: status.Contract,
-			Unreachable: msg, Keep: true}, true
+		a.Contract, a.Keep = status.Contract, true
+		return a, true
 	}
-	return providerplan.Artifact{URL: prev.URL, Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa, Unreachable: msg}, true
+	a.Checked, a.Release = pa, pa.Release
+	return a, true
 }
 
 // recentlyResolved is the result of resolving ref again when the
 // provider resolved it recently (Resolutions) and its artifact is cached.
 func (r *Reconciler) recentlyResolved(obj v1alpha1.Provider, ref artifact.Reference) (providerplan.Artifact, bool) {
-	digest, unreachable, ok := r.Resolutions.get(obj, ref.String(), r.resyncInterval(obj)/2, time.Now())
+	digest, held, ok := r.Resolutions.get(obj, ref.String(), r.resyncInterval(obj)/2, time.Now())
 	if !ok {
 		return providerplan.Artifact{}, false
 	}
 	version := obj.GetSpec().Version
 	if isChart(obj) {
-		return providerplan.Artifact{URL: ref.URL(), Tag: version, Digest: digest, Revision: version + "@" + digest, Unreachable: unreachable}, true
+		return providerplan.Artifact{URL: ref.URL(), Tag: version, Digest: digest, Revision: version + "@" + digest, Unreachable: held.message, KeptReason: held.reason}, true
 	}
 	pa := r.Cache.Cached(digest, obj.ProviderType(), obj.GetName(), version)
 	if pa == nil {
 		return providerplan.Artifact{}, false
 	}
-	return providerplan.Artifact{URL: ref.URL(), Tag: version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa, Unreachable: unreachable}, true
+	return providerplan.Artifact{URL: ref.URL(), Tag: version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa, Unreachable: held.message, KeptReason: held.reason}, true
 }
 
 func fetchFailureReason(err error) string {
@@ -317,8 +365,12 @@ func fetchFailureReason(err error) string {
 }
 
 // sourcePins tells whether the provider's OCIRepository already pins
-// digest: what it installs is then what was resolved.
-func (r *Reconciler) sourcePins(ctx context.Context, obj v1alpha1.Provider, digest string) bool {
+// digest, or for a release its ExternalArtifact serves it: what it
+// installs is then what was resolved.
+func (r *Reconciler) sourcePins(ctx context.Context, obj v1alpha1.Provider, digest string, release bool) bool {
+	if release {
+		return r.componentsArtifactPins(ctx, obj, digest)
+	}
 	var repo sourcev1.OCIRepository
 	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, &repo); err != nil {
 		return false

@@ -40,32 +40,38 @@ type resolution struct {
 	request    string
 	ref        string
 	digest     string
-	// unreachable is why the registry could not be asked, when digest is
-	// the installed one (PreflightResult.Unreachable).
-	unreachable string
-	at          time.Time
+	// held is why digest is the installed one rather than what the
+	// registry or release host answered (it could not be asked, or a
+	// release changed).
+	held kept
+	at   time.Time
 }
+
+// kept says why the installed revision stays: the ArtifactResolved reason
+// and message (providerplan.Artifact.KeptReason and Unreachable); zero when
+// the artifact is what the source answered.
+type kept struct{ reason, message string }
 
 // get returns the digest ref resolved to for the provider's current
 // generation and reconcile request, if it was resolved within maxAge, and
-// why the registry could not be asked when the digest is the installed one.
-func (r *Resolutions) get(obj v1alpha1.Provider, ref string, maxAge time.Duration, now time.Time) (digest, unreachable string, ok bool) {
+// why the digest is the installed one when it is.
+func (r *Resolutions) get(obj v1alpha1.Provider, ref string, maxAge time.Duration, now time.Time) (digest string, held kept, ok bool) {
 	if r == nil {
-		return "", "", false
+		return "", kept{}, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res, ok := r.m[obj.GetUID()]
 	if !ok || res.generation != obj.GetGeneration() || res.request != obj.GetAnnotations()[meta.ReconcileRequestAnnotation] ||
 		res.ref != ref || now.Sub(res.at) >= maxAge {
-		return "", "", false
+		return "", kept{}, false
 	}
-	return res.digest, res.unreachable, true
+	return res.digest, res.held, true
 }
 
-// put records that ref resolved to digest, or that the registry could not
-// be reached (unreachable says why) and digest is the installed one.
-func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest, unreachable string, now time.Time) {
+// put records that ref resolved to digest, or (held says why) that digest
+// is the installed one.
+func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest string, held kept, now time.Time) {
 	if r == nil {
 		return
 	}
@@ -75,7 +81,7 @@ func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest, unreachable string
 		r.m = map[types.UID]resolution{}
 	}
 	r.m[obj.GetUID()] = resolution{generation: obj.GetGeneration(), request: obj.GetAnnotations()[meta.ReconcileRequestAnnotation],
-		ref: ref, digest: digest, unreachable: unreachable, at: now}
+		ref: ref, digest: digest, held: held, at: now}
 }
 
 // forget drops the provider's resolution (it is deleted).

@@ -50,6 +50,12 @@ type Reconciler struct {
 	Cache    *ArtifactCache
 	Mirrors  catalog.Mirrors
 	Recorder kuberecorder.EventRecorder
+	// CatalogOCIArtifacts installs the providers Cluster API publishes as
+	// provider artifacts from their OCI repository rather than their
+	// release assets (--catalog-oci-artifacts).
+	CatalogOCIArtifacts bool
+	// Releases are the settings for release hosts.
+	Releases ReleaseSettings
 	// InsecureRegistries are hosts reached over plain HTTP although the
 	// provider does not say so itself (a plain-HTTP mirror of catalog
 	// providers).
@@ -151,10 +157,12 @@ func additionalObjects(obj v1alpha1.Provider) []ctrl.Object {
 }
 
 // componentObjects are the Flux objects named after the provider, existing
-// or not: its OCIRepository and its Kustomization or HelmRelease.
+// or not: its OCIRepository or the ExternalArtifact of its release, and
+// its Kustomization or HelmRelease.
 func componentObjects(obj v1alpha1.Provider) []ctrl.Object {
 	m := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: objectName(obj)}
-	return []ctrl.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &helmv2.HelmRelease{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: m}}
+	return []ctrl.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &helmv2.HelmRelease{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: m},
+		&sourcev1.ExternalArtifact{ObjectMeta: m}}
 }
 
 func isNoMatch(err error) bool {

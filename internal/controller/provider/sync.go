@@ -69,17 +69,13 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 		// A core refused now (its config Secret or a dependency changed,
 		// the generation did not) no longer vouches for its contract.
 		r.CorePreflights.forget(obj)
-		if err := r.restoreAdditional(ctx, obj); err != nil {
-			logger.Error(err, "serving the additional manifests again")
-		}
+		r.restoreServed(ctx, obj)
 		return r.observed(obj, d, syncer.Observe(ctx, d.Sync.Observe)), err
 	}
 	r.Timelines.mark(obj, stepPreflight, time.Now())
 	if d.Keep {
 		// The Flux objects stay as they are, pinned to what was checked.
-		if err := r.restoreAdditional(ctx, obj); err != nil {
-			logger.Error(err, "serving the additional manifests again")
-		}
+		r.restoreServed(ctx, obj)
 		return r.observed(obj, d, syncer.Observe(ctx, d.Sync.Observe)), nil
 	}
 	if obj.ProviderType() == v1alpha1.CoreProviderType {
@@ -110,9 +106,13 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 		// The first object in the way: nothing after it was written.
 		return synced{}, fmt.Errorf("%s", res.Conflicts[slices.Sorted(maps.Keys(res.Conflicts))[0]])
 	}
-	if !d.Additional && r.Artifacts != nil {
-		key := additionalKey(obj)
-		if err := r.Artifacts.Remove(sourcev1.ExternalArtifactKind, key.Namespace, key.Name); err != nil {
+	if !d.Additional {
+		if err := r.removeStored(additionalKey(obj).Name, obj); err != nil {
+			return synced{}, err
+		}
+	}
+	if !d.Release && !d.Keep {
+		if err := r.removeStored(objectName(obj), obj); err != nil {
 			return synced{}, err
 		}
 	}
@@ -216,7 +216,11 @@ func (r *Reconciler) observed(obj v1alpha1.Provider, d providerplan.Desired, obs
 		}
 	}
 	ns, name := obj.GetNamespace(), objectName(obj)
-	in.Source = observation(observed, sourcev1.OCIRepositoryKind, ns, name)
+	if d.Release {
+		in.Source = observation(observed, sourcev1.ExternalArtifactKind, ns, name)
+	} else {
+		in.Source = observation(observed, sourcev1.OCIRepositoryKind, ns, name)
+	}
 	if isChart(obj) {
 		in.Apply = observation(observed, helmv2.HelmReleaseKind, ns, name)
 	} else {
@@ -288,18 +292,37 @@ func setSuspend(o ctrl.Object) {
 	}
 }
 
-// restoreAdditional serves again the additional manifests Flux was last
-// given, when the artifact storage lost them (a new manager pod starts
-// with an empty volume) and the checks cannot pass to store them (the
-// registry is down, say): the artifact the ExternalArtifact points
-// kustomize-controller at is packed again from the ConfigMap, if the
-// ConfigMap still packs to that very digest. Anything newer waits for
-// the checks.
-func (r *Reconciler) restoreAdditional(ctx context.Context, obj v1alpha1.Provider) error {
-	if obj.GetSpec().AdditionalManifests == nil || r.Artifacts == nil || isChart(obj) {
+// restore serves again what the provider's ExternalArtifact name points
+// kustomize-controller at, when the artifact storage lost it (a new
+// manager pod starts with an empty volume, or another replica stored it)
+// and the checks cannot pass to store it (the registry is down, say): the
+// additional manifests packed again from their ConfigMap, or the release
+// packed again from the files checked (in memory, else fetched again),
+// only if that gives the very digest the ExternalArtifact serves.
+// Anything newer waits for the checks.
+func (r *Reconciler) restore(ctx context.Context, obj v1alpha1.Provider, name string) error {
+	if r.Artifacts == nil || isChart(obj) {
 		return nil
 	}
-	key := additionalKey(obj)
+	key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}
+	var pack func(served string) []byte
+	switch name {
+	case additionalKey(obj).Name:
+		if obj.GetSpec().AdditionalManifests == nil || render.CheckAdditionalManifests(obj) != nil {
+			return nil // the plan says why
+		}
+		pack = func(string) []byte {
+			packed, problem := r.packAdditional(ctx, obj)
+			if problem != "" {
+				return nil // the ConfigMap no longer packs: the plan says why
+			}
+			return packed
+		}
+	case objectName(obj):
+		pack = func(served string) []byte { return r.packedRelease(ctx, obj, served) }
+	default:
+		return nil
+	}
 	var ea sourcev1.ExternalArtifact
 	if err := r.Client.Get(ctx, key, &ea); err != nil {
 		return ctrl.IgnoreNotFound(err)
@@ -308,18 +331,34 @@ func (r *Reconciler) restoreAdditional(ctx context.Context, obj v1alpha1.Provide
 	if served == nil || !render.ControlledBy(&ea, obj.GetUID()) || r.Artifacts.Exists(*served) {
 		return nil
 	}
-	if render.CheckAdditionalManifests(obj) != nil {
-		return nil // the plan says why
-	}
-	packed, problem := r.packAdditional(ctx, obj)
-	if problem != "" {
-		return nil // the ConfigMap no longer packs: the plan says why
+	packed := pack(served.Digest)
+	if packed == nil {
+		return nil
 	}
 	art, err := r.Artifacts.Artifact(sourcev1.ExternalArtifactKind, key.Namespace, key.Name, packed, time.Now())
 	if err != nil || art.Digest != served.Digest || art.Path != served.Path {
 		return err
 	}
 	return r.Artifacts.Store(art, packed)
+}
+
+// restoreServed serves again what the provider's ExternalArtifacts point
+// kustomize-controller at while nothing is written (restore).
+func (r *Reconciler) restoreServed(ctx context.Context, obj v1alpha1.Provider) {
+	for _, name := range []string{objectName(obj), additionalKey(obj).Name} {
+		if err := r.restore(ctx, obj, name); err != nil {
+			log.FromContext(ctx).Error(err, "serving an artifact again", "externalArtifact", name)
+		}
+	}
+}
+
+// removeStored removes the stored artifact of the provider's
+// ExternalArtifact name, if any.
+func (r *Reconciler) removeStored(name string, obj v1alpha1.Provider) error {
+	if r.Artifacts == nil {
+		return nil
+	}
+	return r.Artifacts.Remove(sourcev1.ExternalArtifactKind, obj.GetNamespace(), name)
 }
 
 // RestoreAdditional is the artifact server's Storage.Restore: asked for
@@ -349,7 +388,7 @@ func RestoreAdditional(reconcilers ...*Reconciler) func(ctx context.Context, kin
 			if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: owner.Name}, obj); err != nil {
 				return err
 			}
-			return r.restoreAdditional(ctx, obj)
+			return r.restore(ctx, obj, name)
 		}
 		return fmt.Errorf("ExternalArtifact %s/%s is controlled by %s %s, not by a provider", namespace, name, owner.Kind, owner.Name)
 	}

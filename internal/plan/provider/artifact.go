@@ -19,6 +19,9 @@ import (
 // fetched the artifact itself plans with it as the manager does.
 type CheckedArtifact struct {
 	*artifact.ProviderArtifact
+	// Release is set for an artifact packed from release files: the
+	// files as fetched and the packed artifact Flux applies.
+	Release *Release
 	// home is the namespace of the provider that fetched the artifact.
 	home string
 

@@ -47,6 +47,9 @@ type Facts struct {
 	// reached over plain HTTP although the provider does not say so.
 	Mirrors            catalog.Mirrors
 	InsecureRegistries []string
+	// Release tells a provider installed from release files (its
+	// location, whatever the artifact resolved to).
+	Release bool
 	// ArtifactStorage: the manager stores and serves artifacts, which
 	// spec.additionalManifests needs.
 	ArtifactStorage bool
@@ -83,6 +86,10 @@ type Facts struct {
 	// be, said for the user.
 	AdditionalManifests      []byte
 	AdditionalManifestsError string
+	// SourceLeft is the components source of the other kind (an
+	// OCIRepository, or the ExternalArtifact of a release) the provider
+	// controls and no longer uses, as read.
+	SourceLeft []AdditionalObject
 	// AdditionalLeft are the Flux objects of additional manifests the
 	// provider controls and no longer asks for (its ExternalArtifact and
 	// Kustomization, as read), to be deleted.
@@ -116,6 +123,21 @@ type Artifact struct {
 	Keep bool
 	// Contract is, with Keep, the contract checked then.
 	Contract string
+	// KeptReason is ArtifactResolved's reason while Unreachable keeps the
+	// installed revision; "" is RegistryUnreachable.
+	KeptReason string
+	// Release is set for a provider installed from release files; URL is
+	// then the release URL and Digest that of Release.Packed.
+	Release *Release
+}
+
+// Release is a release fetched as files and checked.
+type Release struct {
+	// Files as fetched, with their sha256.
+	Files []v1alpha1.ReleaseFile
+	// Packed is the artifact Flux applies (render.ReleaseArtifact); nil
+	// with Keep.
+	Packed []byte
 }
 
 // Core is what a provider of another type knows of the core provider.
@@ -158,6 +180,9 @@ type Desired struct {
 	// Additional: the additional manifests are served; false removes
 	// their stored artifact.
 	Additional bool
+	// Release: the provider's components come from a release's
+	// ExternalArtifact rather than an OCIRepository.
+	Release bool
 	// Sync is what is written, in order: the installer's ServiceAccount
 	// and ClusterRoleBinding (Uncached, side by side: InstallerBatch), the OCIRepository, the
 	// Kustomization or HelmRelease, then the additional manifests'
@@ -230,7 +255,7 @@ func incompatible(reason, message string, retry time.Duration) *plan.Refusal {
 // objects to observe; nothing is then written.
 func Plan(f Facts) (Desired, error) {
 	p := f.Provider
-	d := Desired{Sync: observe(p), Resync: f.Resync}
+	d := Desired{Sync: observe(p, f.Release), Resync: f.Resync, Release: f.Release}
 	if p.GetSpec().Suspend {
 		d.Suspend = true
 		return d, nil
@@ -243,9 +268,17 @@ func Plan(f Facts) (Desired, error) {
 	}
 	a := f.Artifact
 	d.Status.LastAttemptedRevision = a.Revision
-	if a.Unreachable != "" {
-		d.Status.ArtifactResolved = condition(v1alpha1.ArtifactResolvedCondition, metav1.ConditionTrue, v1alpha1.RegistryUnreachableReason, a.Unreachable)
-	} else {
+	switch {
+	case a.Unreachable != "":
+		reason := a.KeptReason
+		if reason == "" {
+			reason = v1alpha1.RegistryUnreachableReason
+		}
+		d.Status.ArtifactResolved = condition(v1alpha1.ArtifactResolvedCondition, metav1.ConditionTrue, reason, a.Unreachable)
+	case a.Release != nil:
+		d.Status.ArtifactResolved = condition(v1alpha1.ArtifactResolvedCondition, metav1.ConditionTrue, v1alpha1.ResolvedReason,
+			fmt.Sprintf("release %s of %s fetched (%s) and checked; Flux applies it as %s", a.Tag, a.URL, DescribeFiles(a.Release.Files), a.Digest))
+	default:
 		d.Status.ArtifactResolved = condition(v1alpha1.ArtifactResolvedCondition, metav1.ConditionTrue, v1alpha1.ResolvedReason,
 			fmt.Sprintf("%s:%s resolved to %s and follows the provider-artifact layout", strings.TrimPrefix(a.URL, "oci://"), a.Tag, a.Digest))
 	}
@@ -279,7 +312,19 @@ func Plan(f Facts) (Desired, error) {
 	d.Passed = true
 	d.Status.Contract = contract
 	d.Status.Artifact = &v1alpha1.ResolvedArtifact{URL: a.URL, Revision: a.Revision, Digest: a.Digest}
+	if a.Release != nil {
+		d.Status.Artifact.Files = slices.Clone(a.Release.Files)
+	}
 	return d, writes(f, in, &d)
+}
+
+// DescribeFiles names each file of a release with its sha256.
+func DescribeFiles(files []v1alpha1.ReleaseFile) string {
+	parts := make([]string, 0, len(files))
+	for _, f := range files {
+		parts = append(parts, f.Name+" "+f.SHA256)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Stage names the checks in their order; each reads facts the ones
@@ -356,8 +401,8 @@ func Ahead(f Facts) (source *sourcev1.OCIRepository, more bool) {
 	if f.Provider.GetSpec().Suspend || f.Refusal != nil || f.Artifact.Keep || Check(f, Quick) != nil {
 		return nil, false
 	}
-	if f.Artifact.Checked == nil && !render.IsChart(f.Provider) {
-		return nil, true
+	if (f.Artifact.Checked == nil && !render.IsChart(f.Provider)) || f.Artifact.Release != nil {
+		return nil, true // a release needs no fetching: its files are at hand
 	}
 	repo, err := render.Source(renderInput(f, nil))
 	if err != nil {
@@ -387,6 +432,9 @@ func checkTag(f Facts) error {
 	p, a := f.Provider, f.Artifact
 	spec := p.GetSpec()
 	pinned := spec.Source != nil && spec.Source.OCI != nil && spec.Source.OCI.Digest != ""
+	if a.Release != nil {
+		return nil // a release that changed is kept by the facts (ReleaseChanged)
+	}
 	if prev := p.GetStatus().Artifact; prev != nil && !pinned && prev.URL == a.URL &&
 		strings.HasPrefix(prev.Revision, spec.Version+"@") && prev.Digest != a.Digest {
 		return Refusal(v1alpha1.ArtifactResolvedCondition, v1alpha1.TagMovedReason, fmt.Sprintf(
@@ -625,6 +673,7 @@ func renderInput(f Facts, coreDependency *meta.NamespacedObjectReference) render
 		Tag:            a.Tag,
 		Digest:         a.Digest,
 		ComponentsFile: componentsFile,
+		Release:        a.Release != nil,
 		ProviderLabel:  clusterctl.ProviderLabelValue(p.ProviderType(), p.GetName()),
 		MirrorImages:   mirrorImages(f),
 		CoreDependency: coreDependency,
@@ -702,7 +751,16 @@ func writes(f Facts, in render.Input, d *Desired) error {
 		// Kustomization is left to its interval: it depends on the
 		// provider's, and asked at the same time it would report
 		// DependencyNotReady while that one re-runs.
-		{Object: rendered.OCIRepository, Group: Group, Request: true},
+	}
+	if rendered.OCIRepository != nil {
+		w = append(w, plan.Write{Object: rendered.OCIRepository, Group: Group, Request: true})
+	}
+	if ea := rendered.ComponentsArtifact; ea != nil {
+		if f.Artifact.Release == nil || f.Artifact.Release.Packed == nil {
+			return fmt.Errorf("the release of %s %s/%s was not packed; preflight must fetch it first", f.Kind, p.GetNamespace(), p.GetName())
+		}
+		w = append(w, plan.Write{Object: ea, Group: Group, Artifact: &plan.Artifact{Data: f.Artifact.Release.Packed,
+			Of: fmt.Sprintf("release %s of %s", f.Artifact.Tag, f.Artifact.URL)}})
 	}
 	if rendered.Kustomization != nil {
 		w = append(w, plan.Write{Object: rendered.Kustomization, Group: Group, Request: true})
@@ -710,14 +768,20 @@ func writes(f Facts, in render.Input, d *Desired) error {
 	if rendered.HelmRelease != nil {
 		w = append(w, plan.Write{Object: rendered.HelmRelease, Group: Group, Request: true})
 	}
+	// The source of the other kind (an OCIRepository for a provider now
+	// installed from a release, or the other way round) goes once the
+	// Kustomization reads from the new one.
+	for _, o := range f.SourceLeft {
+		d.Sync.Prune = append(d.Sync.Prune, o)
+	}
+	// An object in the way stops the sync before anything is pruned.
+	d.Sync.PruneNeeds = []string{Group}
 	if rendered.AdditionalArtifact == nil {
 		// What an earlier spec asked for goes; Flux prunes what its
 		// Kustomization applied.
 		for _, o := range f.AdditionalLeft {
 			d.Sync.Prune = append(d.Sync.Prune, o)
 		}
-		// An object in the way stops the sync before anything is pruned.
-		d.Sync.PruneNeeds = []string{Group}
 	} else {
 		if f.AdditionalManifests == nil {
 			return fmt.Errorf("the additional manifests of %s %s/%s were not packed; preflight must read them first", f.Kind, p.GetNamespace(), p.GetName())
@@ -747,10 +811,14 @@ func writes(f Facts, in render.Input, d *Desired) error {
 // observe is what the fold reads of the provider's Flux objects: its
 // OCIRepository, its Kustomization or HelmRelease, and the ExternalArtifact
 // and Kustomization of its additional manifests.
-func observe(p v1alpha1.Provider) plan.Desired {
+func observe(p v1alpha1.Provider, release bool) plan.Desired {
 	var d plan.Desired
 	m := metav1.ObjectMeta{Namespace: p.GetNamespace(), Name: render.ObjectName(p.ProviderType(), p.GetName())}
-	d.Observe = append(d.Observe, &sourcev1.OCIRepository{ObjectMeta: m})
+	if release {
+		d.Observe = append(d.Observe, &sourcev1.ExternalArtifact{ObjectMeta: m})
+	} else {
+		d.Observe = append(d.Observe, &sourcev1.OCIRepository{ObjectMeta: m})
+	}
 	if render.IsChart(p) {
 		d.Observe = append(d.Observe, &helmv2.HelmRelease{ObjectMeta: m})
 		return d
