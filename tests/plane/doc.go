@@ -9,4 +9,10 @@
 // a hosted-control-plane operator: each SimulatedControlPlane gets a real
 // etcd and kube-apiserver as a workload cluster, whatever Kubernetes version
 // it names.
+//
+// Beside the plane, ReleaseServer (StartReleaseServer) stands in for
+// GitHub release hosting, which cannot be reached here: it serves provider
+// release assets in GitHub's URL layout over HTTPS, with GitHub's redirect
+// from the origin to a second download host, and publishes the real
+// provider releases `make fixtures` renders (PublishFixtures).
 package plane

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -347,6 +349,49 @@ func TestReleaseServerRequiresTheToken(t *testing.T) {
 	for _, r := range download {
 		if r.Credentials || r.Authorized || r.Status != http.StatusOK {
 			t.Errorf("download request %+v: want 200 without credentials", r)
+		}
+	}
+}
+
+// TestReleaseServerPublishesTheFixtures serves the real provider releases
+// `make fixtures` renders and fetches components through the real
+// clusterctl URLs, moved to the stand-in's host.
+func TestReleaseServerPublishesTheFixtures(t *testing.T) {
+	bin, err := DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(bin, "fixtures")); errors.Is(err, os.ErrNotExist) {
+		t.Skipf("no fixtures in %s: run `make fixtures` at the repository root to render the provider releases", bin)
+	}
+	s, client := startReleaseServer(t, ReleaseServerOptions{})
+	if err := s.PublishFixtures(bin); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		url, file string
+	}{
+		// clusterctl's provider list: https://github.com/kubernetes-sigs/cluster-api-provider-aws/releases/latest/infrastructure-components.yaml
+		{s.URL("kubernetes-sigs", "cluster-api-provider-aws", "latest", "infrastructure-components.yaml"), filepath.Join("capa", CAPAVersion, "infrastructure-components.yaml")},
+		{s.URL("kubernetes-sigs", "cluster-api-provider-aws", CAPAVersion, "metadata.yaml"), filepath.Join("capa", CAPAVersion, "metadata.yaml")},
+		{s.URL("kubernetes-sigs", "cluster-api", CAPIVersion, "core-components.yaml"), filepath.Join("capi", CAPIVersion, "core-components.yaml")},
+		{s.DownloadURL("kubernetes-sigs", "cluster-api", "v1.13.6", "control-plane-components.yaml"), filepath.Join("capi", "v1.13.6", "control-plane-components.yaml")},
+	} {
+		want, err := os.ReadFile(filepath.Join(bin, "fixtures", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fetch(t, client, http.MethodGet, c.url, nil)
+		if got.resp.StatusCode != http.StatusOK || !bytes.Equal(got.body, want) {
+			t.Errorf("GET %s: %s, %d bytes; want the %d bytes of bin/fixtures/%s", c.url, got.resp.Status, len(got.body), len(want), c.file)
+		}
+	}
+	for _, fr := range FixtureReleases {
+		for _, file := range fr.Files {
+			u := s.URL(fr.Owner, fr.Repo, "latest", file)
+			if got := fetch(t, client, http.MethodHead, u, nil); got.resp.StatusCode != http.StatusOK {
+				t.Errorf("HEAD %s: %s", u, got.resp.Status)
+			}
 		}
 	}
 }
