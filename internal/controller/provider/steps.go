@@ -96,8 +96,13 @@ func isWarning(c metav1.Condition) bool {
 	case v1alpha1.DeletingCondition:
 		return c.Reason == v1alpha1.DeletionBlockedReason
 	case v1alpha1.ArtifactResolvedCondition:
-		// Ready holds, but the registry cannot be reached: worth a warning.
-		return c.Reason == v1alpha1.RegistryUnreachableReason || (c.Status == metav1.ConditionFalse && !progressReasons[c.Reason])
+		// Ready holds, but the registry or release host cannot be reached,
+		// or a release changed under its version: worth a warning.
+		switch c.Reason {
+		case v1alpha1.RegistryUnreachableReason, v1alpha1.ReleaseUnreachableReason, v1alpha1.ReleaseChangedReason:
+			return true
+		}
+		return c.Status == metav1.ConditionFalse && !progressReasons[c.Reason]
 	default:
 		return c.Status == metav1.ConditionFalse && !progressReasons[c.Reason]
 	}

@@ -228,7 +228,8 @@ func Refusal(condition, reason, message string, retry time.Duration) *plan.Refus
 	case v1alpha1.IncompatibleContractReason, v1alpha1.DowngradeReason, v1alpha1.DuplicateProviderReason,
 		v1alpha1.MissingVariablesReason, v1alpha1.ConfigSecretMissingReason, v1alpha1.TagMovedReason,
 		v1alpha1.ContractUnknownReason, v1alpha1.ArtifactInvalidReason, v1alpha1.ArtifactTooLargeReason,
-		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason, v1alpha1.ConfigSecretNotAllowedReason:
+		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason, v1alpha1.ConfigSecretNotAllowedReason,
+		v1alpha1.ReleaseChangedReason:
 		return plan.Stalling(condition, reason, message, retry)
 	}
 	return plan.Failing(condition, reason, message, retry)
@@ -265,6 +266,11 @@ func Plan(f Facts) (Desired, error) {
 	}
 	if err := checkTag(f); err != nil {
 		return d, err
+	}
+	if f.Release && !f.ArtifactStorage {
+		return d, Refusal(v1alpha1.ArtifactResolvedCondition, v1alpha1.ResolveFailedReason, fmt.Sprintf(
+			"%s %s installs from the release at %s, which the manager serves Flux from its artifact storage, and the manager runs without it: start it with --artifact-storage-path (the chart and the release manifests set it), or give the provider an OCI source (spec.source.oci)",
+			p.GetName(), p.GetSpec().Version, f.Artifact.URL), 0)
 	}
 	a := f.Artifact
 	d.Status.LastAttemptedRevision = a.Revision
