@@ -155,7 +155,7 @@ const ReleaseComponentsDir = "components"
 // replica packs it again from the same files.
 func ReleaseArtifact(metadata []byte, componentsFile string, components []byte) ([]byte, error) {
 	return artifact.PackTarGz(map[string][]byte{
-		artifact.MetadataFile:                        metadata,
+		artifact.MetadataFile:                       metadata,
 		ReleaseComponentsDir + "/" + componentsFile: components,
 	})
 }

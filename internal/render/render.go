@@ -107,8 +107,8 @@ type RenderedObjects struct {
 	// ComponentsArtifact.
 	OCIRepository      *sourcev1.OCIRepository
 	ComponentsArtifact *sourcev1.ExternalArtifact
-	Kustomization *kustomizev1.Kustomization
-	HelmRelease   *helmv2.HelmRelease
+	Kustomization      *kustomizev1.Kustomization
+	HelmRelease        *helmv2.HelmRelease
 
 	AdditionalArtifact      *sourcev1.ExternalArtifact
 	AdditionalKustomization *kustomizev1.Kustomization
