@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/envsubst/parse"
+	"sigs.k8s.io/yaml"
 )
 
 // substituteDisabledKey is the label or annotation with which an object opts
@@ -61,17 +62,30 @@ func (c *Components) Variables() ([]Variable, error) {
 		if substitutionDisabled(o) {
 			continue
 		}
+		own := map[string]*Variable{}
 		err := visitStrings(o.Object, func(s string) error {
 			tree, err := parseTemplate(s)
 			if err != nil {
 				return err
 			}
-			collectVariables(tree, found)
+			collectVariables(tree, own)
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", o, err)
+			// Flux substitutes an object's YAML as a whole, so one
+			// expression may span a key and its value: Cluster API
+			// Provider AWS writes the annotation
+			// ${AWS_CONTROLLER_IAM_ROLE/#arn/eks.amazonaws.com/role-arn: arn}.
+			// What parses as a whole is what Flux substitutes.
+			text, merr := yaml.Marshal(o.Object)
+			tree, perr := parse.Parse(string(text))
+			if merr != nil || perr != nil {
+				return nil, fmt.Errorf("%s: %w", o, err)
+			}
+			own = map[string]*Variable{}
+			collectVariables(tree.Root, own)
 		}
+		mergeVariables(found, own)
 	}
 	vars := make([]Variable, 0, len(found))
 	for _, v := range found {
@@ -143,6 +157,22 @@ func collectVariables(node parse.Node, found map[string]*Variable) {
 		}
 		for _, arg := range n.Args {
 			collectVariables(arg, found)
+		}
+	}
+}
+
+// mergeVariables adds the variables of one object to found: a variable
+// seen before keeps its first default, and is required once any
+// occurrence is.
+func mergeVariables(found, own map[string]*Variable) {
+	for _, name := range slices.Sorted(maps.Keys(own)) {
+		v := own[name]
+		prev, seen := found[name]
+		switch {
+		case !seen:
+			found[name] = v
+		case !v.HasDefault:
+			prev.HasDefault, prev.Default = false, ""
 		}
 	}
 }

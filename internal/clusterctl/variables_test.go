@@ -207,3 +207,34 @@ func TestCRDsSubstitutionFree(t *testing.T) {
 		})
 	}
 }
+
+// Cluster API Provider AWS (v2.13.0's infrastructure-components.yaml)
+// writes an annotation whose key and value are one substitution, which
+// Flux, substituting the object's YAML as a whole, parses:
+// ${AWS_CONTROLLER_IAM_ROLE/#arn/eks.amazonaws.com/role-arn: arn}.
+func TestParseVariablesAcrossKeyAndValue(t *testing.T) {
+	data := []byte(`apiVersion: v1
+kind: ServiceAccount
+metadata:
+  annotations:
+    ${AWS_CONTROLLER_IAM_ROLE/#arn/eks.amazonaws.com/role-arn: arn}
+  name: capa-controller-manager
+  namespace: capa-system
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: capa-controller-manager
+  namespace: capa-system
+  annotations:
+    iam.amazonaws.com/role: ${AWS_CONTROLLER_IAM_ROLE:=""}
+`)
+	got, err := clusterctl.ParseVariables(data)
+	if err != nil {
+		t.Fatalf("ParseVariables: %v", err)
+	}
+	want := []clusterctl.Variable{{Name: "AWS_CONTROLLER_IAM_ROLE"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseVariables = %+v, want %+v (required: the pattern replacement needs a value)", got, want)
+	}
+}

@@ -7,6 +7,7 @@ package providers
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
@@ -20,6 +21,11 @@ var (
 	// notification is Flux's notification-controller the manager forwards
 	// its events to.
 	notification *plane.NotificationController
+	// releases stands in for github.com: it serves the real provider
+	// releases rendered from module source in GitHub's layout, with
+	// GitHub's redirect to a download host; a mirror rule sends the
+	// manager there.
+	releases *plane.ReleaseServer
 )
 
 func TestMain(m *testing.M) {
@@ -33,12 +39,25 @@ func TestMain(m *testing.M) {
 		if notification, err = framework.StartNotification(ctx, p); err != nil {
 			return err
 		}
+		if releases, err = plane.StartReleaseServer(plane.ReleaseServerOptions{}); err != nil {
+			return err
+		}
+		if err := releases.PublishFixtures(filepath.Join(p.RepoRoot(), "bin")); err != nil {
+			return err
+		}
+		// The manager trusts the stand-in's CA as it would trust GitHub's.
+		caFile := filepath.Join(p.RunDir, "release-ca.pem")
+		if err := os.WriteFile(caFile, releases.CACertPEM, 0o600); err != nil {
+			return err
+		}
 		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
 			"--resync-interval=30s",
 			"--events-addr=" + notification.EventsURL,
 			"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 			"--insecure-registry=" + p.Registry.Host,
-		}})
+			"--registry-mirror=github.com=https://" + releases.Host,
+			"--release-redirect-host=" + releases.DownloadHost,
+		}, Env: []string{"SSL_CERT_FILE=" + caFile}})
 		return err
 	}, func(p *plane.Plane) { env = p }))
 }
