@@ -44,20 +44,28 @@ func demo(_ []string) error {
 		return err
 	}
 	defer p.Stop()
-	version := plane.CAPIVersion
-	fmt.Printf("demo: publishing Cluster API %s providers to the in-process registry %s\n", version, p.Registry.Host)
-	fixtures := filepath.Dir(p.CAPIComponentsPath(version, "metadata.yaml"))
+	// The providers come from their GitHub releases, as on a management
+	// cluster that reaches github.com: the plane's stand-in for it serves
+	// the real releases, and a mirror rule sends the manager there.
+	releases, err := plane.StartReleaseServer(plane.ReleaseServerOptions{})
+	if err != nil {
+		return err
+	}
+	defer releases.Close()
+	if err := releases.PublishFixtures(filepath.Join(p.RepoRoot(), "bin")); err != nil {
+		return err
+	}
+	caFile := filepath.Join(p.RunDir, "release-ca.pem")
+	if err := os.WriteFile(caFile, releases.CACertPEM, 0o600); err != nil {
+		return err
+	}
+	fmt.Printf("demo: Cluster API %s releases served in GitHub's layout by the plane's stand-in for github.com at %s\n", plane.CAPIVersion, releases.Host)
 	providers := []v1alpha1.Provider{
 		// ClusterTopology: the demo's last Cluster comes from a ClusterClass.
 		&v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"},
 			Spec: v1alpha1.ProviderSpec{Manager: &v1alpha1.ManagerSpec{FeatureGates: map[string]bool{"ClusterTopology": true}}}},
 		&v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-bootstrap-system", Name: "kubeadm"}},
 		&v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"}},
-	}
-	for _, pr := range providers {
-		if _, err := framework.PublishCAPIProvider(ctx, p.Registry.Host, fixtures, pr.ProviderType(), pr.GetName(), version); err != nil {
-			return err
-		}
 	}
 	// Workload clusters are registered before the manager starts: it
 	// watches CAPI Clusters only when their API is served at start-up.
@@ -72,7 +80,7 @@ func demo(_ []string) error {
 		}
 		fmt.Printf("demo: workload cluster %s registered as CAPI Cluster %s/%s\n", w.Name, cluster.GetNamespace(), cluster.GetName())
 	}
-	if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: mirrorArgs(p)}); err != nil {
+	if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: releaseArgs(releases), Env: []string{"SSL_CERT_FILE=" + caFile}}); err != nil {
 		return err
 	}
 	c, err := framework.NewClient(p.Config)
@@ -85,7 +93,7 @@ func demo(_ []string) error {
 	applied := time.Now()
 	fmt.Println("demo: applying CoreProvider cluster-api, BootstrapProvider kubeadm, ControlPlaneProvider kubeadm (no source: the catalog names registry.k8s.io, the mirror rule serves it)")
 	for _, pr := range providers {
-		pr.GetSpec().Version = version
+		pr.GetSpec().Version = plane.CAPIVersion
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pr.GetNamespace()}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -151,6 +159,16 @@ func printProviders(providers []v1alpha1.Provider) {
 		}
 	}
 	_ = w.Flush()
+}
+
+// releaseArgs send the manager's requests for github.com to the plane's
+// stand-in for it, and allow its redirect to its download host, as GitHub
+// redirects to its own.
+func releaseArgs(r *plane.ReleaseServer) []string {
+	return []string{
+		"--registry-mirror=github.com=https://" + r.Host,
+		"--release-redirect-host=" + r.DownloadHost,
+	}
 }
 
 // mirrorArgs make the plane's registry the mirror of the Cluster API
