@@ -91,7 +91,7 @@ func demo(_ []string) error {
 		return err
 	}
 	applied := time.Now()
-	fmt.Println("demo: applying CoreProvider cluster-api, BootstrapProvider kubeadm, ControlPlaneProvider kubeadm (no source: the catalog names registry.k8s.io, the mirror rule serves it)")
+	fmt.Println("demo: applying CoreProvider cluster-api, BootstrapProvider kubeadm, ControlPlaneProvider kubeadm (no source: the catalog names their GitHub release, the mirror rule sends it to the stand-in)")
 	for _, pr := range providers {
 		pr.GetSpec().Version = plane.CAPIVersion
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pr.GetNamespace()}}); err != nil && !apierrors.IsAlreadyExists(err) {
