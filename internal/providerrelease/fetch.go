@@ -367,7 +367,7 @@ func (f *Fetcher) client(scheme, host string, plainHTTP bool) *http.Client {
 			if len(via) >= maxRedirects {
 				return newError(ReasonRedirectRefused, from, "check the URL", "%s redirects more than %d times", from, maxRedirects)
 			}
-			if to.Scheme != "https" && (to.Scheme != "http" || prev.Scheme != "http" || !(f.AllowPlainHTTP || plainHTTP)) {
+			if to.Scheme != "https" && (to.Scheme != "http" || prev.Scheme != "http" || (!f.AllowPlainHTTP && !plainHTTP)) {
 				return newError(ReasonRedirectRefused, from, "the release must stay on HTTPS: check the URL or the host's configuration",
 					"%s redirects to %s, refused", from, withoutQuery(to))
 			}

@@ -51,7 +51,7 @@ func demo(_ []string) error {
 	if err != nil {
 		return err
 	}
-	defer releases.Close()
+	defer func() { _ = releases.Close() }()
 	if err := releases.PublishFixtures(filepath.Join(p.RepoRoot(), "bin")); err != nil {
 		return err
 	}
