@@ -283,11 +283,14 @@ func controllerRuntimeFamilies() ([]*dto.MetricFamily, error) {
 		}
 		found := 0
 		for _, fam := range fams {
-			if fam.GetName() == "controller_runtime_reconcile_errors_total" || fam.GetName() == "controller_runtime_reconcile_time_seconds" {
+			// Each appears at its own moment of the first reconcile; on a
+			// loaded machine a gather can fall between them.
+			switch fam.GetName() {
+			case "controller_runtime_reconcile_errors_total", "controller_runtime_reconcile_time_seconds", "controller_runtime_active_workers":
 				found++
 			}
 		}
-		if found == 2 {
+		if found == 3 {
 			return fams, nil
 		}
 		select {
