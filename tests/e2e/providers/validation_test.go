@@ -46,7 +46,7 @@ func TestCRDValidation(t *testing.T) {
 				OCI:   &v1alpha1.OCISource{OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: "oci://ghcr.io/a"}},
 				Chart: &v1alpha1.ChartSource{OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: "oci://ghcr.io/b"}},
 			}}},
-			"set exactly one of oci or chart"},
+			"set exactly one of oci, chart or release"},
 		{"variable name that is no clusterctl variable",
 			&v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "aws"}, Spec: v1alpha1.ProviderSpec{Version: "v2.8.0", Variables: map[string]string{"AWS-REGION": "x"}}},
 			"clusterctl variable names"},
