@@ -82,8 +82,6 @@ type Fields struct {
 }
 
 // ControllerFields are the controller's names for the settings.
-// TODO(controller integration): align with the API fields once the release
-// source exists in api/providers/v1alpha1.
 var ControllerFields = Fields{
 	Version:       "spec.version",
 	URL:           "spec.source.release.url",

@@ -206,7 +206,7 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 	}
 	res, refusal := r.fetchArtifact(ctx, obj, ref)
 	if refusal == nil {
-		r.Resolutions.put(obj, ref.String(), res.Digest, kept{reason: res.KeptReason, message: res.Unreachable}, time.Now())
+		r.Resolutions.put(obj, ref.String(), res.Digest, kept{reason: res.KeptReason, message: res.Unreachable}, time.Now(), 0)
 	}
 	return res, false, refusal
 }

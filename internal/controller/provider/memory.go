@@ -45,6 +45,9 @@ type resolution struct {
 	// release changed).
 	held kept
 	at   time.Time
+	// ttl, when set, is shorter than the age get is asked for: a
+	// release host that could not be asked is asked again sooner.
+	ttl time.Duration
 }
 
 // kept says why the installed revision stays: the ArtifactResolved reason
@@ -63,15 +66,15 @@ func (r *Resolutions) get(obj v1alpha1.Provider, ref string, maxAge time.Duratio
 	defer r.mu.Unlock()
 	res, ok := r.m[obj.GetUID()]
 	if !ok || res.generation != obj.GetGeneration() || res.request != obj.GetAnnotations()[meta.ReconcileRequestAnnotation] ||
-		res.ref != ref || now.Sub(res.at) >= maxAge {
+		res.ref != ref || now.Sub(res.at) >= maxAge || (res.ttl > 0 && now.Sub(res.at) >= res.ttl) {
 		return "", kept{}, false
 	}
 	return res.digest, res.held, true
 }
 
 // put records that ref resolved to digest, or (held says why) that digest
-// is the installed one.
-func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest string, held kept, now time.Time) {
+// is the installed one; ttl, when set, bounds how long that holds.
+func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest string, held kept, now time.Time, ttl time.Duration) {
 	if r == nil {
 		return
 	}
@@ -81,7 +84,7 @@ func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest string, held kept, 
 		r.m = map[types.UID]resolution{}
 	}
 	r.m[obj.GetUID()] = resolution{generation: obj.GetGeneration(), request: obj.GetAnnotations()[meta.ReconcileRequestAnnotation],
-		ref: ref, digest: digest, held: held, at: now}
+		ref: ref, digest: digest, held: held, at: now, ttl: ttl}
 }
 
 // forget drops the provider's resolution (it is deleted).
@@ -132,7 +135,6 @@ func (c *ArtifactCache) Fetch(ctx context.Context, f *artifact.Fetcher, ref arti
 	if ca := c.Cached(digest, providerType, name, version); ca != nil {
 		return ca, nil
 	}
-	key := cacheKey(digest, providerType, name, version)
 	// Fetch exactly what was resolved, even if the tag moves meanwhile.
 	pinned := ref
 	pinned.Digest = digest
@@ -140,11 +142,20 @@ func (c *ArtifactCache) Fetch(ctx context.Context, f *artifact.Fetcher, ref arti
 	if err != nil {
 		return nil, err
 	}
+	return c.check(fetched, providerType, name, version, namespace, nil)
+}
+
+// check checks fetched as the provider's artifact (the files of a
+// release, with release, are checked as the same layout) and keeps it by
+// its digest.
+func (c *ArtifactCache) check(fetched *artifact.Fetched, providerType, name, version, namespace string, release *providerplan.Release) (*CheckedArtifact, error) {
 	pa, err := artifact.CheckProviderArtifact(fetched, providerType, name, version)
 	if err != nil {
 		return nil, err
 	}
-	ca := c.put(key, providerplan.NewCheckedArtifact(pa, namespace))
+	ca := providerplan.NewCheckedArtifact(pa, namespace)
+	ca.Release = release
+	ca = c.put(cacheKey(fetched.Digest, providerType, name, version), ca)
 	// Decode the components while the reconcile goes on with the cheap
 	// checks (or waits for the core provider).
 	go ca.Analyse()

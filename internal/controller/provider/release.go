@@ -81,7 +81,7 @@ func (r *Reconciler) resolveRelease(ctx context.Context, obj v1alpha1.Provider, 
 			if a, ok := r.keepInstalled(ctx, obj, url, held); ok {
 				// Remembered for a retry's time only: the host is asked
 				// again within a minute.
-				r.Resolutions.put(obj, key, a.Digest, held, time.Now().Add(r.releaseRetry(obj, err)-r.releaseRecheck()))
+				r.Resolutions.put(obj, key, a.Digest, held, time.Now(), r.releaseRetry(obj, err))
 				return a, nil
 			}
 		}
@@ -100,12 +100,12 @@ func (r *Reconciler) resolveRelease(ctx context.Context, obj v1alpha1.Provider, 
 			"release %s of %s answers with other files than were checked and installed for this version (%s); %s stays installed. Ask the project why the release changed; if the new files are intended, pin them with spec.source.release.digest: %s",
 			spec.Version, url, changed, prev.Revision, digest)}
 		if a, ok := r.keepInstalled(ctx, obj, url, held); ok {
-			r.Resolutions.put(obj, key, a.Digest, held, time.Now())
+			r.Resolutions.put(obj, key, a.Digest, held, time.Now(), 0)
 			return a, nil
 		}
 		return providerplan.Artifact{}, unresolved(v1alpha1.ReleaseChangedReason, held.message, 0)
 	}
-	r.Resolutions.put(obj, key, digest, kept{}, time.Now())
+	r.Resolutions.put(obj, key, digest, kept{}, time.Now(), 0)
 	return releaseArtifact(url, spec.Version, ca, kept{}), nil
 }
 
@@ -120,19 +120,18 @@ func releaseArtifact(url, version string, ca *CheckedArtifact, held kept) provid
 // keeps it in the artifact cache by its digest.
 func (r *Reconciler) fetchRelease(ctx context.Context, obj v1alpha1.Provider, url string) (*CheckedArtifact, error) {
 	spec := obj.GetSpec()
-	fetcher, allowPlain, err := r.releaseFetcher(ctx, obj)
+	fetcher, err := r.releaseFetcher(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
-	src, err := providerrelease.ParseURLWith(url, providerrelease.URLOptions{AllowPlainHTTP: allowPlain})
+	src, err := providerrelease.ParseURLWith(url, providerrelease.URLOptions{AllowPlainHTTP: fetcher.AllowPlainHTTP})
 	if err != nil {
 		return nil, err
 	}
+	// Fetch checks that metadata.yaml maps the version to a contract; the
+	// rest is the preflight of any provider artifact.
 	rel, err := fetcher.Fetch(ctx, src, spec.Version, obj.ProviderType())
 	if err != nil {
-		return nil, err
-	}
-	if _, err := rel.Check(obj.GetName()); err != nil {
 		return nil, err
 	}
 	packed, err := render.ReleaseArtifact(rel.Metadata.Data, rel.Components.Name, rel.Components.Data)
@@ -149,26 +148,17 @@ func (r *Reconciler) fetchRelease(ctx context.Context, obj v1alpha1.Provider, ur
 		Revision: spec.Version + "@" + digest,
 		Files:    rel.Files(),
 	}
-	pa, err := artifact.CheckProviderArtifact(fetched, obj.ProviderType(), obj.GetName(), spec.Version)
-	if err != nil {
-		return nil, err
-	}
-	ca := providerplan.NewCheckedArtifact(pa, obj.GetNamespace())
-	ca.Release = &providerplan.Release{Packed: packed, Files: []v1alpha1.ReleaseFile{
+	return r.Cache.check(fetched, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace(), &providerplan.Release{Packed: packed, Files: []v1alpha1.ReleaseFile{
 		{Name: rel.Metadata.Name, URL: rel.Metadata.FetchedFrom, SHA256: rel.Metadata.SHA256},
 		{Name: rel.Components.Name, URL: rel.Components.FetchedFrom, SHA256: rel.Components.SHA256},
-	}}
-	ca = r.Cache.put(cacheKey(digest, obj.ProviderType(), obj.GetName(), spec.Version), ca)
-	go ca.Analyse()
-	return ca, nil
+	}})
 }
 
 // releaseFetcher is the fetcher of the provider's release: the manager's
 // mirror rules, redirect hosts, size bound and timeout, and the
-// credentials and CA of spec.source.release. allowPlain tells whether the
-// spec allows a plain http:// URL.
-func (r *Reconciler) releaseFetcher(ctx context.Context, obj v1alpha1.Provider) (f *providerrelease.Fetcher, allowPlain bool, err error) {
-	f = &providerrelease.Fetcher{
+// credentials, CA and plain-HTTP consent of spec.source.release.
+func (r *Reconciler) releaseFetcher(ctx context.Context, obj v1alpha1.Provider) (*providerrelease.Fetcher, error) {
+	f := &providerrelease.Fetcher{
 		Transport:            r.Releases.Transport,
 		Timeout:              r.registryTimeout(),
 		AllowedRedirectHosts: providerrelease.AllowHosts(r.Releases.RedirectHosts...),
@@ -187,7 +177,7 @@ func (r *Reconciler) releaseFetcher(ctx context.Context, obj v1alpha1.Provider) 
 	}
 	src := obj.GetSpec().Source
 	if src == nil || src.Release == nil {
-		return f, false, nil
+		return f, nil
 	}
 	rs, ns := src.Release, obj.GetNamespace()
 	f.AllowPlainHTTP = rs.Insecure
@@ -196,7 +186,7 @@ func (r *Reconciler) releaseFetcher(ctx context.Context, obj v1alpha1.Provider) 
 		secret, err := r.registrySecret(ctx, field, ns, rs.SecretRef.Name,
 			fmt.Sprintf("create it with kubectl create secret generic %s --namespace %s --from-literal=token=<token>", rs.SecretRef.Name, ns))
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		switch token := firstKey(secret.Data, "token", "bearerToken"); {
 		case token != "":
@@ -204,18 +194,18 @@ func (r *Reconciler) releaseFetcher(ctx context.Context, obj v1alpha1.Provider) 
 		case len(secret.Data["username"]) > 0:
 			f.Auth.Username, f.Auth.Password = string(secret.Data["username"]), string(secret.Data["password"])
 		default:
-			return nil, false, fmt.Errorf("%s: Secret %s/%s has neither a token key nor username and password keys; put the release host's token under token (or bearerToken), or basic-auth credentials under username and password",
+			return nil, fmt.Errorf("%s: Secret %s/%s has neither a token key nor username and password keys; put the release host's token under token (or bearerToken), or basic-auth credentials under username and password",
 				field, ns, rs.SecretRef.Name)
 		}
 	}
 	if rs.CertSecretRef != nil {
 		var access artifact.Access
 		if err := r.registryTLS(ctx, "spec.source.release.certSecretRef", ns, rs.CertSecretRef.Name, &access); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		f.RootCAs = access.RootCAs
 	}
-	return f, rs.Insecure, nil
+	return f, nil
 }
 
 func firstKey(data map[string][]byte, keys ...string) string {

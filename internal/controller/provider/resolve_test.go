@@ -21,7 +21,7 @@ func TestResolutionsAreAskedAgainWhenTheyMayBeStale(t *testing.T) {
 		return o
 	}
 	var r Resolutions
-	r.put(p(1, ""), ref, digest, kept{}, t0)
+	r.put(p(1, ""), ref, digest, kept{}, t0, 0)
 	for _, tt := range []struct {
 		name string
 		obj  v1alpha1.Provider
