@@ -95,6 +95,12 @@ manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inve
 	  sed -e 's|^  name: capwright-manager$$|  name: {{ include "capwright.managerName" . }}|' \
 	    -e 's|^  namespace: capwright-system$$|  namespace: {{ .Release.Namespace }}|' \
 	    manifests/rbac/contract_roles.yaml; } > charts/capwright/templates/contract-clusterroles.yaml
+	{ echo "# Copied from manifests/rbac/release_copies.yaml by make manifests; named, and placed"; \
+	  echo "# in the manager's namespace, from the release."; \
+	  sed -e 's|^  name: capwright-manager$$|  name: {{ include "capwright.managerName" . }}|' \
+	    -e 's|^  name: capwright-manager-release-copies$$|  name: {{ include "capwright.managerName" . }}-release-copies|' \
+	    -e 's|^  namespace: capwright-system$$|  namespace: {{ .Release.Namespace }}|' \
+	    manifests/rbac/release_copies.yaml; } > charts/capwright/templates/release-copies-role.yaml
 	# The admission policies name the manager's ServiceAccount, and themselves, from the release.
 	{ echo "# Copied from manifests/rbac/manager_admission.yaml by make manifests, named from the release."; \
 	  sed -e 's|system:serviceaccount:capwright-system:capwright-manager|system:serviceaccount:{{ .Release.Namespace }}:{{ include "capwright.managerName" . }}|' \

@@ -158,16 +158,19 @@ func run(o *options) error {
 			Mirrors:             rules,
 			InsecureRegistries:  o.insecure,
 			CatalogOCIArtifacts: o.catalogOCI,
-			Releases:            provider.ReleaseSettings{RedirectHosts: o.releaseRedirectHosts, Recheck: o.releaseRecheck},
-			Recorder:            recorder,
-			ResyncInterval:      o.resync,
-			RegistryTimeout:     o.registryTimeout,
-			Artifacts:           storage,
-			RESTMapper:          mgr.GetRESTMapper(),
-			Timelines:           timelines,
-			Resolutions:         resolutions,
-			Metrics:             recorderMetrics,
-			CorePreflights:      corePreflights,
+			Releases: provider.ReleaseSettings{RedirectHosts: o.releaseRedirectHosts, Recheck: o.releaseRecheck,
+				// The Deployment sets RUNTIME_NAMESPACE (see run); outside
+				// the cluster no copies are kept.
+				CopyNamespace: os.Getenv("RUNTIME_NAMESPACE")},
+			Recorder:        recorder,
+			ResyncInterval:  o.resync,
+			RegistryTimeout: o.registryTimeout,
+			Artifacts:       storage,
+			RESTMapper:      mgr.GetRESTMapper(),
+			Timelines:       timelines,
+			Resolutions:     resolutions,
+			Metrics:         recorderMetrics,
+			CorePreflights:  corePreflights,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)

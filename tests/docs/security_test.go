@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -28,7 +29,14 @@ func TestSecurityGuideInstallerTable(t *testing.T) {
 	checkRBACTable(t, "provider_installer.yaml", "capwright-provider-installer-components", "## The provider installer")
 }
 
-// checkRBACTable compares the rules of ClusterRole role in
+// TestSecurityGuideReleaseCopiesTable checks the table of what the manager
+// may write in its own namespace against the Role of
+// manifests/rbac/release_copies.yaml, the same way.
+func TestSecurityGuideReleaseCopiesTable(t *testing.T) {
+	checkRBACTable(t, "release_copies.yaml", "capwright-manager-release-copies", "### In its own namespace")
+}
+
+// checkRBACTable compares the rules of the ClusterRole or Role role in
 // manifests/rbac/file with the first table under heading in
 // docs/security.md (up to the next ### or ## heading).
 func checkRBACTable(t *testing.T, file, role, heading string) {
@@ -40,7 +48,14 @@ func checkRBACTable(t *testing.T, file, role, heading string) {
 	want := map[string]bool{}
 	found := false
 	for _, doc := range yamlDocuments(t, data) {
-		var cr rbacv1.ClusterRole
+		var kind metav1.TypeMeta
+		if err := sigsyaml.Unmarshal(doc, &kind); err != nil {
+			t.Fatal(err)
+		}
+		if kind.Kind != "ClusterRole" && kind.Kind != "Role" {
+			continue
+		}
+		var cr rbacv1.ClusterRole // a Role's fields are a subset
 		if err := sigsyaml.UnmarshalStrict(doc, &cr); err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +68,7 @@ func checkRBACTable(t *testing.T, file, role, heading string) {
 		}
 	}
 	if !found {
-		t.Fatalf("manifests/rbac/%s has no ClusterRole %s", file, role)
+		t.Fatalf("manifests/rbac/%s has no ClusterRole or Role %s", file, role)
 	}
 
 	guide, err := os.ReadFile(filepath.Join(repoRoot, "docs", "security.md"))
@@ -94,12 +109,12 @@ func checkRBACTable(t *testing.T, file, role, heading string) {
 	}
 	for k := range want {
 		if !got[k] {
-			t.Errorf("ClusterRole %s grants %s; docs/security.md's %q table does not list it", role, k, heading)
+			t.Errorf("role %s grants %s; docs/security.md's %q table does not list it", role, k, heading)
 		}
 	}
 	for k := range got {
 		if !want[k] {
-			t.Errorf("docs/security.md's %q table lists %s; ClusterRole %s does not grant it", heading, k, role)
+			t.Errorf("docs/security.md's %q table lists %s; role %s does not grant it", heading, k, role)
 		}
 	}
 }

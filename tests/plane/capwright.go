@@ -45,7 +45,26 @@ subjects:
 - apiGroup: rbac.authorization.k8s.io
   kind: User
   name: capwright-manager
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: capwright-manager-release-copies-plane-user
+  namespace: capwright-system
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: capwright-manager-release-copies
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: capwright-manager
 `
+
+// ManagerNamespace is the manager's namespace on the plane
+// (RUNTIME_NAMESPACE), as manifests/manager places it in a cluster: where
+// its release copies live (manifests/rbac/release_copies.yaml).
+const ManagerNamespace = "capwright-system"
 
 // CapwrightOptions configure the Capwright manager on the plane.
 type CapwrightOptions struct {
@@ -151,6 +170,13 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	// The manager runs as its own user, bound to the ClusterRole generated
 	// from its RBAC markers and nothing more, so missing permissions show
 	// up here as they would in a cluster.
+	ns, err := DecodeYAML(strings.NewReader("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + ManagerNamespace + "\n"))
+	if err != nil {
+		return nil, err
+	}
+	if err := applier.Apply(ctx, ns...); err != nil {
+		return nil, err
+	}
 	if _, err := applier.ApplyFiles(ctx, filepath.Join(p.RepoRoot(), "manifests/rbac")); err != nil {
 		return nil, fmt.Errorf("installing Capwright RBAC: %w", err)
 	}
@@ -215,7 +241,7 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 			"--artifact-storage-path=" + storage,
 			"--artifact-bind-address=" + artifactAddr,
 		}, opts.Args...),
-		Env:    append([]string{"KUBECONFIG=" + kubeconfig}, opts.Env...),
+		Env:    append([]string{"KUBECONFIG=" + kubeconfig, "RUNTIME_NAMESPACE=" + ManagerNamespace}, opts.Env...),
 		LogDir: p.tracker.logDir,
 	})
 	if err != nil {

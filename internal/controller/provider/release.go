@@ -39,6 +39,11 @@ type ReleaseSettings struct {
 	// Transport sends the requests; nil is the default transport (with
 	// the proxy from the environment).
 	Transport http.RoundTripper
+	// CopyNamespace is the manager's namespace, where the checked release
+	// each provider's ExternalArtifact serves is kept in ConfigMaps for a
+	// manager that restarts with empty storage while the release host is
+	// down; "" keeps no copies.
+	CopyNamespace string
 }
 
 // DefaultReleaseRecheck is how often an unchanged release is fetched again
@@ -300,8 +305,9 @@ func (r *Reconciler) componentsArtifactPins(ctx context.Context, obj v1alpha1.Pr
 }
 
 // packedRelease is the release artifact of digest served, for restore:
-// the provider's checked release from memory, or fetched again from its
-// installed URL and version; nil when neither gives that digest.
+// the provider's checked release from memory, else from its copy in the
+// cluster, else fetched again from its installed URL and version; nil
+// when none gives that digest.
 func (r *Reconciler) packedRelease(ctx context.Context, obj v1alpha1.Provider, served string) []byte {
 	prev := obj.GetStatus().Artifact
 	if prev == nil || prev.Digest != served || len(prev.Files) == 0 {
@@ -310,6 +316,9 @@ func (r *Reconciler) packedRelease(ctx context.Context, obj v1alpha1.Provider, s
 	version, _, _ := strings.Cut(prev.Revision, "@")
 	if ca := r.Cache.Cached(served, obj.ProviderType(), obj.GetName(), version); ca != nil && ca.Release != nil {
 		return ca.Release.Packed
+	}
+	if packed := r.releaseCopy(ctx, obj, served); packed != nil {
+		return packed
 	}
 	if version != obj.GetSpec().Version {
 		return nil // fetchRelease fetches spec.version only

@@ -25,6 +25,7 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/plan"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
@@ -114,6 +115,16 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 	if !d.Release && !d.Keep {
 		if err := r.removeStored(objectName(obj), obj); err != nil {
 			return synced{}, err
+		}
+		if err := r.pruneReleaseCopy(ctx, obj, 0); err != nil {
+			return synced{}, err
+		}
+	}
+	if packed := releaseWritten(obj, want.Writes); packed != nil {
+		// Kept in the cluster for a manager that starts with empty
+		// storage while the release host is down (restore).
+		if err := r.keepReleaseCopy(ctx, obj, fluxartifact.Digest(packed), packed); err != nil {
+			return synced{}, fmt.Errorf("keeping a copy of the release in namespace %s: %w", r.Releases.CopyNamespace, err)
 		}
 	}
 	r.Timelines.mark(obj, stepWritten, time.Now())

@@ -9,6 +9,7 @@ package faults
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
@@ -19,6 +20,10 @@ var (
 	env *plane.Plane
 	// manager is the Capwright manager the suite runs.
 	manager *plane.Capwright
+	// releases stands in for github.com (GitHub's layout and redirect),
+	// serving the real provider releases; a mirror rule sends the
+	// manager there.
+	releases *plane.ReleaseServer
 )
 
 // resync is the manager's --resync-interval here: short, so that tests
@@ -34,12 +39,24 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		var err error
+		if releases, err = plane.StartReleaseServer(plane.ReleaseServerOptions{}); err != nil {
+			return err
+		}
+		if err := releases.PublishFixtures(filepath.Join(p.RepoRoot(), "bin")); err != nil {
+			return err
+		}
+		caFile := filepath.Join(p.RunDir, "release-ca.pem")
+		if err := os.WriteFile(caFile, releases.CACertPEM, 0o600); err != nil {
+			return err
+		}
 		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
 			"--resync-interval=" + resync,
 			"--registry-timeout=" + registryTimeout,
 			"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 			"--insecure-registry=" + p.Registry.Host,
-		}})
+			"--registry-mirror=github.com=https://" + releases.Host,
+			"--release-redirect-host=" + releases.DownloadHost,
+		}, Env: []string{"SSL_CERT_FILE=" + caFile}})
 		return err
 	}, func(p *plane.Plane) { env = p }))
 }
