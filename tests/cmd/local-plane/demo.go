@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -17,17 +18,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
-// demo is Capwright's main job on the local plane: it publishes the real
-// Cluster API core, kubeadm bootstrap and kubeadm control plane providers to
-// the plane's registry (standing in as the mirror of registry.k8s.io),
-// applies the provider CRs a platform engineer would commit, waits until
-// Flux installed them, then gives a tenant a stack on two workload clusters
+// demo is Capwright's main job on the local plane: it serves the real
+// Cluster API core, kubeadm bootstrap and kubeadm control plane releases
+// from the plane's stand-in for github.com, applies the provider CRs a
+// platform engineer would commit (the core provider is the README's first
+// YAML, as written), waits until Flux installed them, then gives a tenant a stack on two workload clusters
 // (each its own etcd + kube-apiserver, registered as CAPI Clusters), prints
 // the status of both and stops. CAPWRIGHT_DEMO_KEEP=1 keeps the plane up
 // until Ctrl-C.
@@ -60,10 +62,14 @@ func demo(_ []string) error {
 		return err
 	}
 	fmt.Printf("demo: Cluster API %s releases served in GitHub's layout by the plane's stand-in for github.com at %s\n", plane.CAPIVersion, releases.Host)
+	core, err := readmeCoreProvider(filepath.Join(p.RepoRoot(), "README.md"))
+	if err != nil {
+		return err
+	}
+	// ClusterTopology: the demo's last Cluster comes from a ClusterClass.
+	core.Spec.Manager = &v1alpha1.ManagerSpec{FeatureGates: map[string]bool{"ClusterTopology": true}}
 	providers := []v1alpha1.Provider{
-		// ClusterTopology: the demo's last Cluster comes from a ClusterClass.
-		&v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"},
-			Spec: v1alpha1.ProviderSpec{Manager: &v1alpha1.ManagerSpec{FeatureGates: map[string]bool{"ClusterTopology": true}}}},
+		core,
 		&v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-bootstrap-system", Name: "kubeadm"}},
 		&v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"}},
 	}
@@ -92,6 +98,9 @@ func demo(_ []string) error {
 	}
 	applied := time.Now()
 	fmt.Println("demo: applying CoreProvider cluster-api, BootstrapProvider kubeadm, ControlPlaneProvider kubeadm (no source: the catalog names their GitHub release, the mirror rule sends it to the stand-in)")
+	if core.Spec.Version != plane.CAPIVersion {
+		return fmt.Errorf("README.md's CoreProvider asks for %s, the plane serves Cluster API %s: keep them in step", core.Spec.Version, plane.CAPIVersion)
+	}
 	for _, pr := range providers {
 		pr.GetSpec().Version = plane.CAPIVersion
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pr.GetNamespace()}}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -179,4 +188,26 @@ func mirrorArgs(p *plane.Plane) []string {
 		"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 		"--insecure-registry=" + p.Registry.Host,
 	}
+}
+
+// readmeCoreProvider is the README's first YAML block, the CoreProvider a
+// reader starts from: the demo applies it as written, so it cannot rot.
+func readmeCoreProvider(path string) (*v1alpha1.CoreProvider, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	_, rest, ok := strings.Cut(string(data), "```yaml\n")
+	block, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		return nil, fmt.Errorf("%s has no YAML block: the demo applies its first one, the CoreProvider", path)
+	}
+	var core v1alpha1.CoreProvider
+	if err := sigsyaml.UnmarshalStrict([]byte(block), &core); err != nil {
+		return nil, fmt.Errorf("%s's first YAML block: %w", path, err)
+	}
+	if core.Kind != "CoreProvider" || core.Name == "" || core.Namespace == "" || core.Spec.Source != nil {
+		return nil, fmt.Errorf("%s's first YAML block is not a CoreProvider with a name, a namespace and no source (%s %s/%s): the demo installs it from the catalog", path, core.Kind, core.Namespace, core.Name)
+	}
+	return &core, nil
 }
