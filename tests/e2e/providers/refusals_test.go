@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -169,14 +170,18 @@ func assertNothingApplied(t *testing.T, ctx context.Context, c client.Client, p 
 	}
 	revision := p.GetStatus().LastAttemptedRevision
 	_, digest, _ := strings.Cut(revision, "@")
-	repo.Name, repo.Namespace = key.Name, key.Namespace
-	if err := framework.WaitReady(ctx, c, repo, time.Minute); err != nil {
-		t.Errorf("refused %s: its OCIRepository, written ahead, should have fetched %s: %v", p.GetName(), revision, err)
-		return
-	}
-	if repo.Spec.Reference == nil || repo.Spec.Reference.Digest != digest || repo.Status.Artifact == nil || repo.Status.Artifact.Revision != digest {
-		t.Errorf("refused %s: its OCIRepository is pinned to %+v and holds %+v, want %s, the digest preflight resolved (%s)",
-			p.GetName(), repo.Spec.Reference, repo.Status.Artifact, digest, revision)
+	// Fetched ahead: source-controller holds the digest preflight
+	// resolved (the object may be read between its writes, so wait for
+	// the artifact itself rather than for Ready alone).
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key, repo); err != nil {
+			return false, nil
+		}
+		return repo.Status.Artifact != nil && repo.Status.Artifact.Revision == digest, nil
+	})
+	if err != nil || repo.Spec.Reference == nil || repo.Spec.Reference.Digest != digest {
+		t.Errorf("refused %s: its OCIRepository is pinned to %+v and holds %+v (conditions %+v), want %s, the digest preflight resolved (%s)",
+			p.GetName(), repo.Spec.Reference, repo.Status.Artifact, repo.Status.Conditions, digest, revision)
 	}
 }
 
