@@ -82,8 +82,8 @@ var providerTypes = []string{
 	v1alpha1.AddonProviderType,
 }
 
-// forProvider tells a rule whose From names a provider, TYPE/NAME.
-func (r MirrorRule) forProvider() bool {
+// ForProvider tells a rule whose From names a provider, TYPE/NAME.
+func (r MirrorRule) ForProvider() bool {
 	providerType, _, ok := strings.Cut(r.From, "/")
 	return ok && slices.Contains(providerTypes, providerType)
 }
@@ -103,7 +103,7 @@ func ParseMirrorRule(s string) (MirrorRule, error) {
 	if !ok || from == "" || target == "" || strings.Contains(from, ":/") || strings.Contains(target, ":/") {
 		return MirrorRule{}, fmt.Errorf("registry mirror rule %q: want FROM=TO, e.g. registry.k8s.io=mirror.example.com:5000/k8s (host[:port][/path], no scheme) for artifacts and images, github.com=https://artifacts.example.com/github for release URLs, or infrastructure/aws=mirror.example.com:5000/capi/manifests/infrastructure-aws for a provider", s)
 	}
-	if rule.forProvider() {
+	if rule.ForProvider() {
 		if err := checkProviderRule(rule); err != nil {
 			return MirrorRule{}, fmt.Errorf("registry mirror rule %q: %w", s, err)
 		}
@@ -184,7 +184,7 @@ func (m Mirrors) RewriteURL(raw string) (string, bool) {
 // provider TYPE/NAME sends it to; the last such rule wins.
 func (m Mirrors) Provider(providerType, name string) (string, bool) {
 	for i := len(m) - 1; i >= 0; i-- {
-		if m[i].forProvider() && m[i].From == providerType+"/"+name {
+		if m[i].ForProvider() && m[i].From == providerType+"/"+name {
 			return m[i].To, true
 		}
 	}
@@ -196,7 +196,7 @@ func (m Mirrors) Provider(providerType, name string) (string, bool) {
 func (m Mirrors) match(s string, urls bool) int {
 	best := -1
 	for i, r := range m {
-		if (r.forURLs() && !urls) || r.forProvider() {
+		if (r.forURLs() && !urls) || r.ForProvider() {
 			continue
 		}
 		if s == r.From || strings.HasPrefix(s, r.From+"/") {
