@@ -31,6 +31,9 @@ type mirrorOptions struct {
 	rulesFile       string
 	maxArtifactSize string
 	fromLayout      string
+	providers       []string
+	providersFile   string
+	release         releaseOptions
 }
 
 func newMirrorCommand(reg *registryOptions) *cobra.Command {
@@ -121,11 +124,18 @@ its failure (see capwright --help).`,
 	f.StringVar(&o.rulesFile, "rules-file", "", "write the registry mirror rules to this file, for the controller's --registry-mirror-file")
 	f.StringVar(&o.maxArtifactSize, "max-artifact-size", "64Mi", "largest provider artifact, Flux artifact or chart read, compressed or unpacked (a quantity: 64Mi, 1Gi)")
 	f.StringVar(&o.fromLayout, "from-layout", "", "copy the entries of this OCI image layout (make release OUTPUT=dir) named by full references, instead of REF arguments")
+	f.StringArrayVar(&o.providers, "provider", nil, "fetch the release of a provider of clusterctl's list, TYPE/NAME:VERSION (e.g. infrastructure/aws:v2.13.0), and push it as a provider artifact with its images (repeatable)")
+	f.StringVar(&o.providersFile, "providers-file", "", "file of providers, one TYPE/NAME:VERSION per line, optionally followed by the release URL of a provider outside clusterctl's list; blank lines and # comments are ignored (- for stdin)")
+	o.release.addFlags(cmd, "the VERSION of TYPE/NAME:VERSION", "the release URL of --providers-file")
 	return cmd
 }
 
 func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args []string) error {
-	opts, refs, err := o.options(cmd, reg, args)
+	opts, refs, specs, err := o.options(cmd, reg, args)
+	if err != nil {
+		return err
+	}
+	releases, err := o.fetchReleases(cmd, specs, opts.MaxArtifactSize)
 	if err != nil {
 		return err
 	}
@@ -137,7 +147,7 @@ func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args 
 	if o.fromLayout != "" {
 		summary, runErr = mirror.RunLayout(cmd.Context(), o.fromLayout, opts)
 	} else {
-		summary, runErr = mirror.Run(cmd.Context(), refs, opts)
+		summary, runErr = mirror.RunWithReleases(cmd.Context(), refs, releases, opts)
 	}
 	progress.finish()
 
@@ -164,36 +174,44 @@ func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args 
 	return runErr
 }
 
-// options turns the command line into the engine's options.
-func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args []string) (mirror.Options, []artifact.Reference, error) {
+// options turns the command line into the engine's options, the
+// artifact references and the providers whose releases to fetch.
+func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args []string) (mirror.Options, []artifact.Reference, []providerSpec, error) {
 	var opts mirror.Options
 	if o.to == "" {
-		return opts, nil, usageErrorf("--to is required: the target registry, HOST[:PORT][/PREFIX]")
+		return opts, nil, nil, usageErrorf("--to is required: the target registry, HOST[:PORT][/PREFIX]")
 	}
 	target, err := mirror.ParseTarget(o.to)
 	if err != nil {
-		return opts, nil, usageErrorf("--to: %v", err)
+		return opts, nil, nil, usageErrorf("--to: %v", err)
 	}
 	if o.concurrency < 1 {
-		return opts, nil, usageErrorf("--concurrency must be at least 1, not %d", o.concurrency)
+		return opts, nil, nil, usageErrorf("--concurrency must be at least 1, not %d", o.concurrency)
 	}
 	size, err := resource.ParseQuantity(o.maxArtifactSize)
 	if err != nil || size.Value() <= 0 {
-		return opts, nil, usageErrorf("--max-artifact-size %q: want a positive quantity such as 64Mi", o.maxArtifactSize)
+		return opts, nil, nil, usageErrorf("--max-artifact-size %q: want a positive quantity such as 64Mi", o.maxArtifactSize)
 	}
-	if o.fromLayout != "" && (len(args) > 0 || o.fromFile != "") {
-		return opts, nil, usageErrorf("--from-layout copies an OCI image layout: give no references or --from-file with it (run mirror once per source)")
+	if o.fromLayout != "" && (len(args) > 0 || o.fromFile != "" || len(o.providers) > 0 || o.providersFile != "") {
+		return opts, nil, nil, usageErrorf("--from-layout copies an OCI image layout: give no references, --from-file, --provider or --providers-file with it (run mirror once per source)")
+	}
+	if o.fromFile == "-" && o.providersFile == "-" {
+		return opts, nil, nil, usageErrorf("--from-file and --providers-file cannot both read stdin (-): give one of them a file")
+	}
+	specs, err := o.providerSpecs(cmd)
+	if err != nil {
+		return opts, nil, nil, err
 	}
 	lines := args
 	if o.fromFile != "" {
 		fromFile, err := readRefFile(cmd.InOrStdin(), o.fromFile)
 		if err != nil {
-			return opts, nil, err
+			return opts, nil, nil, err
 		}
 		lines = append(lines, fromFile...)
 	}
-	if len(lines) == 0 && o.fromLayout == "" {
-		return opts, nil, usageErrorf("no artifact to mirror: give references (oci://host/repository:tag) as arguments or with --from-file, or an OCI image layout with --from-layout")
+	if len(lines) == 0 && len(specs) == 0 && o.fromLayout == "" {
+		return opts, nil, nil, usageErrorf("nothing to mirror: give references (oci://host/repository:tag) as arguments or with --from-file, providers by name with --provider TYPE/NAME:VERSION or --providers-file, or an OCI image layout with --from-layout")
 	}
 	refs := make([]artifact.Reference, 0, len(lines))
 	for _, line := range lines {
@@ -203,16 +221,16 @@ func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args [
 		}
 		ref, err := artifact.ParseURL(url)
 		if err != nil {
-			return opts, nil, usageErrorf("%v", err)
+			return opts, nil, nil, usageErrorf("%v", err)
 		}
 		if ref.Tag == "" && ref.Digest == "" {
-			return opts, nil, usageErrorf("%s: give the artifact's tag (its version) or digest", line)
+			return opts, nil, nil, usageErrorf("%s: give the artifact's tag (its version) or digest", line)
 		}
 		refs = append(refs, ref)
 	}
 	access, err := reg.access()
 	if err != nil {
-		return opts, nil, err
+		return opts, nil, nil, err
 	}
 	targetAccess := access
 	targetAccess.PlainHTTP = access.PlainHTTP || o.targetPlainHTTP
@@ -223,12 +241,11 @@ func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args [
 		Concurrency:     o.concurrency,
 		Repack:          o.repack,
 		MaxArtifactSize: size.Value(),
-	}, refs, nil
+	}, refs, specs, nil
 }
 
-// readRefFile reads references, one per line, skipping blank lines and #
-// comments; "-" is stdin.
-func readRefFile(stdin io.Reader, path string) ([]string, error) {
+// readInput reads the file a flag names; "-" is stdin.
+func readInput(stdin io.Reader, flag, path string) ([]byte, error) {
 	var data []byte
 	var err error
 	if path == "-" {
@@ -237,7 +254,17 @@ func readRefFile(stdin io.Reader, path string) ([]string, error) {
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return nil, usageErrorf("--from-file: %v", err)
+		return nil, usageErrorf("%s: %v", flag, err)
+	}
+	return data, nil
+}
+
+// readRefFile reads references, one per line, skipping blank lines and #
+// comments; "-" is stdin.
+func readRefFile(stdin io.Reader, path string) ([]string, error) {
+	data, err := readInput(stdin, "--from-file", path)
+	if err != nil {
+		return nil, err
 	}
 	var refs []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -288,13 +315,16 @@ func printSummary(w io.Writer, s *mirror.Summary) {
 		if r.Kind != "" && r.Kind != mirror.KindProvider {
 			kind = fmt.Sprintf(" (%s)", r.Kind)
 		}
+		if r.Release != "" {
+			kind = " (from the release " + r.Release + ")"
+		}
 		switch {
 		case r.Err != nil:
-			fmt.Fprintf(w, "  FAILED %s%s: %v\n", r.Source.URL()+refSuffix(r.Source), kind, r.Err)
+			fmt.Fprintf(w, "  FAILED %s%s: %v\n", r.Name(), kind, r.Err)
 		case r.Repacked:
-			fmt.Fprintf(w, "  %s -> %s (repacked: digest %s became %s)\n", r.Source.URL()+refSuffix(r.Source), r.Target.URL()+refSuffix(r.Target), r.SourceDigest, r.Digest)
+			fmt.Fprintf(w, "  %s -> %s (repacked: digest %s became %s)\n", r.Name(), r.Target.URL()+refSuffix(r.Target), r.SourceDigest, r.Digest)
 		default:
-			fmt.Fprintf(w, "  %s -> %s%s\n", r.Source.URL()+refSuffix(r.Source), r.Target.URL()+refSuffix(r.Target), kind)
+			fmt.Fprintf(w, "  %s -> %s%s\n", r.Name(), r.Target.URL()+refSuffix(r.Target), kind)
 		}
 		for _, note := range r.Notes {
 			fmt.Fprintf(w, "    note: %s\n", note)
