@@ -39,7 +39,7 @@ type mirrorOptions struct {
 func newMirrorCommand(reg *registryOptions) *cobra.Command {
 	o := &mirrorOptions{}
 	cmd := &cobra.Command{
-		Use:   "mirror --to HOST[:PORT][/PREFIX] (REF... | --from-layout DIR)",
+		Use:   "mirror --to HOST[:PORT][/PREFIX] (REF... | --provider TYPE/NAME:VERSION... | --from-layout DIR)",
 		Short: "Copy provider artifacts, Capwright's release, their container images and their signatures into another registry",
 		Long: `mirror copies Cluster API provider artifacts, and Capwright's own release,
 into one registry, for sites without access to the public registries. For
@@ -60,6 +60,20 @@ The images an artifact runs depend on what it is:
     Chart.yaml annotation artifacthub.io/images lists; a chart that lists
     none is copied alone, and the output says so.
 
+--provider TYPE/NAME:VERSION (repeatable; or --providers-file, one per line)
+mirrors a provider by its name in clusterctl's list (infrastructure/aws:v2.13.0):
+its release is fetched where clusterctl reads it and checked, as
+publish --from-release does (the same --release-* flags; --release-mirror
+FROM=TO fetches from a mirror of the release host), before anything is
+copied, then pushed as the provider artifact publish makes of it, with its
+images as above. In --providers-file a provider outside the list takes its
+release URL after it: TYPE/NAME:VERSION URL. The core and kubeadm providers
+land where mirroring registry.k8s.io/cluster-api/manifests/{type}-{name}
+would put them; the others at HOST/PREFIX/manifests/{type}-{name}:VERSION,
+with a rule TYPE/NAME=HOST/PREFIX/manifests/{type}-{name} in --rules-file.
+With the rules file alone, the controller installs each provider from its
+copy with only spec.version.
+
 Digests are preserved. A source repository host/path lands at
 HOST/PREFIX/path, e.g. registry.k8s.io/cluster-api/cluster-api-controller at
 HOST/PREFIX/cluster-api/cluster-api-controller; sources that would land in
@@ -71,8 +85,8 @@ artifact's tag only after its images and referrers, so an interrupted run
 never looks complete; run the same command again to finish it.
 
 --rules-file writes the registry mirror rules (FROM=TO per line) that send
-every mirrored artifact and image to its copy; give that file to the
-Capwright controller as --registry-mirror-file.
+every mirrored artifact, provider and image to its copy; give that file to
+the Capwright controller as --registry-mirror-file.
 
 --from-layout DIR copies an OCI image layout instead, such as the bundle
 make release OUTPUT=DIR writes to carry a release into an air-gapped site:
@@ -90,8 +104,25 @@ their signatures are not copied).
 Source and target registries use the same registry flags and credentials;
 --target-plain-http talks plain HTTP to the target only.
 Exit code 1 when some references failed; with one reference, the code of
-its failure (see capwright --help).`,
-		Example: `  # Mirror the Cluster API core and kubeadm providers with their images
+its failure (see capwright --help). A --provider whose release cannot be
+fetched or checked stops the run first, with the exit codes of
+publish --from-release.`,
+		Example: `  # Mirror the providers a site runs by catalog name, from their releases,
+  # with their images
+  capwright mirror --to mirror.example.com:5000/capi \
+    --rules-file mirror-rules.txt \
+    --provider core/cluster-api:v1.14.2 \
+    --provider bootstrap/kubeadm:v1.14.2 \
+    --provider control-plane/kubeadm:v1.14.2 \
+    --provider infrastructure/aws:v2.13.0
+
+  # The same from a file (TYPE/NAME:VERSION [RELEASE-URL] per line), the
+  # releases fetched from an internal mirror of github.com
+  capwright mirror --to mirror.example.com:5000/capi --rules-file mirror-rules.txt \
+    --providers-file providers.txt \
+    --release-mirror github.com=https://artifacts.example.com/github
+
+  # Mirror provider artifacts with their images
   capwright mirror --to mirror.example.com:5000/capi \
     --rules-file mirror-rules.txt \
     oci://registry.k8s.io/cluster-api/manifests/core-cluster-api:v1.14.2 \
