@@ -31,12 +31,15 @@ type mirrorOptions struct {
 	rulesFile       string
 	maxArtifactSize string
 	fromLayout      string
+	providers       []string
+	providersFile   string
+	release         releaseOptions
 }
 
 func newMirrorCommand(reg *registryOptions) *cobra.Command {
 	o := &mirrorOptions{}
 	cmd := &cobra.Command{
-		Use:   "mirror --to HOST[:PORT][/PREFIX] (REF... | --from-layout DIR)",
+		Use:   "mirror --to HOST[:PORT][/PREFIX] (REF... | --provider TYPE/NAME:VERSION... | --from-layout DIR)",
 		Short: "Copy provider artifacts, Capwright's release, their container images and their signatures into another registry",
 		Long: `mirror copies Cluster API provider artifacts, and Capwright's own release,
 into one registry, for sites without access to the public registries. For
@@ -57,6 +60,20 @@ The images an artifact runs depend on what it is:
     Chart.yaml annotation artifacthub.io/images lists; a chart that lists
     none is copied alone, and the output says so.
 
+--provider TYPE/NAME:VERSION (repeatable; or --providers-file, one per line)
+mirrors a provider by its name in clusterctl's list (infrastructure/aws:v2.13.0):
+its release is fetched where clusterctl reads it and checked, as
+publish --from-release does (the same --release-* flags; --release-mirror
+FROM=TO fetches from a mirror of the release host), before anything is
+copied, then pushed as the provider artifact publish makes of it, with its
+images as above. In --providers-file a provider outside the list takes its
+release URL after it: TYPE/NAME:VERSION URL. The core and kubeadm providers
+land where mirroring registry.k8s.io/cluster-api/manifests/{type}-{name}
+would put them; the others at HOST/PREFIX/manifests/{type}-{name}:VERSION,
+with a rule TYPE/NAME=HOST/PREFIX/manifests/{type}-{name} in --rules-file.
+With the rules file alone, the controller installs each provider from its
+copy with only spec.version.
+
 Digests are preserved. A source repository host/path lands at
 HOST/PREFIX/path, e.g. registry.k8s.io/cluster-api/cluster-api-controller at
 HOST/PREFIX/cluster-api/cluster-api-controller; sources that would land in
@@ -68,8 +85,8 @@ artifact's tag only after its images and referrers, so an interrupted run
 never looks complete; run the same command again to finish it.
 
 --rules-file writes the registry mirror rules (FROM=TO per line) that send
-every mirrored artifact and image to its copy; give that file to the
-Capwright controller as --registry-mirror-file.
+every mirrored artifact, provider and image to its copy; give that file to
+the Capwright controller as --registry-mirror-file.
 
 --from-layout DIR copies an OCI image layout instead, such as the bundle
 make release OUTPUT=DIR writes to carry a release into an air-gapped site:
@@ -87,8 +104,25 @@ their signatures are not copied).
 Source and target registries use the same registry flags and credentials;
 --target-plain-http talks plain HTTP to the target only.
 Exit code 1 when some references failed; with one reference, the code of
-its failure (see capwright --help).`,
-		Example: `  # Mirror the Cluster API core and kubeadm providers with their images
+its failure (see capwright --help). A --provider whose release cannot be
+fetched or checked stops the run first, with the exit codes of
+publish --from-release.`,
+		Example: `  # Mirror the providers a site runs by catalog name, from their releases,
+  # with their images
+  capwright mirror --to mirror.example.com:5000/capi \
+    --rules-file mirror-rules.txt \
+    --provider core/cluster-api:v1.14.2 \
+    --provider bootstrap/kubeadm:v1.14.2 \
+    --provider control-plane/kubeadm:v1.14.2 \
+    --provider infrastructure/aws:v2.13.0
+
+  # The same from a file (TYPE/NAME:VERSION [RELEASE-URL] per line), the
+  # releases fetched from an internal mirror of github.com
+  capwright mirror --to mirror.example.com:5000/capi --rules-file mirror-rules.txt \
+    --providers-file providers.txt \
+    --release-mirror github.com=https://artifacts.example.com/github
+
+  # Mirror provider artifacts with their images
   capwright mirror --to mirror.example.com:5000/capi \
     --rules-file mirror-rules.txt \
     oci://registry.k8s.io/cluster-api/manifests/core-cluster-api:v1.14.2 \
@@ -121,11 +155,18 @@ its failure (see capwright --help).`,
 	f.StringVar(&o.rulesFile, "rules-file", "", "write the registry mirror rules to this file, for the controller's --registry-mirror-file")
 	f.StringVar(&o.maxArtifactSize, "max-artifact-size", "64Mi", "largest provider artifact, Flux artifact or chart read, compressed or unpacked (a quantity: 64Mi, 1Gi)")
 	f.StringVar(&o.fromLayout, "from-layout", "", "copy the entries of this OCI image layout (make release OUTPUT=dir) named by full references, instead of REF arguments")
+	f.StringArrayVar(&o.providers, "provider", nil, "fetch the release of a provider of clusterctl's list, TYPE/NAME:VERSION (e.g. infrastructure/aws:v2.13.0), and push it as a provider artifact with its images (repeatable)")
+	f.StringVar(&o.providersFile, "providers-file", "", "file of providers, one TYPE/NAME:VERSION per line, optionally followed by the release URL of a provider outside clusterctl's list; blank lines and # comments are ignored (- for stdin)")
+	o.release.addFlags(cmd, "the VERSION of TYPE/NAME:VERSION", "the release URL of --providers-file")
 	return cmd
 }
 
 func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args []string) error {
-	opts, refs, err := o.options(cmd, reg, args)
+	opts, refs, specs, err := o.options(cmd, reg, args)
+	if err != nil {
+		return err
+	}
+	releases, err := o.fetchReleases(cmd, specs, opts.MaxArtifactSize)
 	if err != nil {
 		return err
 	}
@@ -137,7 +178,7 @@ func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args 
 	if o.fromLayout != "" {
 		summary, runErr = mirror.RunLayout(cmd.Context(), o.fromLayout, opts)
 	} else {
-		summary, runErr = mirror.Run(cmd.Context(), refs, opts)
+		summary, runErr = mirror.RunWithReleases(cmd.Context(), refs, releases, opts)
 	}
 	progress.finish()
 
@@ -164,36 +205,44 @@ func runMirror(cmd *cobra.Command, reg *registryOptions, o *mirrorOptions, args 
 	return runErr
 }
 
-// options turns the command line into the engine's options.
-func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args []string) (mirror.Options, []artifact.Reference, error) {
+// options turns the command line into the engine's options, the
+// artifact references and the providers whose releases to fetch.
+func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args []string) (mirror.Options, []artifact.Reference, []providerSpec, error) {
 	var opts mirror.Options
 	if o.to == "" {
-		return opts, nil, usageErrorf("--to is required: the target registry, HOST[:PORT][/PREFIX]")
+		return opts, nil, nil, usageErrorf("--to is required: the target registry, HOST[:PORT][/PREFIX]")
 	}
 	target, err := mirror.ParseTarget(o.to)
 	if err != nil {
-		return opts, nil, usageErrorf("--to: %v", err)
+		return opts, nil, nil, usageErrorf("--to: %v", err)
 	}
 	if o.concurrency < 1 {
-		return opts, nil, usageErrorf("--concurrency must be at least 1, not %d", o.concurrency)
+		return opts, nil, nil, usageErrorf("--concurrency must be at least 1, not %d", o.concurrency)
 	}
 	size, err := resource.ParseQuantity(o.maxArtifactSize)
 	if err != nil || size.Value() <= 0 {
-		return opts, nil, usageErrorf("--max-artifact-size %q: want a positive quantity such as 64Mi", o.maxArtifactSize)
+		return opts, nil, nil, usageErrorf("--max-artifact-size %q: want a positive quantity such as 64Mi", o.maxArtifactSize)
 	}
-	if o.fromLayout != "" && (len(args) > 0 || o.fromFile != "") {
-		return opts, nil, usageErrorf("--from-layout copies an OCI image layout: give no references or --from-file with it (run mirror once per source)")
+	if o.fromLayout != "" && (len(args) > 0 || o.fromFile != "" || len(o.providers) > 0 || o.providersFile != "") {
+		return opts, nil, nil, usageErrorf("--from-layout copies an OCI image layout: give no references, --from-file, --provider or --providers-file with it (run mirror once per source)")
+	}
+	if o.fromFile == "-" && o.providersFile == "-" {
+		return opts, nil, nil, usageErrorf("--from-file and --providers-file cannot both read stdin (-): give one of them a file")
+	}
+	specs, err := o.providerSpecs(cmd)
+	if err != nil {
+		return opts, nil, nil, err
 	}
 	lines := args
 	if o.fromFile != "" {
 		fromFile, err := readRefFile(cmd.InOrStdin(), o.fromFile)
 		if err != nil {
-			return opts, nil, err
+			return opts, nil, nil, err
 		}
 		lines = append(lines, fromFile...)
 	}
-	if len(lines) == 0 && o.fromLayout == "" {
-		return opts, nil, usageErrorf("no artifact to mirror: give references (oci://host/repository:tag) as arguments or with --from-file, or an OCI image layout with --from-layout")
+	if len(lines) == 0 && len(specs) == 0 && o.fromLayout == "" {
+		return opts, nil, nil, usageErrorf("nothing to mirror: give references (oci://host/repository:tag) as arguments or with --from-file, providers by name with --provider TYPE/NAME:VERSION or --providers-file, or an OCI image layout with --from-layout")
 	}
 	refs := make([]artifact.Reference, 0, len(lines))
 	for _, line := range lines {
@@ -203,16 +252,16 @@ func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args [
 		}
 		ref, err := artifact.ParseURL(url)
 		if err != nil {
-			return opts, nil, usageErrorf("%v", err)
+			return opts, nil, nil, usageErrorf("%v", err)
 		}
 		if ref.Tag == "" && ref.Digest == "" {
-			return opts, nil, usageErrorf("%s: give the artifact's tag (its version) or digest", line)
+			return opts, nil, nil, usageErrorf("%s: give the artifact's tag (its version) or digest", line)
 		}
 		refs = append(refs, ref)
 	}
 	access, err := reg.access()
 	if err != nil {
-		return opts, nil, err
+		return opts, nil, nil, err
 	}
 	targetAccess := access
 	targetAccess.PlainHTTP = access.PlainHTTP || o.targetPlainHTTP
@@ -223,12 +272,11 @@ func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args [
 		Concurrency:     o.concurrency,
 		Repack:          o.repack,
 		MaxArtifactSize: size.Value(),
-	}, refs, nil
+	}, refs, specs, nil
 }
 
-// readRefFile reads references, one per line, skipping blank lines and #
-// comments; "-" is stdin.
-func readRefFile(stdin io.Reader, path string) ([]string, error) {
+// readInput reads the file a flag names; "-" is stdin.
+func readInput(stdin io.Reader, flag, path string) ([]byte, error) {
 	var data []byte
 	var err error
 	if path == "-" {
@@ -237,7 +285,17 @@ func readRefFile(stdin io.Reader, path string) ([]string, error) {
 		data, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return nil, usageErrorf("--from-file: %v", err)
+		return nil, usageErrorf("%s: %v", flag, err)
+	}
+	return data, nil
+}
+
+// readRefFile reads references, one per line, skipping blank lines and #
+// comments; "-" is stdin.
+func readRefFile(stdin io.Reader, path string) ([]string, error) {
+	data, err := readInput(stdin, "--from-file", path)
+	if err != nil {
+		return nil, err
 	}
 	var refs []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -288,13 +346,16 @@ func printSummary(w io.Writer, s *mirror.Summary) {
 		if r.Kind != "" && r.Kind != mirror.KindProvider {
 			kind = fmt.Sprintf(" (%s)", r.Kind)
 		}
+		if r.Release != "" {
+			kind = " (from the release " + r.Release + ")"
+		}
 		switch {
 		case r.Err != nil:
-			fmt.Fprintf(w, "  FAILED %s%s: %v\n", r.Source.URL()+refSuffix(r.Source), kind, r.Err)
+			fmt.Fprintf(w, "  FAILED %s%s: %v\n", r.Name(), kind, r.Err)
 		case r.Repacked:
-			fmt.Fprintf(w, "  %s -> %s (repacked: digest %s became %s)\n", r.Source.URL()+refSuffix(r.Source), r.Target.URL()+refSuffix(r.Target), r.SourceDigest, r.Digest)
+			fmt.Fprintf(w, "  %s -> %s (repacked: digest %s became %s)\n", r.Name(), r.Target.URL()+refSuffix(r.Target), r.SourceDigest, r.Digest)
 		default:
-			fmt.Fprintf(w, "  %s -> %s%s\n", r.Source.URL()+refSuffix(r.Source), r.Target.URL()+refSuffix(r.Target), kind)
+			fmt.Fprintf(w, "  %s -> %s%s\n", r.Name(), r.Target.URL()+refSuffix(r.Target), kind)
 		}
 		for _, note := range r.Notes {
 			fmt.Fprintf(w, "    note: %s\n", note)

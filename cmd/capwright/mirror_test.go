@@ -98,7 +98,7 @@ func TestMirrorCommandExitCodes(t *testing.T) {
 		want string
 	}{
 		{"no --to", []string{"mirror", providers[0].URL()}, exitUsage, "--to is required"},
-		{"no reference", base(good), exitUsage, "no artifact to mirror"},
+		{"no reference", base(good), exitUsage, "nothing to mirror: give references"},
 		{"reference without tag", base(good, providers[0].Ref.URL()), exitUsage, "tag"},
 		{"bad target", []string{"mirror", "--to", "https://x", providers[0].URL()}, exitUsage, "--to"},
 		{"bad size", base(good, "--max-artifact-size", "lots", providers[0].URL()), exitUsage, "--max-artifact-size"},

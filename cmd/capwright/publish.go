@@ -22,6 +22,7 @@ type publishOptions struct {
 	annotations     []string
 	output          string
 	maxArtifactSize string
+	fromRelease     string
 	release         releaseOptions
 }
 
@@ -92,15 +93,15 @@ copying later with oras); then DIR:VERSION@sha256:… is printed.`,
 	f.StringArrayVar(&o.annotations, "annotation", nil, "extra manifest annotation key=value (repeatable)")
 	f.StringVar(&o.output, "output", "", "write the artifact into this OCI image layout directory instead of pushing it")
 	f.StringVar(&o.maxArtifactSize, "max-artifact-size", "64Mi", "refuse release files adding up to more than this (the controller's default limit is 64Mi)")
-	o.release.addFlags(cmd)
+	o.addFromReleaseFlag(cmd)
 	return cmd
 }
 
 func runPublish(cmd *cobra.Command, reg *registryOptions, o *publishOptions, args []string) error {
 	var src providerrelease.Source
-	if o.release.from != "" {
+	if o.fromRelease != "" {
 		var err error
-		if src, err = o.release.resolve(o); err != nil {
+		if src, err = o.resolve(); err != nil {
 			return err
 		}
 	}
@@ -117,8 +118,8 @@ func runPublish(cmd *cobra.Command, reg *registryOptions, o *publishOptions, arg
 		return err
 	}
 	var files map[string][]byte
-	if o.release.from != "" {
-		files, err = fetchRelease(cmd, o, src, limit)
+	if o.fromRelease != "" {
+		files, err = fetchPublished(cmd, o, src, limit)
 	} else {
 		files, err = artifact.ReadReleaseFiles(paths, limit)
 	}
@@ -191,9 +192,9 @@ func (o *publishOptions) target(args []string) ([]string, artifact.Reference, er
 		return nil, artifact.Reference{}, usageErrorf("give either a repository (%s) or --output, not both", repos[0])
 	case len(repos) == 0 && o.output == "":
 		return nil, artifact.Reference{}, usageErrorf("no repository given: add oci://REGISTRY/PROJECT/manifests/%s-%s, or --output DIR for an OCI image layout", o.providerType, o.name)
-	case len(paths) > 0 && o.release.from != "":
+	case len(paths) > 0 && o.fromRelease != "":
 		return nil, artifact.Reference{}, usageErrorf("give either release files (%s) or --from-release, not both", strings.Join(paths, ", "))
-	case len(paths) == 0 && o.release.from == "":
+	case len(paths) == 0 && o.fromRelease == "":
 		return nil, artifact.Reference{}, usageErrorf("no release files given: add the release directory, or metadata.yaml and the components file, or fetch the release with --from-release URL|TYPE/NAME")
 	}
 	if o.output != "" {

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"crypto/x509"
-	"fmt"
-	"net/http"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,48 +10,17 @@ import (
 	"github.com/capwright/capwright/internal/providerrelease"
 )
 
-// releaseOptions are the flags of publish --from-release.
-type releaseOptions struct {
-	from          string
-	tokenEnv      string
-	username      string
-	passwordEnv   string
-	caFile        string
-	insecure      bool
-	plainHTTP     bool
-	redirectHosts []string
-}
-
-// releaseTransport, when set (by tests), sends the release requests.
-var releaseTransport http.RoundTripper
-
-// releaseFields names the CLI's flags in release errors.
-var releaseFields = providerrelease.Fields{
-	Version:       "--version",
-	URL:           "--from-release",
-	Credentials:   "--release-token-env (or --release-username and --release-password-env)",
-	CA:            "--release-ca-file",
-	PlainHTTP:     "--release-plain-http",
-	MaxSize:       "--max-artifact-size",
-	RedirectHosts: "--release-redirect-host",
-}
-
-func (o *releaseOptions) addFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringVar(&o.from, "from-release", "", "fetch the release instead of reading files: a release URL in clusterctl's forms, or TYPE/NAME of clusterctl's well-known providers (e.g. infrastructure/aws)")
-	f.StringVar(&o.tokenEnv, "release-token-env", "", "environment variable holding a bearer token for the release host (e.g. GITHUB_TOKEN); sent to the release URL's host only")
-	f.StringVar(&o.username, "release-username", "", "user for basic auth to the release host, with --release-password-env")
-	f.StringVar(&o.passwordEnv, "release-password-env", "", "environment variable holding the password (or deploy token) for basic auth to the release host")
-	f.StringVar(&o.caFile, "release-ca-file", "", "PEM file of certificate authorities to trust for the release host, in addition to the system's")
-	f.BoolVar(&o.insecure, "release-insecure-skip-tls-verify", false, "accept any TLS certificate of the release host: no verification, for testing only")
-	f.BoolVar(&o.plainHTTP, "release-plain-http", false, "allow an http:// release URL")
-	f.StringArrayVar(&o.redirectHosts, "release-redirect-host", nil, "also follow redirects to this HOST[:PORT] (repeatable); github.com's download hosts are always followed")
+// addFromReleaseFlag adds --from-release to publish; the other release
+// flags are releaseOptions'.
+func (o *publishOptions) addFromReleaseFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.fromRelease, "from-release", "", "fetch the release instead of reading files: a release URL in clusterctl's forms, or TYPE/NAME of clusterctl's well-known providers (e.g. infrastructure/aws)")
+	o.release.addFlags(cmd, "--version", "--from-release")
 }
 
 // resolve turns --from-release into a release source and fills --type and
 // --name from it where they are not given.
-func (o *releaseOptions) resolve(p *publishOptions) (providerrelease.Source, error) {
-	raw := strings.TrimSpace(o.from)
+func (p *publishOptions) resolve() (providerrelease.Source, error) {
+	raw := strings.TrimSpace(p.fromRelease)
 	if !strings.Contains(raw, "://") {
 		providerType, name, ok := strings.Cut(raw, "/")
 		if !ok || providerType == "" || name == "" || strings.Contains(name, "/") {
@@ -77,7 +42,7 @@ func (o *releaseOptions) resolve(p *publishOptions) (providerrelease.Source, err
 		p.providerType, p.name = providerType, name
 		raw = url
 	}
-	src, err := providerrelease.ParseURLWith(raw, providerrelease.URLOptions{AllowPlainHTTP: o.plainHTTP, Fields: releaseFields})
+	src, err := providerrelease.ParseURLWith(raw, providerrelease.URLOptions{AllowPlainHTTP: p.release.plainHTTP, Fields: p.release.fields})
 	if err != nil {
 		return src, err
 	}
@@ -116,78 +81,20 @@ func knownName(src providerrelease.Source, providerType string) string {
 	return ""
 }
 
-// fetcher builds the release fetcher from the flags.
-func (o *releaseOptions) fetcher(limit int64) (*providerrelease.Fetcher, error) {
-	f := &providerrelease.Fetcher{
-		Transport:            releaseTransport,
-		InsecureSkipVerify:   o.insecure,
-		MaxSize:              limit,
-		AllowedRedirectHosts: providerrelease.AllowHosts(o.redirectHosts...),
-		AllowPlainHTTP:       o.plainHTTP,
-		UserAgent:            "capwright/" + version,
-		Fields:               releaseFields,
-	}
-	if o.caFile != "" {
-		pem, err := os.ReadFile(o.caFile)
-		if err != nil {
-			return nil, usageErrorf("--release-ca-file: %v", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, usageErrorf("--release-ca-file %s: no PEM certificate in it", o.caFile)
-		}
-		f.RootCAs = pool
-	}
-	env := func(flag, name string) (string, error) {
-		value := os.Getenv(name)
-		if value == "" {
-			return "", usageErrorf("%s %s: the environment variable %s is empty or unset", flag, name, name)
-		}
-		return value, nil
-	}
-	var err error
-	switch {
-	case o.tokenEnv != "" && (o.username != "" || o.passwordEnv != ""):
-		return nil, usageErrorf("give either --release-token-env or --release-username with --release-password-env, not both")
-	case o.tokenEnv != "":
-		f.Auth.BearerToken, err = env("--release-token-env", o.tokenEnv)
-	case o.username != "" && o.passwordEnv != "":
-		f.Auth.Username = o.username
-		f.Auth.Password, err = env("--release-password-env", o.passwordEnv)
-	case o.username != "" || o.passwordEnv != "":
-		return nil, usageErrorf("--release-username and --release-password-env go together")
-	}
-	return f, err
-}
-
-// fetchRelease fetches and checks the release of --from-release and
+// fetchPublished fetches and checks the release of --from-release and
 // returns its files, named as the artifact names them. --source defaults
 // to the release's project.
-func fetchRelease(cmd *cobra.Command, p *publishOptions, src providerrelease.Source, limit int64) (map[string][]byte, error) {
+func fetchPublished(cmd *cobra.Command, p *publishOptions, src providerrelease.Source, limit int64) (map[string][]byte, error) {
 	f, err := p.release.fetcher(limit)
 	if err != nil {
 		return nil, err
 	}
-	r, err := f.Fetch(cmd.Context(), src, p.version, p.providerType)
+	r, err := fetchRelease(cmd, f, src, p.providerType, p.name, p.version)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := r.Check(p.name); err != nil {
 		return nil, err
 	}
 	if p.source == "" {
 		p.source = src.ProjectURL()
-	}
-	stderr := cmd.ErrOrStderr()
-	for _, file := range []providerrelease.File{r.Metadata, r.Components} {
-		from := file.URL
-		if file.FetchedFrom != file.URL {
-			from += " (via " + file.FetchedFrom + ")"
-		}
-		fmt.Fprintf(stderr, "Fetched %s %s from %s\n", file.Name, file.SHA256, from)
 	}
 	return r.Files(), nil
 }

@@ -23,7 +23,7 @@ import (
 // provider: tags are versions, so providers need a layout each
 // (*ReleaseError otherwise).
 func WriteLayout(ctx context.Context, dir, tag string, files map[string][]byte, annotations map[string]string) (string, error) {
-	staged, manifestDesc, err := stage(ctx, files, annotations, tag)
+	staged, manifestDesc, err := Stage(ctx, files, annotations, tag)
 	if err != nil {
 		return "", err
 	}

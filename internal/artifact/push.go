@@ -22,7 +22,7 @@ func Push(ctx context.Context, ref Reference, files map[string][]byte, annotatio
 	if ref.Digest != "" {
 		return "", fmt.Errorf("cannot push to %s: the digest follows from the content, give only a tag", ref)
 	}
-	staged, manifestDesc, err := stage(ctx, files, annotations, ref.Tag)
+	staged, manifestDesc, err := Stage(ctx, files, annotations, ref.Tag)
 	if err != nil {
 		return "", err
 	}
@@ -37,10 +37,10 @@ func Push(ctx context.Context, ref Reference, files map[string][]byte, annotatio
 	return manifestDesc.Digest.String(), nil
 }
 
-// stage packs files and stages the artifact in memory, tagged with tag, so
-// that oras.Copy can write what a target lacks, blobs before the manifest.
+// Stage packs files and stages the artifact in memory, tagged with tag, so
+// that a copy can write what a target lacks, blobs before the manifest.
 // It returns the manifest's descriptor.
-func stage(ctx context.Context, files map[string][]byte, annotations map[string]string, tag string) (*memory.Store, ocispec.Descriptor, error) {
+func Stage(ctx context.Context, files map[string][]byte, annotations map[string]string, tag string) (*memory.Store, ocispec.Descriptor, error) {
 	layer, manifest, err := Pack(files, annotations)
 	if err != nil {
 		return nil, ocispec.Descriptor{}, err

@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 )
@@ -51,6 +54,17 @@ func Known() []string {
 // A To with an https:// (or http://) scheme is a mirror of release URLs
 // only: an HTTP server holding the same files under the same paths, e.g.
 // github.com=https://artifacts.example.com/github-releases.
+//
+// A From of the form TYPE/NAME, TYPE a provider type (core, bootstrap,
+// control-plane, infrastructure, ipam, runtime-extension, addon), names a
+// provider instead: that provider, when it has no spec.source, comes from
+// the OCI repository To, tagged with spec.version, e.g.
+// infrastructure/aws=mirror.example.com:5000/capi/manifests/infrastructure-aws
+// (what `capwright mirror --provider` writes for a provider whose release
+// it pushed there). Such a rule rewrites no image and no URL. A provider
+// type has no dot and no port, so no registry host reads as one; a Docker
+// Hub image under an account named like a provider type (core/x) must be
+// written with its host (docker.io/core/x) to be mirrored.
 type MirrorRule struct {
 	From string
 	To   string
@@ -59,6 +73,19 @@ type MirrorRule struct {
 // forURLs tells a rule that rewrites release URLs only.
 func (r MirrorRule) forURLs() bool {
 	return strings.HasPrefix(r.To, "https://") || strings.HasPrefix(r.To, "http://")
+}
+
+// providerTypes are the provider types, in clusterctl's order.
+var providerTypes = []string{
+	v1alpha1.CoreProviderType, v1alpha1.BootstrapProviderType, v1alpha1.ControlPlaneProviderType,
+	v1alpha1.InfrastructureProviderType, v1alpha1.IPAMProviderType, v1alpha1.RuntimeExtensionProviderType,
+	v1alpha1.AddonProviderType,
+}
+
+// ForProvider tells a rule whose From names a provider, TYPE/NAME.
+func (r MirrorRule) ForProvider() bool {
+	providerType, _, ok := strings.Cut(r.From, "/")
+	return ok && slices.Contains(providerTypes, providerType)
 }
 
 // Mirrors is an ordered set of rules; the longest matching From wins.
@@ -74,9 +101,28 @@ func ParseMirrorRule(s string) (MirrorRule, error) {
 		target = to[strings.Index(to, "://")+3:]
 	}
 	if !ok || from == "" || target == "" || strings.Contains(from, ":/") || strings.Contains(target, ":/") {
-		return MirrorRule{}, fmt.Errorf("registry mirror rule %q: want FROM=TO, e.g. registry.k8s.io=mirror.example.com:5000/k8s (host[:port][/path], no scheme) for artifacts and images, or github.com=https://artifacts.example.com/github for release URLs", s)
+		return MirrorRule{}, fmt.Errorf("registry mirror rule %q: want FROM=TO, e.g. registry.k8s.io=mirror.example.com:5000/k8s (host[:port][/path], no scheme) for artifacts and images, github.com=https://artifacts.example.com/github for release URLs, or infrastructure/aws=mirror.example.com:5000/capi/manifests/infrastructure-aws for a provider", s)
+	}
+	if rule.ForProvider() {
+		if err := checkProviderRule(rule); err != nil {
+			return MirrorRule{}, fmt.Errorf("registry mirror rule %q: %w", s, err)
+		}
 	}
 	return rule, nil
+}
+
+// checkProviderRule checks a rule for a provider: TYPE/NAME, a provider
+// name, to an OCI repository.
+func checkProviderRule(r MirrorRule) error {
+	_, name, _ := strings.Cut(r.From, "/")
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 || strings.Contains(name, "/") {
+		return fmt.Errorf("%q is not a provider name (lower case a-z, 0-9, - and ., as the provider's metadata.name): want TYPE/NAME=HOST[:PORT]/PATH, e.g. infrastructure/aws=mirror.example.com:5000/capi/manifests/infrastructure-aws", name)
+	}
+	host, path, _ := strings.Cut(r.To, "/")
+	if r.forURLs() || path == "" || strings.ContainsAny(r.To, "@ ") || strings.Contains(path, ":") || host == "" {
+		return fmt.Errorf("a rule for the provider %s sends it to an OCI repository HOST[:PORT]/PATH without scheme, tag or digest (the tag is spec.version), e.g. mirror.example.com:5000/capi/manifests/%s; %q is none", r.From, strings.ReplaceAll(r.From, "/", "-"), r.To)
+	}
+	return nil
 }
 
 // ReadMirrorFile reads rules from a file, one FROM=TO per line; blank lines
@@ -134,12 +180,23 @@ func (m Mirrors) RewriteURL(raw string) (string, bool) {
 	return to + strings.TrimPrefix(rest, m[best].From), true
 }
 
+// Provider returns the OCI repository (host[:port]/path) a rule for the
+// provider TYPE/NAME sends it to; the last such rule wins.
+func (m Mirrors) Provider(providerType, name string) (string, bool) {
+	for i := len(m) - 1; i >= 0; i-- {
+		if m[i].ForProvider() && m[i].From == providerType+"/"+name {
+			return m[i].To, true
+		}
+	}
+	return "", false
+}
+
 // match is the index of the longest rule matching s, -1 if none; rules for
-// release URLs only count when urls is set.
+// release URLs only count when urls is set, rules for providers never.
 func (m Mirrors) match(s string, urls bool) int {
 	best := -1
 	for i, r := range m {
-		if r.forURLs() && !urls {
+		if (r.forURLs() && !urls) || r.ForProvider() {
 			continue
 		}
 		if s == r.From || strings.HasPrefix(s, r.From+"/") {
@@ -175,17 +232,19 @@ type Location struct {
 	// gives it, before the mirror rules (Options.Mirrors.RewriteURL maps
 	// its file URLs); "" for an OCI repository.
 	Release string
-	// Catalog tells that the catalog gave the location.
+	// Catalog tells that the catalog, or a mirror rule for the provider,
+	// gave the location rather than spec.source.
 	Catalog bool
 }
 
 // Locate tells where a provider's release manifests come from: its own
-// spec.source, else the catalog. A provider Cluster API publishes as a
-// provider artifact comes from its OCI repository when o.OCIArtifacts is
-// set or a mirror rule sends that repository to a mirror (a site that
-// mirrored it, as `capwright mirror` writes its rules); every other
-// catalog provider, and those without such a rule, from the release URL
-// clusterctl installs it from.
+// spec.source, else a mirror rule for the provider (TYPE/NAME=REPOSITORY),
+// else the catalog. A provider Cluster API publishes as a provider
+// artifact comes from its OCI repository when o.OCIArtifacts is set or a
+// mirror rule sends that repository to a mirror (a site that mirrored it,
+// as `capwright mirror` writes its rules); every other catalog provider,
+// and those without such a rule, from the release URL clusterctl installs
+// it from.
 func Locate(p v1alpha1.Provider, o Options) (Location, error) {
 	switch src := p.GetSpec().Source; {
 	case src != nil && src.OCI != nil:
@@ -195,6 +254,9 @@ func Locate(p v1alpha1.Provider, o Options) (Location, error) {
 	case src != nil && src.Release != nil:
 		return Location{Release: src.Release.URL}, nil
 	}
+	if repo, ok := o.Mirrors.Provider(p.ProviderType(), p.GetName()); ok {
+		return Location{OCI: "oci://" + repo, Catalog: true}, nil
+	}
 	if repo, ok := Repository(p.ProviderType(), p.GetName()); ok {
 		if _, mirrored := o.Mirrors.Rewrite(repo); mirrored || o.OCIArtifacts {
 			return ociLocation(repo, o.Mirrors, true), nil
@@ -203,8 +265,8 @@ func Locate(p v1alpha1.Provider, o Options) (Location, error) {
 	if url, ok := ReleaseURL(p.ProviderType(), p.GetName()); ok {
 		return Location{Release: url, Catalog: true}, nil
 	}
-	return Location{}, fmt.Errorf("%w: %s provider %q is not in the catalog of well-known providers (clusterctl %s's list: %s); set spec.source.release.url to its release URL, or spec.source.oci.url to its artifact repository",
-		ErrNoSource, p.ProviderType(), p.GetName(), ClusterctlVersion, strings.Join(KnownReleasesOfType(p.ProviderType()), ", "))
+	return Location{}, fmt.Errorf("%w: %s provider %q is not in the catalog of well-known providers (clusterctl %s's list: %s); set spec.source.release.url to its release URL, or spec.source.oci.url to its artifact repository (or give the manager a mirror rule %s/%s=HOST/PATH naming the repository its artifact was mirrored to)",
+		ErrNoSource, p.ProviderType(), p.GetName(), ClusterctlVersion, strings.Join(KnownReleasesOfType(p.ProviderType()), ", "), p.ProviderType(), p.GetName())
 }
 
 func ociLocation(url string, mirrors Mirrors, fromCatalog bool) Location {

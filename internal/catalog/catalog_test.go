@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,6 +77,43 @@ func TestLocate(t *testing.T) {
 			want:     Location{OCI: "oci://registry.k8s.io/cluster-api/manifests/core-cluster-api", Catalog: true},
 		},
 		{
+			name:     "a mirror rule for a catalog provider sends it to its mirrored artifact",
+			provider: &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Name: "aws"}},
+			opts: Options{Mirrors: append(Mirrors{
+				{From: "infrastructure/aws", To: "mirror.local:5000/capi/manifests/infrastructure-aws"},
+				{From: "infrastructure/azure", To: "mirror.local:5000/capi/manifests/infrastructure-azure"},
+			}, mirrors...)},
+			want: Location{OCI: "oci://mirror.local:5000/capi/manifests/infrastructure-aws", Catalog: true},
+		},
+		{
+			name:     "a mirror rule for a provider comes before the catalog's OCI path and its mirror rule",
+			provider: core,
+			opts: Options{OCIArtifacts: true, Mirrors: append(Mirrors{
+				{From: "core/cluster-api", To: "mirror.local:5000/elsewhere/core"},
+			}, mirrors...)},
+			want: Location{OCI: "oci://mirror.local:5000/elsewhere/core", Catalog: true},
+		},
+		{
+			name:     "a mirror rule for a provider serves a provider the catalog does not know",
+			provider: &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Name: "in-house"}},
+			opts:     Options{Mirrors: Mirrors{{From: "infrastructure/in-house", To: "mirror.local/capi/manifests/infrastructure-in-house"}}},
+			want:     Location{OCI: "oci://mirror.local/capi/manifests/infrastructure-in-house", Catalog: true},
+		},
+		{
+			name: "a mirror rule for a provider does not override its spec.source",
+			provider: &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Spec: v1alpha1.ProviderSpec{
+				Source: &v1alpha1.ProviderSource{Release: &v1alpha1.ReleaseSource{URL: "https://example.com/releases/latest/infrastructure-components.yaml"}},
+			}},
+			opts: Options{Mirrors: Mirrors{{From: "infrastructure/aws", To: "mirror.local/capi/manifests/infrastructure-aws"}}},
+			want: Location{Release: "https://example.com/releases/latest/infrastructure-components.yaml"},
+		},
+		{
+			name:     "a mirror rule for another type of provider of the same name does not apply",
+			provider: &v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Name: "kubeadm"}},
+			opts:     Options{Mirrors: Mirrors{{From: "control-plane/kubeadm", To: "mirror.local/capi/manifests/control-plane-kubeadm"}}},
+			want:     Location{Release: "https://github.com/kubernetes-sigs/cluster-api/releases/latest/bootstrap-components.yaml", Catalog: true},
+		},
+		{
 			name:     "unknown provider without source",
 			provider: &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Name: "no-such-cloud"}},
 			wantErr:  ErrNoSource,
@@ -125,6 +163,37 @@ func TestMirrorRules(t *testing.T) {
 		if _, err := ParseMirrorRule(bad); err == nil {
 			t.Errorf("ParseMirrorRule(%q) accepted a bad rule", bad)
 		}
+	}
+	for bad, wantMsg := range map[string]string{
+		"infrastructure/AWS=mirror.local/capi/manifests/infrastructure-aws":        `"AWS" is not a provider name`,
+		"infrastructure/aws/x=mirror.local/capi/manifests/infrastructure-aws":      `"aws/x" is not a provider name`,
+		"infrastructure/aws=https://mirror.local/capi":                             "sends it to an OCI repository",
+		"infrastructure/aws=mirror.local":                                          "sends it to an OCI repository",
+		"infrastructure/aws=mirror.local/capi/manifests/infrastructure-aws:v2.0.0": "without scheme, tag or digest",
+		"core/cluster-api=mirror.local/capi@sha256:00":                             "without scheme, tag or digest",
+	} {
+		_, err := ParseMirrorRule(bad)
+		if err == nil || !strings.Contains(err.Error(), wantMsg) || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseMirrorRule(%q) = %v, want an error naming the rule and saying %q", bad, err, wantMsg)
+		}
+	}
+	for _, good := range []string{
+		"infrastructure/aws=mirror.local:5000/capi/manifests/infrastructure-aws",
+		"runtime-extension/nutanix=mirror.local/x/manifests/runtime-extension-nutanix",
+		// Not a provider type: a Docker Hub name, rewritten as images are.
+		"bitnami/kubectl=mirror.local/docker/bitnami/kubectl",
+	} {
+		if _, err := ParseMirrorRule(good); err != nil {
+			t.Errorf("ParseMirrorRule(%q): %v", good, err)
+		}
+	}
+	// A rule for a provider rewrites no image and no release URL.
+	providerRules := Mirrors{{From: "infrastructure/aws", To: "mirror.local/capi/manifests/infrastructure-aws"}}
+	if got, ok := providerRules.Rewrite("infrastructure/aws"); ok {
+		t.Errorf("a rule for a provider rewrote an image name to %s", got)
+	}
+	if got, ok := providerRules.RewriteURL("https://infrastructure/aws/x"); ok {
+		t.Errorf("a rule for a provider rewrote a URL to %s", got)
 	}
 	path := filepath.Join(t.TempDir(), "mirrors")
 	if err := os.WriteFile(path, []byte("# written by capwright mirror\nregistry.k8s.io=mirror.local/k8s/\n\nghcr.io = mirror.local/ghcr\n"), 0o600); err != nil {

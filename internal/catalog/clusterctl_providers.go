@@ -97,11 +97,7 @@ var clusterctlProviders = []ClusterctlProvider{
 // ClusterctlProviders lists clusterctl's well-known providers, ordered by
 // type (clusterctl's order of types) then name.
 func ClusterctlProviders() []ClusterctlProvider {
-	order := []string{
-		v1alpha1.CoreProviderType, v1alpha1.BootstrapProviderType, v1alpha1.ControlPlaneProviderType,
-		v1alpha1.InfrastructureProviderType, v1alpha1.IPAMProviderType, v1alpha1.RuntimeExtensionProviderType,
-		v1alpha1.AddonProviderType,
-	}
+	order := providerTypes
 	out := slices.Clone(clusterctlProviders)
 	slices.SortFunc(out, func(a, b ClusterctlProvider) int {
 		if c := slices.Index(order, a.Type) - slices.Index(order, b.Type); c != 0 {

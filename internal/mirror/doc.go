@@ -2,7 +2,9 @@
 // artifact and Helm chart of Capwright's own release, with the container
 // images they run and the referrers (signatures, SBOMs) of both, from their
 // registries or from an OCI image layout bundle (RunLayout) into one target
-// registry, for air-gapped sites: `capwright mirror`.
+// registry, for air-gapped sites: `capwright mirror`. Provider releases
+// fetched from where their projects publish them (RunWithReleases) are
+// pushed as provider artifacts the same way.
 //
 // A source repository host/path lands at TARGET/PREFIX/path, digests
 // unchanged, so the rules "host=TARGET/PREFIX" (Rules, WriteRules) send the

@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content/memory"
 
@@ -29,6 +27,15 @@ type plan struct {
 	// after are the layout entries holding the images of this one: their
 	// tags go first, and their failure fails this one (RunLayout).
 	after []*plan
+}
+
+// name is how events name the plan: its reference, or TYPE/NAME:VERSION
+// of a provider release.
+func (p *plan) name() string {
+	if p.result.Provider != "" {
+		return p.result.Provider + ":" + p.result.Source.Tag
+	}
+	return p.result.Source.String()
 }
 
 // planAll reads the artifacts, a few at a time. A reference that cannot be
@@ -165,9 +172,9 @@ func (r *runner) addImages(p *plan, written []string) error {
 		img, err := parseImage(w)
 		if err != nil {
 			if p.result.Kind == KindProvider {
-				return &artifact.LayoutError{Ref: p.result.Source.String(), Problem: err.Error()}
+				return &artifact.LayoutError{Ref: p.name(), Problem: err.Error()}
 			}
-			return fmt.Errorf("%s: %w", p.result.Source, err)
+			return fmt.Errorf("%s: %w", p.name(), err)
 		}
 		p.images = append(p.images, img)
 		p.result.Images = append(p.result.Images, Image{
@@ -209,27 +216,11 @@ func (r *runner) repack(ctx context.Context, p *plan) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	layer, manifest, err := artifact.Pack(rp.Files, rp.Annotations)
+	staged, desc, err := artifact.Stage(ctx, rp.Files, rp.Annotations, ref.Tag)
 	if err != nil {
 		return nil, fmt.Errorf("repacking %s: %w", ref, err)
 	}
-	staged := memory.New()
-	config := []byte("{}")
-	blobs := []struct {
-		desc ocispec.Descriptor
-		data []byte
-	}{
-		{ocispec.Descriptor{MediaType: ocispec.MediaTypeEmptyJSON, Digest: digest.FromBytes(config), Size: int64(len(config))}, config},
-		{ocispec.Descriptor{MediaType: artifact.MediaTypeLayer, Digest: digest.FromBytes(layer), Size: int64(len(layer))}, layer},
-		{ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: artifact.ArtifactType, Digest: digest.FromBytes(manifest), Size: int64(len(manifest))}, manifest},
-	}
-	for _, b := range blobs {
-		if err := staged.Push(ctx, b.desc, bytes.NewReader(b.data)); err != nil {
-			return nil, fmt.Errorf("staging the repacked %s: %w", ref, err)
-		}
-	}
-	p.staged = staged
-	p.desc = blobs[2].desc
+	p.staged, p.desc = staged, desc
 	p.result.Repacked = true
 	p.result.SourceDigest = rp.SourceDigest
 	r.rec.emit(Event{Kind: Repacked, Ref: ref.String(), SourceDigest: rp.SourceDigest, Digest: p.desc.Digest.String()})
@@ -286,9 +277,8 @@ func (e *ConflictError) Error() string {
 // repository, or a source to itself.
 func checkConflicts(target Target, plans []*plan) error {
 	sources := map[string][]string{}
-	add := func(src artifact.Reference) {
+	add := func(src artifact.Reference, from string) {
 		to := target.Host + "/" + target.Repository(src.Repository)
-		from := src.Host + "/" + src.Repository
 		if !slices.Contains(sources[to], from) {
 			sources[to] = append(sources[to], from)
 		}
@@ -297,9 +287,14 @@ func checkConflicts(target Target, plans []*plan) error {
 		if p.result.Err != nil {
 			continue
 		}
-		add(p.result.Source)
+		src := p.result.Source
+		from := src.Host + "/" + src.Repository
+		if p.result.Provider != "" && src.Host == "" {
+			from = "the release of " + p.result.Provider
+		}
+		add(src, from)
 		for _, img := range p.images {
-			add(img.Source)
+			add(img.Source, img.Source.Host+"/"+img.Source.Repository)
 		}
 	}
 	conflicts := map[string][]string{}

@@ -15,17 +15,26 @@ import (
 // mirrored to where it went: HOST=TARGET[/PREFIX] for each source registry
 // host (artifacts and images keep their paths), plus an exact rule for each
 // name the host rules would miss (Docker Hub short names such as nginx,
-// whose copy is at TARGET/library/nginx). Failed references are left out.
+// whose copy is at TARGET/library/nginx), plus TYPE/NAME=REPOSITORY for
+// each provider release whose artifact stands for no OCI repository of
+// the catalog (catalog.MirrorRule). Failed references are left out.
 // The controller reads these rules with --registry-mirror-file (see
-// WriteRules) and rewrites artifact URLs and container images with them.
+// WriteRules) and rewrites artifact URLs and container images with them,
+// and installs a provider without spec.source from its rule's repository.
 func (s *Summary) Rules() catalog.Mirrors {
 	type pair struct{ from, to string }
 	var pairs []pair
+	var providers catalog.Mirrors
 	for _, r := range s.Results {
 		if r.Err != nil {
 			continue
 		}
-		pairs = append(pairs, pair{r.Source.Host + "/" + r.Source.Repository, r.Target.Host + "/" + r.Target.Repository})
+		to := r.Target.Host + "/" + r.Target.Repository
+		if r.Provider != "" && r.Source.Host == "" {
+			providers = append(providers, catalog.MirrorRule{From: r.Provider, To: to})
+		} else {
+			pairs = append(pairs, pair{r.Source.Host + "/" + r.Source.Repository, to})
+		}
 		for _, img := range r.Images {
 			pairs = append(pairs, pair{img.Name, img.Target.Host + "/" + img.Target.Repository})
 		}
@@ -45,6 +54,7 @@ func (s *Summary) Rules() catalog.Mirrors {
 			rules = append(rules, catalog.MirrorRule{From: p.from, To: p.to})
 		}
 	}
+	rules = append(rules, providers...)
 	slices.SortFunc(rules, func(a, b catalog.MirrorRule) int { return strings.Compare(a.From, b.From) })
 	return slices.Compact(rules)
 }
@@ -65,16 +75,20 @@ func WriteRules(w io.Writer, s *Summary, now time.Time) error {
 		if r.Repacked {
 			note += fmt.Sprintf(", repacked: %s became %s", r.SourceDigest, r.Digest)
 		}
-		fmt.Fprintf(bw, "#   oci://%s -> oci://%s (%s)\n", r.Source, r.Target, note)
+		if r.Release != "" {
+			note += ", from the release " + r.Release
+		}
+		fmt.Fprintf(bw, "#   %s -> oci://%s (%s)\n", r.Name(), r.Target, note)
 	}
 	if failed := s.Failed(); len(failed) > 0 {
 		fmt.Fprintf(bw, "# Not mirrored (failed):\n")
 		for _, r := range failed {
-			fmt.Fprintf(bw, "#   oci://%s\n", r.Source)
+			fmt.Fprintf(bw, "#   %s\n", r.Name())
 		}
 	}
 	fmt.Fprintf(bw, "# Give this file to the Capwright controller as --registry-mirror-file: the\n")
-	fmt.Fprintf(bw, "# longest matching FROM rewrites artifact URLs and container images to TO.\n")
+	fmt.Fprintf(bw, "# longest matching FROM rewrites artifact URLs and container images to TO; a\n")
+	fmt.Fprintf(bw, "# FROM of TYPE/NAME sends that provider, without spec.source, to TO:spec.version.\n")
 	for _, rule := range s.Rules() {
 		fmt.Fprintf(bw, "%s=%s\n", rule.From, rule.To)
 	}

@@ -61,6 +61,12 @@ func Run(ctx context.Context, refs []artifact.Reference, opts Options) (*Summary
 	if err := checkConflicts(r.opts.Target, plans); err != nil {
 		return summary.of(plans), err
 	}
+	r.mirrorAll(ctx, plans)
+	return summary.of(plans), summary.err()
+}
+
+// mirrorAll copies the planned artifacts that could be read, at once.
+func (r *runner) mirrorAll(ctx context.Context, plans []*plan) {
 	var wg sync.WaitGroup
 	for _, p := range plans {
 		if p.result.Err == nil {
@@ -68,7 +74,6 @@ func Run(ctx context.Context, refs []artifact.Reference, opts Options) (*Summary
 		}
 	}
 	wg.Wait()
-	return summary.of(plans), summary.err()
 }
 
 // newRunner applies the defaults of opts and returns the runner of a run
@@ -177,6 +182,12 @@ func (r *runner) route(src artifact.Reference, subject string, wrote *atomic.Boo
 		}
 		from = repo
 	}
+	return r.routeFrom(from, src, subject, wrote)
+}
+
+// routeFrom is a copy from the store from, holding src's content, into
+// src's target repository.
+func (r *runner) routeFrom(from content.ReadOnlyGraphStorage, src artifact.Reference, subject string, wrote *atomic.Bool) (route, error) {
 	dst := artifact.Reference{Host: r.opts.Target.Host, Repository: r.opts.Target.Repository(src.Repository)}
 	dstRepo, err := r.repository(true, dst)
 	if err != nil {
@@ -229,7 +240,7 @@ func (r *runner) mirror(ctx context.Context, p *plan) {
 // fail records that a planned reference failed; its tag is not written.
 func (r *runner) fail(p *plan, err error) {
 	p.result.Err = err
-	r.rec.emit(Event{Kind: RefFailed, Ref: p.result.Source.String(), ArtifactKind: p.result.Kind, Err: err})
+	r.rec.emit(Event{Kind: RefFailed, Ref: p.name(), ArtifactKind: p.result.Kind, Err: err})
 }
 
 // finish writes the tag of a reference whose content is in place, and
@@ -246,23 +257,27 @@ func (r *runner) finish(ctx context.Context, p *plan, rt route, root *node, wrot
 	res.Target.Digest = p.desc.Digest.String()
 	res.Digest = p.desc.Digest.String()
 	res.Skipped = !wrote.Load() && !imagesWrote
-	r.rec.emit(Event{Kind: RefDone, Ref: res.Source.String(), ArtifactKind: res.Kind, Repository: rt.repo(), Digest: res.Digest, Skipped: res.Skipped})
+	r.rec.emit(Event{Kind: RefDone, Ref: p.name(), ArtifactKind: res.Kind, Repository: rt.repo(), Digest: res.Digest, Skipped: res.Skipped})
 }
 
 // copyArtifact copies the artifact manifest with its blobs and referrers,
-// untagged. A repacked artifact comes from memory and has no referrers:
-// signatures of the published digest do not sign the repacked one.
+// untagged. A repacked artifact, or one packed from a provider release,
+// comes from memory and has no referrers: signatures of the published
+// digest do not sign the repacked one.
 func (r *runner) copyArtifact(ctx context.Context, p *plan, wrote *atomic.Bool) (route, *node, error) {
-	rt, err := r.route(p.result.Source, p.result.Source.String(), wrote)
+	var rt route
+	var err error
+	if p.staged != nil {
+		rt, err = r.routeFrom(p.staged, p.result.Source, p.name(), wrote)
+	} else {
+		rt, err = r.route(p.result.Source, p.name(), wrote)
+	}
 	if err != nil {
 		return route{}, nil, err
 	}
 	if k := p.result.Kind; k == KindProvider || k.isRelease() {
 		// Images and other content of a layout stream like image layers.
 		rt.maxBlob = r.opts.MaxArtifactSize
-	}
-	if p.staged != nil {
-		rt.src = p.staged
 	}
 	root, err := r.copier.tree(ctx, rt, p.desc)
 	return rt, root, err
@@ -356,7 +371,7 @@ type Error struct {
 func (e *Error) Error() string {
 	parts := make([]string, 0, len(e.Failed))
 	for _, f := range e.Failed {
-		parts = append(parts, fmt.Sprintf("%s: %v", f.Source.URL()+tagOf(f.Source), f.Err))
+		parts = append(parts, fmt.Sprintf("%s: %v", f.Name(), f.Err))
 	}
 	return fmt.Sprintf("%d of %d references not mirrored: %s", len(e.Failed), e.Total, strings.Join(parts, "; "))
 }

@@ -14,10 +14,18 @@ type Summary struct {
 	Results []Result
 }
 
-// Result is one artifact reference of a run.
+// Result is one artifact reference, or provider release, of a run.
 type Result struct {
-	// Source is the reference as given.
+	// Source is the reference as given. For a provider release
+	// (RunWithReleases) it is the OCI reference the provider's artifact
+	// stands for: Cluster API's proposal path,
+	// registry.k8s.io/cluster-api/manifests/{type}-{name}, for the
+	// providers the catalog knows there; else only the path
+	// manifests/{type}-{name}, without a host.
 	Source artifact.Reference
+	// Provider is TYPE/NAME of a provider release, and Release the URL its
+	// components file was fetched from; both "" for a reference.
+	Provider, Release string
 	// Target is where it went: the target repository with the source's
 	// tag, and the digest once copied.
 	Target artifact.Reference
@@ -61,4 +69,13 @@ func (s *Summary) Failed() []Result {
 		}
 	}
 	return failed
+}
+
+// Name is how the output names a result: oci://host/repository:tag for a
+// reference, TYPE/NAME:VERSION for a provider release.
+func (r Result) Name() string {
+	if r.Provider != "" {
+		return r.Provider + ":" + r.Source.Tag
+	}
+	return r.Source.URL() + tagOf(r.Source)
 }

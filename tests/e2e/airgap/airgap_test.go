@@ -139,6 +139,13 @@ func TestInstallFromMirrorWithoutTheOriginalRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The next test installs the same providers: remove these, with the
+	// manager still running to finalize them.
+	defer func() {
+		for i := len(objs) - 1; i >= 0; i-- {
+			framework.DeleteProviderAndWait(t, ctx, c, objs[i])
+		}
+	}()
 	for _, obj := range objs {
 		if err := framework.WaitReady(ctx, c, obj.(framework.Conditioned), 5*time.Minute); err != nil {
 			t.Fatal(err)
