@@ -196,11 +196,22 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, version, providerType s
 	g := &getter{f: f, fields: fields, src: src, client: f.client(scheme, host, scheme == "http"), limit: budget, left: budget}
 	r := &Release{Source: src, Type: providerType, Version: version}
 	if r.Metadata, err = g.get(ctx, metadataURL, MetadataFile, func(status string) *Error {
-		hint := "check " + fields.Version + " against the project's releases"
+		versionHint := fields.Version + " against the project's releases"
 		if page := src.ReleasesPage(); page != "" {
-			hint += " at " + page
+			versionHint += " at " + page
 		}
-		return newError(ReasonNotReleased, metadataURL, hint, "version %s was never released at %s (%s)", version, metadataURL, status)
+		// GitHub answers 404, not 401, for a private project's files to
+		// a request without credentials it accepts: the 404 cannot tell
+		// an unreleased version from refused credentials.
+		if f.Auth.set() {
+			return newError(ReasonNotReleased, metadataURL,
+				fmt.Sprintf("check the credentials in %s and that they may read this project's releases, and %s", fields.Credentials, versionHint),
+				"version %s was never released at %s (%s), or the host does not accept the credentials sent (%s): hosts such as GitHub answer 404 to them for a private project",
+				version, metadataURL, status, f.Auth.describe())
+		}
+		return newError(ReasonNotReleased, metadataURL,
+			fmt.Sprintf("check %s; if the project's releases are private (hosts such as GitHub then answer 404 without credentials), give credentials with %s", versionHint, fields.Credentials),
+			"version %s was never released at %s (%s)", version, metadataURL, status)
 	}); err != nil {
 		return nil, err
 	}
