@@ -340,7 +340,7 @@ func (g *getter) transportError(fileURL string, err error) error {
 	case errors.As(err, &recordHdr):
 		hint = "the host does not speak TLS: check the URL"
 	case errors.Is(err, context.DeadlineExceeded):
-		hint = "the host is too slow or unreachable: retry later"
+		hint = "the host did not answer in time: check that it serves and that the network path from here reaches it (HTTPS_PROXY and NO_PROXY are honoured), or retry later"
 	}
 	// *url.Error repeats the URL, with its query: keep the cause only.
 	var uerr *url.Error

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
@@ -380,6 +381,16 @@ func TestFetchRefusals(t *testing.T) {
 		serve(hosts, func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "slow down", http.StatusTooManyRequests) })
 		_, err := (&Fetcher{Transport: hosts.Transport()}).Fetch(ctx, mustParse(t, base), clusterctltest.Current, "core")
 		wantError(t, err, ReasonHTTPError, metadataURL+" answered HTTP 429 Too Many Requests: the host limits the rate of requests")
+	})
+	t.Run("a host that does not answer", func(t *testing.T) {
+		hosts := releasetest.New(t)
+		serve(hosts, func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		_, err := (&Fetcher{Transport: hosts.Transport(), Timeout: 200 * time.Millisecond}).Fetch(ctx, mustParse(t, base), clusterctltest.Current, "core")
+		wantError(t, err, ReasonUnreachable, "fetching "+metadataURL+": context deadline exceeded",
+			"the host did not answer in time: check that it serves and that the network path from here reaches it")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%v does not wrap context.DeadlineExceeded", err)
+		}
 	})
 	t.Run("unknown certificate authority", func(t *testing.T) {
 		hosts := releasetest.New(t)
