@@ -196,11 +196,22 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, version, providerType s
 	g := &getter{f: f, fields: fields, src: src, client: f.client(scheme, host, scheme == "http"), limit: budget, left: budget}
 	r := &Release{Source: src, Type: providerType, Version: version}
 	if r.Metadata, err = g.get(ctx, metadataURL, MetadataFile, func(status string) *Error {
-		hint := "check " + fields.Version + " against the project's releases"
+		versionHint := fields.Version + " against the project's releases"
 		if page := src.ReleasesPage(); page != "" {
-			hint += " at " + page
+			versionHint += " at " + page
 		}
-		return newError(ReasonNotReleased, metadataURL, hint, "version %s was never released at %s (%s)", version, metadataURL, status)
+		// GitHub answers 404, not 401, for a private project's files to
+		// a request without credentials it accepts: the 404 cannot tell
+		// an unreleased version from refused credentials.
+		if f.Auth.set() {
+			return newError(ReasonNotReleased, metadataURL,
+				fmt.Sprintf("check the credentials in %s and that they may read this project's releases, and %s", fields.Credentials, versionHint),
+				"version %s was never released at %s (%s), or the host does not accept the credentials sent (%s): hosts such as GitHub answer 404 to them for a private project",
+				version, metadataURL, status, f.Auth.describe())
+		}
+		return newError(ReasonNotReleased, metadataURL,
+			fmt.Sprintf("check %s; if the project's releases are private (hosts such as GitHub then answer 404 without credentials), give credentials with %s", versionHint, fields.Credentials),
+			"version %s was never released at %s (%s)", version, metadataURL, status)
 	}); err != nil {
 		return nil, err
 	}
@@ -329,7 +340,7 @@ func (g *getter) transportError(fileURL string, err error) error {
 	case errors.As(err, &recordHdr):
 		hint = "the host does not speak TLS: check the URL"
 	case errors.Is(err, context.DeadlineExceeded):
-		hint = "the host is too slow or unreachable: retry later"
+		hint = "the host did not answer in time: check that it serves and that the network path from here reaches it (HTTPS_PROXY and NO_PROXY are honoured), or retry later"
 	}
 	// *url.Error repeats the URL, with its query: keep the cause only.
 	var uerr *url.Error

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
@@ -219,6 +220,16 @@ func TestFetchRefusals(t *testing.T) {
 		wantError(t, err, ReasonNotReleased,
 			"version v1.14.99 was never released at https://github.com/kubernetes-sigs/cluster-api/releases/download/v1.14.99/metadata.yaml (HTTP 404 Not Found); check spec.version against the project's releases at https://github.com/kubernetes-sigs/cluster-api/releases")
 	})
+	t.Run("never released, or private: GitHub's 404 to credentials it does not accept", func(t *testing.T) {
+		hosts := releasetest.New(t)
+		serve(hosts, func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "Not Found", http.StatusNotFound) })
+		_, err := (&Fetcher{Transport: hosts.Transport(), Auth: Auth{BearerToken: testToken}}).Fetch(ctx, mustParse(t, base), clusterctltest.Current, "core")
+		wantError(t, err, ReasonNotReleased,
+			"version v1.14.2 was never released at "+metadataURL+" (HTTP 404 Not Found), or the host does not accept the credentials sent (a bearer token): hosts such as GitHub answer 404 to them for a private project; check the credentials in spec.source.release.secretRef and that they may read this project's releases, and spec.version against the project's releases")
+		_, err = (&Fetcher{Transport: hosts.Transport()}).Fetch(ctx, mustParse(t, base), clusterctltest.Current, "core")
+		wantError(t, err, ReasonNotReleased,
+			"version v1.14.2 was never released at "+metadataURL+" (HTTP 404 Not Found); check spec.version against the project's releases; if the project's releases are private (hosts such as GitHub then answer 404 without credentials), give credentials with spec.source.release.secretRef")
+	})
 	t.Run("components file missing", func(t *testing.T) {
 		hosts := releasetest.New(t)
 		hosts.GitHub("kubernetes-sigs", "cluster-api", clusterctltest.Current, files, "")
@@ -370,6 +381,16 @@ func TestFetchRefusals(t *testing.T) {
 		serve(hosts, func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "slow down", http.StatusTooManyRequests) })
 		_, err := (&Fetcher{Transport: hosts.Transport()}).Fetch(ctx, mustParse(t, base), clusterctltest.Current, "core")
 		wantError(t, err, ReasonHTTPError, metadataURL+" answered HTTP 429 Too Many Requests: the host limits the rate of requests")
+	})
+	t.Run("a host that does not answer", func(t *testing.T) {
+		hosts := releasetest.New(t)
+		serve(hosts, func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		_, err := (&Fetcher{Transport: hosts.Transport(), Timeout: 200 * time.Millisecond}).Fetch(ctx, mustParse(t, base), clusterctltest.Current, "core")
+		wantError(t, err, ReasonUnreachable, "fetching "+metadataURL+": context deadline exceeded",
+			"the host did not answer in time: check that it serves and that the network path from here reaches it")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%v does not wrap context.DeadlineExceeded", err)
+		}
 	})
 	t.Run("unknown certificate authority", func(t *testing.T) {
 		hosts := releasetest.New(t)

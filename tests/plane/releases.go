@@ -60,8 +60,13 @@ import (
 //
 // With ReleaseServerOptions.Token the origin behaves like a private
 // repository: without the token every path is 404, as GitHub hides
-// private repositories. The download host never asks for credentials; its
-// URLs are signed.
+// private repositories; Private does the same for one repository of an
+// otherwise public server. The download host never asks for credentials;
+// its URLs are signed.
+//
+// Redirect makes the origin answer one release file's download link with a
+// redirect to any URL instead of its download host: a release host that
+// moved its files, or one a client must not follow.
 type ReleaseServer struct {
 	// Host is host:port of the origin, standing in for github.com.
 	Host string
@@ -121,6 +126,12 @@ type ReleaseRequest struct {
 type releaseRepo struct {
 	id       int
 	releases map[string]map[string]*releaseAsset // tag → file name → asset
+	// token, when set, is the only credential the repository answers to
+	// (Private).
+	token string
+	// redirects are the Locations that replace the download host for some
+	// release files, by tag/file (Redirect).
+	redirects map[string]string
 }
 
 // releaseAsset is one uploaded file. A re-upload is a new asset with a new
@@ -279,12 +290,7 @@ func (h *releaseHost) take() (*http.Server, net.Listener) {
 func (s *ReleaseServer) Publish(owner, repo, tag string, files map[string][]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := strings.ToLower(owner + "/" + repo)
-	r := s.repos[key]
-	if r == nil {
-		r = &releaseRepo{id: 700000000 + len(s.repos), releases: map[string]map[string]*releaseAsset{}}
-		s.repos[key] = r
-	}
+	r := s.repoLocked(owner, repo)
 	assets := r.releases[tag]
 	if assets == nil {
 		assets = map[string]*releaseAsset{}
@@ -307,6 +313,43 @@ func (s *ReleaseServer) Publish(owner, repo, tag string, files map[string][]byte
 		assets[name] = a
 		s.blobs[a.path] = a
 	}
+}
+
+// repoLocked is owner/repo, created empty when missing; s.mu is held.
+func (s *ReleaseServer) repoLocked(owner, repo string) *releaseRepo {
+	key := strings.ToLower(owner + "/" + repo)
+	r := s.repos[key]
+	if r == nil {
+		r = &releaseRepo{id: 700000000 + len(s.repos), releases: map[string]map[string]*releaseAsset{}, redirects: map[string]string{}}
+		s.repos[key] = r
+	}
+	return r
+}
+
+// Private makes owner/repo a private repository whose token is token:
+// the origin answers its paths only to requests carrying it (as
+// ReleaseServerOptions.Token, in place of the server's Token), and 404 to
+// any other request, with or without credentials, as GitHub hides a
+// private repository. The repository is created when missing.
+func (s *ReleaseServer) Private(owner, repo, token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repoLocked(owner, repo).token = token
+}
+
+// Redirect makes the origin answer the download link of file in release
+// tag of owner/repo (and clusterctl's form of it, which leads there) with
+// 302 Found to location instead of a signed URL on the download host,
+// whether or not the file is published; "" restores the download host.
+func (s *ReleaseServer) Redirect(owner, repo, tag, file, location string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repoLocked(owner, repo)
+	if location == "" {
+		delete(r.redirects, tag+"/"+file)
+		return
+	}
+	r.redirects[tag+"/"+file] = location
 }
 
 // PublishDir publishes every regular file of dir (not its subdirectories)

@@ -50,6 +50,10 @@ func (s *ReleaseServer) serveOrigin(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	owner, repo, rest := seg[0], seg[1], seg[3:]
+	if token := s.repoToken(owner, repo); token != "" && !authorizedBy(req, token) {
+		notFound(w)
+		return
+	}
 	switch {
 	case len(rest) == 3 && rest[0] == "download":
 		// releases/download/{tag}/{file}: the download link.
@@ -73,10 +77,15 @@ func (s *ReleaseServer) serveOrigin(w http.ResponseWriter, req *http.Request) {
 func (s *ReleaseServer) redirectToAsset(w http.ResponseWriter, owner, repo, tag, file string) {
 	s.mu.Lock()
 	var asset *releaseAsset
+	var elsewhere string
 	if r := s.repos[strings.ToLower(owner+"/"+repo)]; r != nil {
-		asset = r.releases[tag][file]
+		asset, elsewhere = r.releases[tag][file], r.redirects[tag+"/"+file]
 	}
 	s.mu.Unlock()
+	if elsewhere != "" {
+		found(w, elsewhere)
+		return
+	}
 	if asset == nil {
 		notFound(w)
 		return
@@ -109,9 +118,30 @@ func (s *ReleaseServer) redirectToLatest(w http.ResponseWriter, owner, repo, fil
 	found(w, "https://"+s.Host+"/"+owner+"/"+repo+"/releases/download/"+latestTag+"/"+file)
 }
 
-// authorized tells whether req carries the origin's token.
+// repoToken is the token owner/repo answers to: its own (Private), or
+// the server's.
+func (s *ReleaseServer) repoToken(owner, repo string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.repos[strings.ToLower(owner+"/"+repo)]; r != nil && r.token != "" {
+		return r.token
+	}
+	return s.token
+}
+
+// authorized tells whether req carries the token of the repository its
+// path names (repoToken), or the server's token for any other path.
 func (s *ReleaseServer) authorized(req *http.Request) bool {
-	if s.token == "" {
+	token := s.token
+	if seg := strings.Split(strings.Trim(req.URL.Path, "/"), "/"); len(seg) >= 2 {
+		token = s.repoToken(seg[0], seg[1])
+	}
+	return authorizedBy(req, token)
+}
+
+// authorizedBy tells whether req carries token.
+func authorizedBy(req *http.Request, token string) bool {
+	if token == "" {
 		return false
 	}
 	got := ""
@@ -120,7 +150,7 @@ func (s *ReleaseServer) authorized(req *http.Request) bool {
 	} else if scheme, cred, ok := strings.Cut(req.Header.Get("Authorization"), " "); ok && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "token")) {
 		got = cred
 	}
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // serveDownload answers for the asset host: only signed, unexpired URLs of

@@ -395,3 +395,97 @@ func TestReleaseServerPublishesTheFixtures(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseServerPrivateRepository hides one repository of a public
+// server from requests without its token, wrong tokens included, and
+// leaves the others public.
+func TestReleaseServerPrivateRepository(t *testing.T) {
+	const token = "ghp_private-repository-token-0123"
+	s, client := startReleaseServer(t, ReleaseServerOptions{})
+	files := map[string][]byte{"metadata.yaml": []byte("kind: Metadata\n")}
+	s.Publish("acme", "private-provider", "v1.0.0", files)
+	s.Publish("acme", "public-provider", "v1.0.0", files)
+	s.Private("acme", "private-provider", token)
+	private := s.URL("acme", "private-provider", "v1.0.0", "metadata.yaml")
+	since := time.Now()
+	for _, c := range []struct {
+		name, url string
+		header    http.Header
+		want      int
+	}{
+		{"the private repository without credentials", private, nil, http.StatusNotFound},
+		{"the private repository with a wrong token", private, http.Header{"Authorization": {"Bearer not-the-token"}}, http.StatusNotFound},
+		{"the private repository's latest release with a wrong token", s.URL("acme", "private-provider", "latest", "metadata.yaml"), http.Header{"Authorization": {"Bearer not-the-token"}}, http.StatusNotFound},
+		{"the private repository with its token", private, http.Header{"Authorization": {"Bearer " + token}}, http.StatusOK},
+		{"the public repository without credentials", s.URL("acme", "public-provider", "v1.0.0", "metadata.yaml"), nil, http.StatusOK},
+	} {
+		got := fetch(t, client, http.MethodGet, c.url, c.header)
+		if got.resp.StatusCode != c.want {
+			t.Errorf("%s: %s, want %d", c.name, got.resp.Status, c.want)
+		}
+		if c.want == http.StatusNotFound && string(got.body) != notFoundBody {
+			t.Errorf("%s: body %q, want GitHub's %q", c.name, got.body, notFoundBody)
+		}
+	}
+	var authorized []bool
+	for _, r := range s.Requests(since) {
+		if r.Host == s.Host && strings.Contains(r.Path, "/private-provider/") {
+			authorized = append(authorized, r.Authorized)
+		}
+	}
+	// The accepted request reaches the origin twice (clusterctl's form,
+	// then the download link).
+	if want := []bool{false, false, false, true, true}; fmt.Sprint(authorized) != fmt.Sprint(want) {
+		t.Errorf("Authorized of the private repository's origin requests: %v, want %v", authorized, want)
+	}
+}
+
+// TestReleaseServerRedirectsElsewhere answers one file's download link
+// with a redirect to another host, for clusterctl's form too, and only for
+// that file; "" restores the download host.
+func TestReleaseServerRedirectsElsewhere(t *testing.T) {
+	s, client := startReleaseServer(t, ReleaseServerOptions{})
+	s.Publish("acme", "provider", "v1.0.0", map[string][]byte{
+		"metadata.yaml":                  []byte("kind: Metadata\n"),
+		"infrastructure-components.yaml": []byte("kind: Namespace\n"),
+	})
+	const elsewhere = "https://downloads.example.net/acme/provider/v1.0.0/infrastructure-components.yaml"
+	s.Redirect("acme", "provider", "v1.0.0", "infrastructure-components.yaml", elsewhere)
+	follow := func(u string) string {
+		t.Helper()
+		for range 3 {
+			got := fetch(t, noRedirects(client), http.MethodGet, u, nil)
+			if got.resp.StatusCode != http.StatusFound {
+				t.Fatalf("%s: %s, want 302 Found", u, got.resp.Status)
+			}
+			u = got.resp.Header.Get("Location")
+			if !strings.HasPrefix(u, "https://"+s.Host+"/") {
+				return u
+			}
+		}
+		t.Fatalf("%s: the origin keeps redirecting to itself", u)
+		return ""
+	}
+	for _, u := range []string{
+		s.DownloadURL("acme", "provider", "v1.0.0", "infrastructure-components.yaml"),
+		s.URL("acme", "provider", "v1.0.0", "infrastructure-components.yaml"),
+		s.URL("acme", "provider", "latest", "infrastructure-components.yaml"),
+	} {
+		if got := follow(u); got != elsewhere {
+			t.Errorf("%s leads to %s, want %s", u, got, elsewhere)
+		}
+	}
+	if got := follow(s.URL("acme", "provider", "v1.0.0", "metadata.yaml")); !strings.HasPrefix(got, "https://"+s.DownloadHost+"/") {
+		t.Errorf("metadata.yaml leads to %s, want the download host", got)
+	}
+	// A file never published is redirected too: the host answers for it.
+	s.Redirect("acme", "provider", "v2.0.0", "metadata.yaml", elsewhere)
+	if got := follow(s.DownloadURL("acme", "provider", "v2.0.0", "metadata.yaml")); got != elsewhere {
+		t.Errorf("an unpublished file leads to %s, want %s", got, elsewhere)
+	}
+	s.Redirect("acme", "provider", "v1.0.0", "infrastructure-components.yaml", "")
+	got := fetch(t, client, http.MethodGet, s.URL("acme", "provider", "v1.0.0", "infrastructure-components.yaml"), nil)
+	if got.resp.StatusCode != http.StatusOK || string(got.body) != "kind: Namespace\n" || got.resp.Request.URL.Host != s.DownloadHost {
+		t.Errorf("after Redirect with \"\": %s %q from %s, want the published file from the download host", got.resp.Status, got.body, got.resp.Request.URL.Host)
+	}
+}

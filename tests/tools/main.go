@@ -150,6 +150,15 @@ func components() []component {
 			Render: renderCAPAComponents,
 		},
 		{
+			// The oras CLI, a producer of OCI artifacts that is not
+			// Capwright: the providers suite pushes a provider artifact
+			// with it and installs it unmodified. Its version is compiled
+			// in (internal/version).
+			Name: "oras", Dir: "oras",
+			Packages: []string{"oras.land/oras/cmd/oras"},
+			Outputs:  []string{"oras"},
+		},
+		{
 			// cluster-api-operator, which the install benchmark runs beside
 			// Capwright (`make bench`). Its CRDs have a single version, so the
 			// bases are installed as they are, without the conversion-webhook
