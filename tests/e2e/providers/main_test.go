@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
@@ -27,6 +28,11 @@ var (
 	// manager there.
 	releases *plane.ReleaseServer
 )
+
+// registryTimeout is the manager's --registry-timeout here: shorter than
+// the default (2m), so that a release host that does not answer is given
+// up on within the test's patience.
+const registryTimeout = 30 * time.Second
 
 func TestMain(m *testing.M) {
 	os.Exit(framework.RunSuite(m, plane.Options{AuditLog: true}, func(ctx context.Context, p *plane.Plane) error {
@@ -52,6 +58,7 @@ func TestMain(m *testing.M) {
 		}
 		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
 			"--resync-interval=30s",
+			"--registry-timeout=" + registryTimeout.String(),
 			"--events-addr=" + notification.EventsURL,
 			"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 			"--insecure-registry=" + p.Registry.Host,

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/provider"
 )
 
 // releaseOwner is the GitHub owner of the small test releases the stand-in
@@ -212,7 +211,7 @@ func TestReleaseHostHangs(t *testing.T) {
 	defer deleteAndWait(t, ctx, c, first)
 	requestReconcile(t, ctx, c, core)
 
-	timeout := provider.DefaultRegistryTimeout
+	timeout := registryTimeout
 	waitCondition(t, ctx, c, core, v1alpha1.ArtifactResolvedCondition, metav1.ConditionTrue, v1alpha1.ReleaseUnreachableReason, timeout+time.Minute)
 	msg := conditionMessage(core, v1alpha1.ArtifactResolvedCondition)
 	t.Logf("installed core, host hanging: ArtifactResolved True, ReleaseUnreachable: %s", msg)
