@@ -2,6 +2,7 @@ package convert
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -13,6 +14,18 @@ import (
 // when the operator fetched from clusterctl's list.
 func convertSource(in *OperatorProvider, providerType string, spec *v1alpha1.ProviderSpec, fs *findings) {
 	fc := in.Spec.FetchConfig
+	if fc != nil {
+		var set []string
+		for name, on := range map[string]bool{"url": fc.URL != "", "oci": fc.OCI != "", "selector": fc.Selector != nil} {
+			if on {
+				set = append(set, name)
+			}
+		}
+		if len(set) > 1 {
+			slices.Sort(set)
+			fs.attention("spec.fetchConfig", "sets %s: the operator's API takes exactly one (its API server refuses the CR); converted from the first of url, oci, selector: check which source the provider really comes from", strings.Join(set, " and "))
+		}
+	}
 	switch {
 	case fc == nil || (fc.URL == "" && fc.OCI == "" && fc.Selector == nil):
 		convertCatalogSource(in, providerType, fs)
