@@ -189,7 +189,7 @@ func convertConfigSecret(in *OperatorProvider, spec *v1alpha1.ProviderSpec, fs *
 	if ref.Namespace != "" && ref.Namespace != in.Namespace {
 		fs.attention("spec.configSecret.namespace", "the Secret %s/%s is in another namespace than the provider (%s); Flux reads substitution Secrets from the provider's namespace only (Capwright refuses others: ConfigSecretNotAllowed). Copy the Secret into %s; the converted CR names it there", ref.Namespace, ref.Name, in.Namespace, in.Namespace)
 	}
-	fs.note("spec.configSecret", "kept: its keys are clusterctl variables for both. The operator also reads from it, and Capwright does not: an `images` key (clusterctl image overrides: write them as spec.images), OCI_USERNAME/OCI_PASSWORD/OCI_ACCESS_TOKEN/OCI_REFRESH_TOKEN (registry credentials: a kubernetes.io/dockerconfigjson Secret in spec.source.oci.secretRef) and github-token/GITHUB_TOKEN and gitlab-access-token (release host tokens: a Secret with key token in spec.source.release.secretRef). The converter did not read the Secret: check its keys")
+	fs.note("spec.configSecret", "kept: its keys are clusterctl variables for both. Keys the operator reads for itself do nothing under Capwright: images (clusterctl image overrides: write them as spec.images), OCI_USERNAME, OCI_PASSWORD, OCI_ACCESS_TOKEN, OCI_REFRESH_TOKEN (a kubernetes.io/dockerconfigjson Secret in spec.source.oci.secretRef), github-token, gitlab-access-token (key token of a Secret in spec.source.release.secretRef). The Secret was not read: check its keys")
 }
 
 // convertAdditionalManifests maps spec.additionalManifests to the same
