@@ -22,6 +22,8 @@ const (
 	exitAuth     = 4
 	exitNetwork  = 5
 	exitContract = 6
+	// exitAttention: convert wrote its CRs, but fields need a human.
+	exitAttention = 7
 )
 
 // usageError is a bad command line or bad input file.
@@ -53,10 +55,13 @@ func exitCode(err error) int {
 		netErr      net.Error
 		opErr       *net.OpError
 		fromRelease *providerrelease.Error
+		attention   attentionError
 	)
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &attention):
+		return exitAttention
 	case errors.As(err, &fromRelease):
 		return releaseExitCode(fromRelease.Reason)
 	case errors.As(err, &usage), errors.As(err, &release):

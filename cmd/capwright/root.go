@@ -97,7 +97,9 @@ Exit codes:
   4  the registry refused the credentials (HTTP 401/403)
   5  connection or TLS failure (also --plain-http to a TLS registry)
   6  the artifact breaks the provider artifact contract (layout, size,
-     unsafe tar entries, annotations contradicting its tag)`,
+     unsafe tar entries, annotations contradicting its tag)
+  7  convert: the CRs were converted, but some fields need a human (see
+     its report)`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
