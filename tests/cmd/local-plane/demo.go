@@ -23,14 +23,17 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 )
 
-// demo is Capwright's main job on the local plane: it publishes the real
-// Cluster API core, kubeadm bootstrap and kubeadm control plane providers to
-// the plane's registry (standing in as the mirror of registry.k8s.io),
-// applies the provider CRs a platform engineer would commit, waits until
-// Flux installed them, then gives a tenant a stack on two workload clusters
-// (each its own etcd + kube-apiserver, registered as CAPI Clusters), prints
-// the status of both and stops. CAPWRIGHT_DEMO_KEEP=1 keeps the plane up
-// until Ctrl-C.
+// demo is Capwright's main job on the local plane: it serves the real
+// Cluster API core, kubeadm bootstrap and kubeadm control plane releases
+// from the plane's stand-in for github.com, applies the provider CRs a
+// platform engineer would commit (only spec.version: the catalog names
+// their GitHub release, a mirror rule sends the manager to the stand-in),
+// waits until Flux installed them, then gives a tenant a stack on two
+// workload clusters (each its own etcd + kube-apiserver, registered as CAPI
+// Clusters), creates a Cluster whose control plane is a chart, prints the
+// status of each and stops. CAPWRIGHT_DEMO_KEEP=1 keeps the plane up until
+// Ctrl-C. tests/e2e/demo runs `make demo` and reads this output: change
+// both together.
 func demo(_ []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -59,7 +62,8 @@ func demo(_ []string) error {
 	if err := os.WriteFile(caFile, releases.CACertPEM, 0o600); err != nil {
 		return err
 	}
-	fmt.Printf("demo: Cluster API %s releases served in GitHub's layout by the plane's stand-in for github.com at %s\n", plane.CAPIVersion, releases.Host)
+	fmt.Printf("demo: Cluster API %s releases served in GitHub's layout by the plane's stand-in for github.com at %s (downloads redirected to %s)\n",
+		plane.CAPIVersion, releases.Host, releases.DownloadHost)
 	providers := []v1alpha1.Provider{
 		// ClusterTopology: the demo's last Cluster comes from a ClusterClass.
 		&v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"},
@@ -151,6 +155,16 @@ func printProviders(providers []v1alpha1.Provider) {
 		}
 		fmt.Fprintf(w, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\n", reflect.TypeOf(pr).Elem().Name(), pr.GetNamespace(), pr.GetName(),
 			pr.GetSpec().Version, s.InstalledVersion, s.Contract, ready, art)
+	}
+	fmt.Fprintln(w, "\nPROVIDER\tRELEASE\tFILE\tFETCHED FROM\t")
+	for _, pr := range providers {
+		s := pr.GetStatus()
+		if s.Artifact == nil {
+			continue
+		}
+		for _, f := range s.Artifact.Files {
+			fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t\n", pr.GetNamespace(), pr.GetName(), s.Artifact.URL, f.Name, f.URL)
+		}
 	}
 	fmt.Fprintln(w, "\nFLUX OBJECT\tREADY\t")
 	for _, pr := range providers {
