@@ -138,7 +138,7 @@ fuzz: ## Fuzz every parser of untrusted input, FUZZ_TIME each (default 10m); fin
 	done
 
 .PHONY: bench
-bench: tools ## Benchmarks: pure packages, the CLI, a Tenant change on 20 clusters, and the three CAPI providers installed by Capwright, bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side.
+bench: tools ## Benchmarks: pure packages, the CLI, a Tenant change on 20 clusters, and the three CAPI providers installed by Capwright (from OCI and from release URLs), bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side.
 	$(GO) -C tests/tools run . -bin $(BIN) capi-operator
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./cmd/capwright/

@@ -188,7 +188,7 @@ var checkedOnThePlane = map[string]string{
 // guides link exists.
 func TestInstallGuideNamesExistingExamples(t *testing.T) {
 	link := regexp.MustCompile(`examples/[A-Za-z0-9_./-]+\.yaml`)
-	for _, guide := range []string{"docs/install.md", "docs/airgap.md", "docs/alerts.md", "README.md"} {
+	for _, guide := range []string{"docs/install.md", "docs/airgap.md", "docs/alerts.md", "docs/quickstart.md", "README.md"} {
 		data, err := os.ReadFile(filepath.Join(repoRoot, guide))
 		if err != nil {
 			t.Fatal(err)

@@ -1,7 +1,10 @@
 // Command install-bench installs the real Cluster API core, kubeadm
 // bootstrap and kubeadm control plane providers side by side on the local
-// plane through Capwright, bare Flux (a hand-written OCIRepository and
-// Kustomization per provider), bare Flux whose Kustomizations carry what
+// plane through Capwright (from OCI artifacts, and "capwright-release" from
+// their GitHub release URLs through the plane's stand-in for github.com,
+// compared with each other against a 1.1× target), bare Flux (a
+// hand-written OCIRepository and Kustomization per provider), bare Flux
+// whose Kustomizations carry what
 // Capwright's carry for clusterctl's contract ("flux+contract": Flux's own
 // share of Capwright's time), Capwright's own rendered Flux objects applied
 // with no manager running ("flux+capwright-objects": what the manager's
@@ -14,7 +17,7 @@
 //
 // Every run of every system gets a fresh plane and the same procedure:
 // publish v1.13.6 and v1.14.2 of the three providers to the plane's
-// registry, start the system's controller and let it settle, apply the
+// registry (or, for capwright-release, the stand-in for github.com), start the system's controller and let it settle, apply the
 // three objects at once and stop the clock when all
 // three are Ready (first install), count the API writes of the install
 // from the audit log, ask for a reconcile of everything and count the
@@ -134,7 +137,7 @@ func main() {
 	flag.BoolVar(&showWatchEvents, "watch-events", false, "print the watch events (count and bytes, by resource) the API server sent during each upgrade")
 	flag.BoolVar(&showWrites, "writes", false, "print what the system's own controller wrote during each install, by verb and resource")
 	flag.StringVar(&profileDir, "profile", "", "directory to write Capwright's manager CPU profile of each upgrade to (upgrade-<run>.pprof)")
-	only := flag.String("systems", "capwright,flux,flux+contract,flux+capwright-objects,cluster-api-operator", "systems to run, comma-separated; flux+capwright-objects+idle-manager (Capwright's objects with an idle manager beside them) is also known")
+	only := flag.String("systems", "capwright,capwright-release,flux,flux+contract,flux+capwright-objects,cluster-api-operator", "systems to run, comma-separated; flux+capwright-objects+idle-manager (Capwright's objects with an idle manager beside them) is also known; -systems capwright,capwright-release compares only the release and OCI paths")
 	flag.Parse()
 	if err := run(*runs, strings.Split(*only, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "install-bench:", err)
@@ -145,13 +148,13 @@ func main() {
 func run(runs int, names []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
 	defer cancel()
-	all := map[string]system{"capwright": &capwright{}, "flux": &bareFlux{}, "flux+contract": &bareFlux{contract: true}, "cluster-api-operator": &operator{}, "flux+capwright-objects": &capwrightObjects{},
+	all := map[string]system{"capwright": &capwright{}, "capwright-release": &capwright{releases: true}, "flux": &bareFlux{}, "flux+contract": &bareFlux{contract: true}, "cluster-api-operator": &operator{}, "flux+capwright-objects": &capwrightObjects{},
 		"flux+capwright-objects+idle-manager": &idleManager{capwrightObjects: &capwrightObjects{}}}
 	var systems []system
 	for _, n := range names {
 		s, ok := all[strings.TrimSpace(n)]
 		if !ok {
-			return fmt.Errorf("unknown system %q; choose among capwright, flux, flux+contract, flux+capwright-objects, flux+capwright-objects+idle-manager, cluster-api-operator", n)
+			return fmt.Errorf("unknown system %q; choose among capwright, capwright-release, flux, flux+contract, flux+capwright-objects, flux+capwright-objects+idle-manager, cluster-api-operator", n)
 		}
 		systems = append(systems, s)
 	}
@@ -187,6 +190,11 @@ func runOnce(ctx context.Context, s system) (result, error) {
 		return res, err
 	}
 	defer func() { _ = p.Stop() }()
+	// What a system starts beside the plane for one run (the stand-in for
+	// github.com) stops with it.
+	if c, ok := s.(io.Closer); ok {
+		defer func() { _ = c.Close() }()
+	}
 	cfg, err := p.UserConfig(benchUser, "system:masters")
 	if err != nil {
 		return res, err
@@ -717,9 +725,14 @@ func report(systems []system, results map[string][]result) {
 		fmt.Fprintf(tw, "%s\t%s\n", s.Name(), strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
-	if rs := results["capwright"]; len(rs) > 0 {
-		fmt.Println("\nCapwright's own timeline, medians (seconds since the manager first saw the generation; Flux works from written to healthy);")
-		fmt.Println("manager = its share of the path (seen to written, healthy to ready), Flux = written to healthy:")
+	releaseVsOCI(results)
+	for _, name := range []string{"capwright", "capwright-release"} {
+		rs := results[name]
+		if len(rs) == 0 {
+			continue
+		}
+		fmt.Printf("\n%s: the manager's own timeline, medians (seconds since the manager first saw the generation; Flux works from written to healthy);\n", name)
+		fmt.Println("manager = its share of the path (seen to written, healthy to ready; from a release, written includes fetching its files), Flux = written to healthy:")
 		for _, phase := range []struct {
 			name string
 			get  func(result) map[string]map[string]float64
@@ -771,4 +784,48 @@ func conditionTrue(conds []metav1.Condition, t string, generation int64) (bool, 
 		return false, "no " + t + " condition"
 	}
 	return c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation, fmt.Sprintf("%s=%s %s: %s", t, c.Status, c.Reason, c.Message)
+}
+
+// releaseVsOCI compares the first install (and the upgrade, also a first
+// fetch of its version) from release URLs with the same from OCI
+// artifacts: medians, spread (min–max) and ratios, the ratio of medians
+// and the median of per-round ratios (runs alternate, so a round's two
+// runs saw the same machine). The target is within 1.1×.
+func releaseVsOCI(results map[string][]result) {
+	oci, rel := results["capwright"], results["capwright-release"]
+	if len(oci) == 0 || len(rel) == 0 {
+		return
+	}
+	fmt.Println("\nCapwright from GitHub release URLs (the plane's stand-in for github.com, GitHub's redirect) vs from OCI artifacts (the plane's registry), same three providers:")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "system	runs	install s: median (min–max)	upgrade s: median (min–max)")
+	spread := func(rs []result, f func(result) float64) string {
+		v := collect(rs, f)
+		return fmt.Sprintf("%.2f (%.2f–%.2f)", median(v), slices.Min(v), slices.Max(v))
+	}
+	install := func(r result) float64 { return r.Install.Seconds() }
+	upgrade := func(r result) float64 { return r.Upgrade.Seconds() }
+	for _, x := range []struct {
+		name string
+		rs   []result
+	}{{"capwright (OCI)", oci}, {"capwright-release", rel}} {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", x.name, len(x.rs), spread(x.rs, install), spread(x.rs, upgrade))
+	}
+	_ = tw.Flush()
+	var perInstall, perUpgrade []float64
+	for i := range min(len(oci), len(rel)) {
+		perInstall = append(perInstall, rel[i].Install.Seconds()/oci[i].Install.Seconds())
+		perUpgrade = append(perUpgrade, rel[i].Upgrade.Seconds()/oci[i].Upgrade.Seconds())
+	}
+	verdict := func(r float64) string {
+		if r <= 1.1 {
+			return "within 1.1×"
+		}
+		return "OVER 1.1×"
+	}
+	ri := median(collect(rel, install)) / median(collect(oci, install))
+	ru := median(collect(rel, upgrade)) / median(collect(oci, upgrade))
+	fmt.Printf("release / OCI, ratio of medians: install %.2f× (%s), upgrade %.2f× (%s)\n", ri, verdict(ri), ru, verdict(ru))
+	fmt.Printf("release / OCI, per round: install %.2f× median (%.2f–%.2f), upgrade %.2f× median (%.2f–%.2f)\n",
+		median(perInstall), slices.Min(perInstall), slices.Max(perInstall), median(perUpgrade), slices.Min(perUpgrade), slices.Max(perUpgrade))
 }

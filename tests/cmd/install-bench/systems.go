@@ -44,31 +44,82 @@ func releaseDir(p *plane.Plane, version string) string {
 	return filepath.Dir(p.CAPIComponentsPath(version, "metadata.yaml"))
 }
 
-// capwright installs the providers from the catalog through a registry
-// mirror, as at an air-gapped site, with the manager the working tree
-// builds.
+// capwright installs the providers with only spec.version, through the
+// catalog, with the manager the working tree builds: from OCI artifacts in
+// the plane's registry through a registry mirror rule, as at an
+// air-gapped site that mirrored them; or, with releases, from their GitHub
+// releases as clusterctl installs them, served by the plane's stand-in for
+// github.com in GitHub's layout and redirect, through the mirror rule
+// github.com=https://<stand-in> (as tests/e2e/providers and make demo).
 type capwright struct {
 	// metrics is the running manager's metrics endpoint.
 	metrics string
+	// releases installs from release URLs instead of OCI artifacts.
+	releases bool
+	// server is the run's stand-in for github.com (releases only).
+	server *plane.ReleaseServer
 }
 
-func (capwright) Name() string { return "capwright" }
-func (capwright) User() string { return plane.CapwrightUser }
+func (cw *capwright) Name() string {
+	if cw.releases {
+		return "capwright-release"
+	}
+	return "capwright"
+}
 
-func (capwright) Publish(ctx context.Context, p *plane.Plane, version string) error {
-	for _, pt := range providers {
-		if _, err := framework.PublishCAPIProvider(ctx, p.Registry.Host, releaseDir(p, version), pt.Type, pt.Name, version); err != nil {
+func (*capwright) User() string { return plane.CapwrightUser }
+
+func (cw *capwright) Publish(ctx context.Context, p *plane.Plane, version string) error {
+	if !cw.releases {
+		for _, pt := range providers {
+			if _, err := framework.PublishCAPIProvider(ctx, p.Registry.Host, releaseDir(p, version), pt.Type, pt.Name, version); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if cw.server == nil {
+		s, err := plane.StartReleaseServer(plane.ReleaseServerOptions{})
+		if err != nil {
 			return err
 		}
+		cw.server = s
 	}
-	return nil
+	// The same files the OCI artifacts hold, as the release of
+	// kubernetes-sigs/cluster-api at that tag.
+	return cw.server.PublishDir("kubernetes-sigs", "cluster-api", version, releaseDir(p, version))
+}
+
+// Close stops the run's stand-in for github.com.
+func (cw *capwright) Close() error {
+	if cw.server == nil {
+		return nil
+	}
+	err := cw.server.Close()
+	cw.server = nil
+	return err
 }
 
 func (cw *capwright) Start(ctx context.Context, p *plane.Plane) (int, error) {
-	m, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
+	opts := plane.CapwrightOptions{Args: []string{
 		"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 		"--insecure-registry=" + p.Registry.Host,
-	}})
+	}}
+	if cw.releases {
+		// No mirror rule for registry.k8s.io: the catalog sends the
+		// providers to their GitHub release, the rule for github.com to
+		// the stand-in, whose certificate the manager trusts as it
+		// trusts GitHub's.
+		caFile := filepath.Join(p.RunDir, "release-ca.pem")
+		if err := os.WriteFile(caFile, cw.server.CACertPEM, 0o600); err != nil {
+			return 0, err
+		}
+		opts = plane.CapwrightOptions{Args: []string{
+			"--registry-mirror=github.com=https://" + cw.server.Host,
+			"--release-redirect-host=" + cw.server.DownloadHost,
+		}, Env: []string{"SSL_CERT_FILE=" + caFile}}
+	}
+	m, err := p.StartCapwright(ctx, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -95,7 +146,7 @@ func capwrightObject(pt providerSpec) v1alpha1.Provider {
 	}
 }
 
-func (capwright) Apply(ctx context.Context, c client.Client, version string) error {
+func (*capwright) Apply(ctx context.Context, c client.Client, version string) error {
 	for _, pt := range providers {
 		obj := capwrightObject(pt)
 		err := c.Get(ctx, client.ObjectKeyFromObject(obj.(client.Object)), obj.(client.Object))
@@ -122,7 +173,7 @@ func (capwright) Apply(ctx context.Context, c client.Client, version string) err
 	return nil
 }
 
-func (capwright) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
+func (*capwright) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
 	obj := capwrightObject(pt)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj.(client.Object)), obj.(client.Object)); err != nil {
 		return false, err.Error()
@@ -131,7 +182,7 @@ func (capwright) Ready(ctx context.Context, c client.Client, pt providerSpec, ve
 	return ok && obj.GetStatus().InstalledVersion == version, msg
 }
 
-func (capwright) RequestReconcile(ctx context.Context, c client.Client) error {
+func (*capwright) RequestReconcile(ctx context.Context, c client.Client) error {
 	for _, pt := range providers {
 		if err := requestAnnotation(ctx, c, capwrightObject(pt).(client.Object)); err != nil {
 			return err
@@ -162,7 +213,7 @@ func (bareFlux) User() string                                     { return "" }
 func (bareFlux) Start(context.Context, *plane.Plane) (int, error) { return 0, nil }
 func (b bareFlux) Publish(ctx context.Context, p *plane.Plane, version string) error {
 	fluxRegistry = p.Registry.Host
-	return capwright{}.Publish(ctx, p, version)
+	return (&capwright{}).Publish(ctx, p, version)
 }
 
 // fluxRegistry is the plane's registry host of the current run.

@@ -28,11 +28,15 @@ import (
 // demo is Capwright's main job on the local plane: it serves the real
 // Cluster API core, kubeadm bootstrap and kubeadm control plane releases
 // from the plane's stand-in for github.com, applies the provider CRs a
-// platform engineer would commit (the core provider is the README's first
-// YAML, as written), waits until Flux installed them, then gives a tenant a stack on two workload clusters
-// (each its own etcd + kube-apiserver, registered as CAPI Clusters), prints
-// the status of both and stops. CAPWRIGHT_DEMO_KEEP=1 keeps the plane up
-// until Ctrl-C.
+// platform engineer would commit (only spec.version: the catalog names
+// their GitHub release, a mirror rule sends the manager to the stand-in;
+// the core provider is the README's first YAML, as written), waits until
+// Flux installed them, then gives a tenant a stack on two workload
+// clusters (each its own etcd + kube-apiserver, registered as CAPI
+// Clusters), creates a Cluster whose control plane is a chart, prints the
+// status of each and stops. CAPWRIGHT_DEMO_KEEP=1 keeps the plane up until
+// Ctrl-C. tests/e2e/demo runs `make demo` and reads this output: change
+// both together.
 func demo(_ []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -61,7 +65,8 @@ func demo(_ []string) error {
 	if err := os.WriteFile(caFile, releases.CACertPEM, 0o600); err != nil {
 		return err
 	}
-	fmt.Printf("demo: Cluster API %s releases served in GitHub's layout by the plane's stand-in for github.com at %s\n", plane.CAPIVersion, releases.Host)
+	fmt.Printf("demo: Cluster API %s releases served in GitHub's layout by the plane's stand-in for github.com at %s (downloads redirected to %s)\n",
+		plane.CAPIVersion, releases.Host, releases.DownloadHost)
 	core, err := readmeCoreProvider(filepath.Join(p.RepoRoot(), "README.md"))
 	if err != nil {
 		return err
@@ -160,6 +165,16 @@ func printProviders(providers []v1alpha1.Provider) {
 		}
 		fmt.Fprintf(w, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\n", reflect.TypeOf(pr).Elem().Name(), pr.GetNamespace(), pr.GetName(),
 			pr.GetSpec().Version, s.InstalledVersion, s.Contract, ready, art)
+	}
+	fmt.Fprintln(w, "\nPROVIDER\tRELEASE\tFILE\tFETCHED FROM\t")
+	for _, pr := range providers {
+		s := pr.GetStatus()
+		if s.Artifact == nil {
+			continue
+		}
+		for _, f := range s.Artifact.Files {
+			fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t\n", pr.GetNamespace(), pr.GetName(), s.Artifact.URL, f.Name, f.URL)
+		}
 	}
 	fmt.Fprintln(w, "\nFLUX OBJECT\tREADY\t")
 	for _, pr := range providers {

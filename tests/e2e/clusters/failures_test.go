@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
@@ -47,13 +48,17 @@ func TestBadInputAndFailingBackendsAreReported(t *testing.T) {
 	if err := framework.CreateWithRetry(ctx, c, cluster); err != nil {
 		t.Fatal(err)
 	}
+	// The controllers write the object meanwhile (its status, Cluster
+	// API's labels): a change is applied to what is current.
 	update := func(change func(*clustersv1alpha1.CapwrightControlPlane)) {
 		t.Helper()
-		if err := c.Get(ctx, key, cp); err != nil {
-			t.Fatal(err)
-		}
-		change(cp)
-		if err := c.Update(ctx, cp); err != nil {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, key, cp); err != nil {
+				return err
+			}
+			change(cp)
+			return c.Update(ctx, cp)
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
