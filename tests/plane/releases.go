@@ -437,3 +437,41 @@ func (s *ReleaseServer) Close() error {
 	s.Answer()
 	return errors.Join(s.origin.close(), s.download.close())
 }
+
+// ManagerSettings are the manager arguments and environment that make it
+// take the stand-in for github.com, as a manager that reaches GitHub
+// would take GitHub: the mirror rule github.com=https://<Host>, the
+// stand-in's download host allowed as a redirect target, and its CA
+// trusted (written to dir/release-ca.pem, named by SSL_CERT_FILE).
+func (s *ReleaseServer) ManagerSettings(dir string) (args, env []string, err error) {
+	caFile, err := s.WriteCA(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []string{
+		"--registry-mirror=github.com=https://" + s.Host,
+		"--release-redirect-host=" + s.DownloadHost,
+	}, []string{"SSL_CERT_FILE=" + caFile}, nil
+}
+
+// WriteCA writes the stand-in's certificate authority to
+// dir/release-ca.pem, for a client that trusts it as it trusts GitHub's,
+// and returns the file's path.
+func (s *ReleaseServer) WriteCA(dir string) (string, error) {
+	caFile := filepath.Join(dir, "release-ca.pem")
+	return caFile, os.WriteFile(caFile, s.CACertPEM, 0o600)
+}
+
+// StartFixtureReleases starts a stand-in for github.com serving the real
+// releases make fixtures rendered into binDir/fixtures (PublishFixtures).
+func StartFixtureReleases(binDir string) (*ReleaseServer, error) {
+	s, err := StartReleaseServer(ReleaseServerOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.PublishFixtures(binDir); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}

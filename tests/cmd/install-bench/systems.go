@@ -110,14 +110,11 @@ func (cw *capwright) Start(ctx context.Context, p *plane.Plane) (int, error) {
 		// providers to their GitHub release, the rule for github.com to
 		// the stand-in, whose certificate the manager trusts as it
 		// trusts GitHub's.
-		caFile := filepath.Join(p.RunDir, "release-ca.pem")
-		if err := os.WriteFile(caFile, cw.server.CACertPEM, 0o600); err != nil {
+		args, env, err := cw.server.ManagerSettings(p.RunDir)
+		if err != nil {
 			return 0, err
 		}
-		opts = plane.CapwrightOptions{Args: []string{
-			"--registry-mirror=github.com=https://" + cw.server.Host,
-			"--release-redirect-host=" + cw.server.DownloadHost,
-		}, Env: []string{"SSL_CERT_FILE=" + caFile}}
+		opts = plane.CapwrightOptions{Args: args, Env: env}
 	}
 	m, err := p.StartCapwright(ctx, opts)
 	if err != nil {

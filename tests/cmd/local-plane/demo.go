@@ -53,16 +53,13 @@ func demo(_ []string) error {
 	// The providers come from their GitHub releases, as on a management
 	// cluster that reaches github.com: the plane's stand-in for it serves
 	// the real releases, and a mirror rule sends the manager there.
-	releases, err := plane.StartReleaseServer(plane.ReleaseServerOptions{})
+	releases, err := plane.StartFixtureReleases(filepath.Join(p.RepoRoot(), "bin"))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = releases.Close() }()
-	if err := releases.PublishFixtures(filepath.Join(p.RepoRoot(), "bin")); err != nil {
-		return err
-	}
-	caFile := filepath.Join(p.RunDir, "release-ca.pem")
-	if err := os.WriteFile(caFile, releases.CACertPEM, 0o600); err != nil {
+	releaseArgs, releaseEnv, err := releases.ManagerSettings(p.RunDir)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("demo: Cluster API %s releases served in GitHub's layout by the plane's stand-in for github.com at %s (downloads redirected to %s)\n",
@@ -91,7 +88,7 @@ func demo(_ []string) error {
 		}
 		fmt.Printf("demo: workload cluster %s registered as CAPI Cluster %s/%s\n", w.Name, cluster.GetNamespace(), cluster.GetName())
 	}
-	if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: releaseArgs(releases), Env: []string{"SSL_CERT_FILE=" + caFile}}); err != nil {
+	if _, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: releaseArgs, Env: releaseEnv}); err != nil {
 		return err
 	}
 	c, err := framework.NewClient(p.Config)
@@ -183,16 +180,6 @@ func printProviders(providers []v1alpha1.Provider) {
 		}
 	}
 	_ = w.Flush()
-}
-
-// releaseArgs send the manager's requests for github.com to the plane's
-// stand-in for it, and allow its redirect to its download host, as GitHub
-// redirects to its own.
-func releaseArgs(r *plane.ReleaseServer) []string {
-	return []string{
-		"--registry-mirror=github.com=https://" + r.Host,
-		"--release-redirect-host=" + r.DownloadHost,
-	}
 }
 
 // mirrorArgs make the plane's registry the mirror of the Cluster API

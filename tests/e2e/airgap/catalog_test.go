@@ -88,8 +88,8 @@ func TestMirrorProvidersByCatalogName(t *testing.T) {
 		}
 		releases.Publish(fr.release.Owner, fr.release.Repo, fr.version, files)
 	}
-	caFile := filepath.Join(t.TempDir(), "release-ca.pem")
-	if err := os.WriteFile(caFile, releases.CACertPEM, 0o600); err != nil {
+	caFile, err := releases.WriteCA(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
 

@@ -39,24 +39,19 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		var err error
-		if releases, err = plane.StartReleaseServer(plane.ReleaseServerOptions{}); err != nil {
+		if releases, err = plane.StartFixtureReleases(filepath.Join(p.RepoRoot(), "bin")); err != nil {
 			return err
 		}
-		if err := releases.PublishFixtures(filepath.Join(p.RepoRoot(), "bin")); err != nil {
+		releaseArgs, releaseEnv, err := releases.ManagerSettings(p.RunDir)
+		if err != nil {
 			return err
 		}
-		caFile := filepath.Join(p.RunDir, "release-ca.pem")
-		if err := os.WriteFile(caFile, releases.CACertPEM, 0o600); err != nil {
-			return err
-		}
-		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
+		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: append([]string{
 			"--resync-interval=" + resync,
 			"--registry-timeout=" + registryTimeout,
 			"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 			"--insecure-registry=" + p.Registry.Host,
-			"--registry-mirror=github.com=https://" + releases.Host,
-			"--release-redirect-host=" + releases.DownloadHost,
-		}, Env: []string{"SSL_CERT_FILE=" + caFile}})
+		}, releaseArgs...), Env: releaseEnv})
 		return err
 	}, func(p *plane.Plane) { env = p }))
 }

@@ -45,26 +45,20 @@ func TestMain(m *testing.M) {
 		if notification, err = framework.StartNotification(ctx, p); err != nil {
 			return err
 		}
-		if releases, err = plane.StartReleaseServer(plane.ReleaseServerOptions{}); err != nil {
+		if releases, err = plane.StartFixtureReleases(filepath.Join(p.RepoRoot(), "bin")); err != nil {
 			return err
 		}
-		if err := releases.PublishFixtures(filepath.Join(p.RepoRoot(), "bin")); err != nil {
+		releaseArgs, releaseEnv, err := releases.ManagerSettings(p.RunDir)
+		if err != nil {
 			return err
 		}
-		// The manager trusts the stand-in's CA as it would trust GitHub's.
-		caFile := filepath.Join(p.RunDir, "release-ca.pem")
-		if err := os.WriteFile(caFile, releases.CACertPEM, 0o600); err != nil {
-			return err
-		}
-		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
+		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: append([]string{
 			"--resync-interval=30s",
 			"--registry-timeout=" + registryTimeout.String(),
 			"--events-addr=" + notification.EventsURL,
 			"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 			"--insecure-registry=" + p.Registry.Host,
-			"--registry-mirror=github.com=https://" + releases.Host,
-			"--release-redirect-host=" + releases.DownloadHost,
-		}, Env: []string{"SSL_CERT_FILE=" + caFile}})
+		}, releaseArgs...), Env: releaseEnv})
 		return err
 	}, func(p *plane.Plane) { env = p }))
 }
