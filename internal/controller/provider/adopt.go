@@ -8,6 +8,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,17 +61,19 @@ type installationsMemo struct {
 
 type installationsRead struct {
 	generation int64
+	request    string
 	at         time.Time
 	found      []providerplan.Installation
 }
 
 // installations are the provider's installations tools recorded, in any
 // namespace (providerplan.Facts.Installations), read at most once a
-// minute per generation.
+// minute per generation and reconcile request.
 func (r *Reconciler) installations(ctx context.Context, obj v1alpha1.Provider) ([]providerplan.Installation, error) {
+	request := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]
 	if v, ok := r.installationsRead.m.Load(obj.GetUID()); ok {
 		read := v.(installationsRead)
-		if read.generation == obj.GetGeneration() && time.Since(read.at) < min(time.Minute, r.resyncInterval(obj)/2) {
+		if read.generation == obj.GetGeneration() && read.request == request && time.Since(read.at) < min(time.Minute, r.resyncInterval(obj)/2) {
 			return read.found, nil
 		}
 	}
@@ -78,7 +81,7 @@ func (r *Reconciler) installations(ctx context.Context, obj v1alpha1.Provider) (
 	if err != nil {
 		return nil, err
 	}
-	r.installationsRead.m.Store(obj.GetUID(), installationsRead{generation: obj.GetGeneration(), at: time.Now(), found: found})
+	r.installationsRead.m.Store(obj.GetUID(), installationsRead{generation: obj.GetGeneration(), request: request, at: time.Now(), found: found})
 	return found, nil
 }
 
