@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact/registrytest"
@@ -290,3 +291,45 @@ func TestNonCoreProviderSaysWhyTheCoreIsRefused(t *testing.T) {
 	}
 }
 
+// TestAdoptedCoreKeepsTheContractCheck: the core adopted from clusterctl
+// passes its preflight with the contract of its own checked release, and
+// a provider whose contract that core cannot work with is refused
+// (IncompatibleContract) before anything of it is applied, as under a
+// core Capwright installed.
+func TestAdoptedCoreKeepsTheContractCheck(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	coreArt := pushCore(t, reg, "v1.14.2", "v1beta2")
+	dockerArt := pushDocker(t, reg, "v1.14.2", "v1alpha4")
+	core := coreProvider(coreArt.URL, "v1.14.2")
+	docker := dockerProvider(dockerArt.URL, "v1.14.2")
+	docker.Spec.Variables = map[string]string{"DOCKER_TOKEN": "t", "DOCKER_REGION": "r"}
+	env := newFakeEnv(t, kindFor(core), clusterctlInventory("capi-system", "v1.14.2"), liveDeployment(nil), core, docker)
+	env.r.CorePreflights = NewCorePreflights()
+	if _, err := env.reconcile(core); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(env.get(core), v1alpha1.CompatibleCondition); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "adopting v1.14.2 installed by clusterctl") {
+		t.Fatalf("the core's Compatible = %+v, want True, adopting", c)
+	}
+
+	dockers := &Reconciler{Client: env.client, Reader: env.client, Kind: kindFor(docker), Kinds: Kinds(), Fetcher: env.r.Fetcher, Cache: &ArtifactCache{},
+		Recorder: env.events, CorePreflights: env.r.CorePreflights}
+	before := len(env.fluxWrites())
+	if _, err := dockers.Reconcile(context.Background(), reconcile.Request{NamespacedName: ctrl.ObjectKeyFromObject(docker)}); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.InfrastructureProvider{}
+	if err := env.client.Get(context.Background(), ctrl.ObjectKeyFromObject(docker), got); err != nil {
+		t.Fatal(err)
+	}
+	c := condition(got, v1alpha1.CompatibleCondition)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.IncompatibleContractReason ||
+		!strings.Contains(c.Message, "docker v1.14.2 has contract v1alpha4, CoreProvider capi-system/cluster-api v1.14.2 has v1beta2") {
+		t.Fatalf("Compatible = %+v, want False IncompatibleContract against the adopted core's v1beta2", c)
+	}
+	for _, w := range env.fluxWrites()[before:] {
+		if w.Kind == kustomizev1.KustomizationKind {
+			t.Errorf("the incompatible provider wrote %s", w)
+		}
+	}
+}
