@@ -283,3 +283,17 @@ func (c *Components) ManagerDeployment() (name string, args []string) {
 	}
 	return "", nil
 }
+
+// ObjectRef names an object of the components as the file holds it.
+type ObjectRef struct {
+	APIVersion, Kind, Namespace, Name string
+}
+
+// Objects names every object of the components, in the file's order.
+func (c *Components) Objects() []ObjectRef {
+	refs := make([]ObjectRef, 0, len(c.objs))
+	for _, o := range c.objs {
+		refs = append(refs, ObjectRef{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()})
+	}
+	return refs
+}

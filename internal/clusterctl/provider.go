@@ -14,6 +14,10 @@ const (
 	LabelProvider = "cluster.x-k8s.io/provider"
 	// LabelClusterctl marks objects managed by clusterctl; its value is "".
 	LabelClusterctl = "clusterctl.cluster.x-k8s.io"
+	// LabelCore with value LabelCoreInventory marks clusterctl's
+	// inventory objects (its InventoryObject sets it).
+	LabelCore          = "clusterctl.cluster.x-k8s.io/core"
+	LabelCoreInventory = "inventory"
 )
 
 // providerTypes are the clusterctl provider types, in clusterctl's order.

@@ -13,8 +13,9 @@ const (
 	// CompatibleCondition is True when preflight found the version
 	// installable: its contract works with the core provider's, it is not a
 	// downgrade across minor versions, no other provider has the same type
-	// and name, every variable has a value or a default, and (non-core) the
-	// core provider is Ready.
+	// and name, it is not installed in another namespace, every variable
+	// has a value or a default, (non-core) the core provider is Ready, and
+	// (first install) no object it would apply is another tool's.
 	CompatibleCondition = "Compatible"
 	// InstalledCondition is True when Flux applied the desired version's
 	// artifact and its health checks passed.
@@ -94,6 +95,17 @@ const (
 	// spec.additionalManifests is missing or does not hold installable
 	// objects.
 	AdditionalManifestsInvalidReason = "AdditionalManifestsInvalid"
+	// InstalledElsewhereReason: on a first install, the provider is
+	// found installed in another namespace than the CR's (clusterctl's
+	// inventory or a cluster-api-operator provider CR says so); it is
+	// refused before anything is written.
+	InstalledElsewhereReason = "InstalledElsewhere"
+	// OwnedByAnotherToolReason: on a first install, an object the
+	// components would apply exists and another tool manages it (a
+	// controller owner reference, cluster-api-operator's owner
+	// reference, another Flux Kustomization, a Helm release); it is
+	// refused before anything is applied.
+	OwnedByAnotherToolReason = "OwnedByAnotherTool"
 
 	// Installed and Available.
 	InstallingReason    = "Installing"

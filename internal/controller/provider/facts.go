@@ -49,13 +49,11 @@ func (r *Reconciler) resolve(ctx context.Context, obj v1alpha1.Provider) provide
 	}
 	if obj.GetStatus().InstalledVersion == "" {
 		f.SourcePins = r.sourcePins(ctx, obj, f.Artifact.Digest, f.Release)
-		if !f.SourcePins {
-			v, err := r.inventoryVersion(ctx, obj)
-			if err != nil {
-				f.InventoryError = err.Error()
-			}
-			f.InventoryVersion = v
+		installed, err := r.installations(ctx, obj)
+		if err != nil {
+			f.InstallationsError = err.Error()
 		}
+		f.Installations = installed
 	}
 	list := r.Kind.NewList()
 	if err := r.Client.List(ctx, list); err != nil {
@@ -143,6 +141,13 @@ func (r *Reconciler) gather(ctx context.Context, f providerplan.Facts) providerp
 		f.AdditionalLeft = r.additionalLeft(ctx, obj)
 	}
 	f.SourceLeft = r.sourceLeft(ctx, obj, f.Release)
+	if providerplan.Check(f, providerplan.Dependencies) != nil {
+		return f
+	}
+	if refs := providerplan.ComponentObjects(f); len(refs) > 0 && r.firstInstall(ctx, obj) {
+		f.FirstInstall = true
+		f.Existing, f.ExistingError = r.existing(ctx, obj, refs)
+	}
 	return f
 }
 
@@ -393,17 +398,6 @@ func (r *Reconciler) inventory(ctx context.Context, obj v1alpha1.Provider) (*uns
 	return inv, nil
 }
 
-// inventoryVersion is the version clusterctl's inventory records for the
-// provider; "" when there is no inventory object.
-func (r *Reconciler) inventoryVersion(ctx context.Context, obj v1alpha1.Provider) (string, error) {
-	inv, err := r.inventory(ctx, obj)
-	if inv == nil || err != nil {
-		return "", err
-	}
-	v, _, _ := unstructured.NestedString(inv.Object, "version")
-	return v, nil
-}
-
 // core is what a non-core provider's checks read of the core provider.
 // What the core's preflight just read here (CorePreflights) comes first:
 // its status says it a moment later, and until then still holds the
@@ -419,7 +413,7 @@ func (r *Reconciler) core(ctx context.Context, obj v1alpha1.Provider) providerpl
 		return providerplan.Core{ListError: err.Error()}
 	}
 	if len(cores.Items) == 0 {
-		return providerplan.Core{}
+		return providerplan.Core{Installed: r.coreInstalled(ctx)}
 	}
 	// The oldest core provider is the one uniqueness keeps.
 	core := &cores.Items[0]
@@ -432,7 +426,12 @@ func (r *Reconciler) core(ctx context.Context, obj v1alpha1.Provider) providerpl
 	if !known {
 		contract, known = core.Status.Contract, coreContractKnown(core)
 	}
-	return providerplan.Core{Found: true, Namespace: core.Namespace, Name: core.Name, Version: core.Spec.Version, Contract: contract, Known: known}
+	c := providerplan.Core{Found: true, Namespace: core.Namespace, Name: core.Name, Version: core.Spec.Version, Contract: contract, Known: known}
+	if compatible := apimeta.FindStatusCondition(core.Status.Conditions, v1alpha1.CompatibleCondition); !known && compatible != nil &&
+		compatible.Status == metav1.ConditionFalse && compatible.ObservedGeneration == core.Generation {
+		c.Refused = compatible.Reason + ": " + compatible.Message
+	}
+	return c
 }
 
 // coreContractKnown tells whether the core provider's status.contract is

@@ -86,7 +86,8 @@ type fakeEnv struct {
 	secretReads []string
 	// uncachedReads counts the reads of objects read as unstructured
 	// (the clusterctl inventory, the installer's ServiceAccount and
-	// ClusterRoleBinding), by kind.
+	// ClusterRoleBinding), by kind ("…List" for a list), and of objects
+	// read as metadata ("metadata <kind>").
 	uncachedReads map[string]int
 }
 
@@ -117,6 +118,8 @@ func newFakeEnv(t *testing.T, kind Kind, objs ...ctrl.Object) *fakeEnv {
 					env.secretReads = append(env.secretReads, key.String())
 				case *unstructured.Unstructured:
 					env.uncachedReads[o.GetKind()]++
+				case *metav1.PartialObjectMetadata:
+					env.uncachedReads["metadata "+o.GetObjectKind().GroupVersionKind().Kind]++
 				case *corev1.ServiceAccount:
 					env.uncachedReads["ServiceAccount"]++
 				case *rbacv1.ClusterRoleBinding:
@@ -132,6 +135,11 @@ func newFakeEnv(t *testing.T, kind Kind, objs ...ctrl.Object) *fakeEnv {
 				if _, ok := list.(*corev1.SecretList); ok {
 					env.mu.Lock()
 					env.secretReads = append(env.secretReads, "*")
+					env.mu.Unlock()
+				}
+				if u, ok := list.(*unstructured.UnstructuredList); ok {
+					env.mu.Lock()
+					env.uncachedReads[u.GetKind()]++
 					env.mu.Unlock()
 				}
 				partial, ok := list.(*metav1.PartialObjectMetadataList)

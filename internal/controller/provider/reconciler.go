@@ -95,6 +95,9 @@ type Reconciler struct {
 	// inventory was recorded at; installers, the hash of the installer
 	// identity last found or applied.
 	inventories, installers recentChecks
+	// installationsRead remembers what was found installed before a
+	// provider's first install.
+	installationsRead installationsMemo
 }
 
 // Reconcile runs the reconcile shell with the provider's steps.

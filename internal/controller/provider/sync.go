@@ -13,6 +13,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,6 +127,9 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 		if err := r.keepReleaseCopy(ctx, obj, fluxartifact.Digest(packed), packed); err != nil {
 			return synced{}, fmt.Errorf("keeping a copy of the release in namespace %s: %w", r.Releases.CopyNamespace, err)
 		}
+	}
+	if d.Adopting != "" && r.Recorder != nil {
+		r.Recorder.Event(obj, corev1.EventTypeNormal, providerplan.AdoptingEvent, d.Adopting)
 	}
 	r.Timelines.mark(obj, stepWritten, time.Now())
 	if !fresh {
@@ -423,7 +427,10 @@ var clusterctlTypes = map[string]string{
 
 // recordInventory keeps the clusterctl inventory object of an installed
 // provider in step with its installed version, the last write of a sync:
-// version is what the Flux objects just read show installed.
+// version is what the Flux objects just read show installed. It has the
+// name and labels clusterctl gives it, so an adopted provider's entry,
+// which clusterctl created, is taken over in place (applied with force:
+// the fields clusterctl wrote become Capwright's).
 func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider, version string, resync time.Duration) error {
 	if version == "" {
 		return nil
@@ -436,6 +443,7 @@ func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider,
 	want.SetLabels(map[string]string{
 		clusterctl.LabelProvider:   name,
 		clusterctl.LabelClusterctl: "",
+		clusterctl.LabelCore:       clusterctl.LabelCoreInventory,
 		v1alpha1.ProviderKindLabel: r.Kind.Name,
 		v1alpha1.ProviderNameLabel: obj.GetName(),
 	})

@@ -33,6 +33,7 @@ type CheckedArtifact struct {
 	images     []string
 	imagesErr  error
 	coreObjs   []string
+	objects    []clusterctl.ObjectRef
 	crdsFree   bool
 	deployment string
 	args       []string
@@ -83,6 +84,7 @@ func (a *CheckedArtifact) analyse(namespace string) error {
 			a.variables, a.varsErr = c.Variables()
 			a.images, a.imagesErr = c.ResolvedImages(nil)
 			a.coreObjs = c.ObjectsInGroups(coreGroups)
+			a.objects = c.Objects()
 			a.crdsFree = c.CRDsSubstitutionFree()
 			a.deployment, a.args = c.ManagerDeployment()
 		}
@@ -116,6 +118,14 @@ func (a *CheckedArtifact) CoreObjects() ([]string, error) {
 		return nil, err
 	}
 	return a.coreObjs, nil
+}
+
+// Objects names every object of the components, as the file holds it.
+func (a *CheckedArtifact) Objects() ([]clusterctl.ObjectRef, error) {
+	if err := a.analyse(""); err != nil {
+		return nil, err
+	}
+	return a.objects, nil
 }
 
 // CRDsSubstitutionFree tells whether no CRD of the components holds a

@@ -64,11 +64,14 @@ type Facts struct {
 	// SourcePins: the provider's OCIRepository already pins
 	// Artifact.Digest (read only while status.installedVersion is empty).
 	SourcePins bool
-	// InventoryVersion is what clusterctl's inventory records as
-	// installed, InventoryError why it could not be read (read only while
-	// status.installedVersion is empty and the source does not pin the
-	// digest).
-	InventoryVersion, InventoryError string
+	// Installations are the provider's installations tools recorded, in
+	// any namespace: clusterctl's inventory entries of its type and name
+	// (clusterctl's, or Capwright's for an installed provider) and
+	// cluster-api-operator's provider CRs of its kind and name.
+	// InstallationsError is why they could not be read. Read only while
+	// status.installedVersion is empty.
+	Installations      []Installation
+	InstallationsError string
 	// Others are the providers of the same kind; OthersError why they
 	// could not be listed.
 	Others      []v1alpha1.Provider
@@ -96,6 +99,15 @@ type Facts struct {
 	AdditionalLeft []AdditionalObject
 	// Dependencies are spec.dependsOn, in order, with their readiness.
 	Dependencies []Dependency
+	// Existing are the live objects the components would apply
+	// (ComponentObjects), as found before the first install: read only
+	// while status.installedVersion is empty and the provider has no
+	// Kustomization yet. ExistingError is why they could not be read.
+	Existing      []ExistingObject
+	ExistingError string
+	// FirstInstall: Existing was read, as nothing of the provider has
+	// been applied yet.
+	FirstInstall bool
 }
 
 // AdditionalObject is an object of additional manifests: a
@@ -152,6 +164,13 @@ type Core struct {
 	// its current generation), or it is installed.
 	Contract string
 	Known    bool
+	// Refused is, while the contract is not Known, why the core's
+	// preflight refuses it (its Compatible condition's reason and
+	// message), "" when it does not.
+	Refused string
+	// Installed is, when no CoreProvider exists, the core provider
+	// clusterctl or cluster-api-operator installed, if any.
+	Installed *Installation
 }
 
 // Dependency is an entry of spec.dependsOn and whether it is Ready.
@@ -175,6 +194,10 @@ type Desired struct {
 	Keep bool
 	// Passed: every check passed (Keep aside).
 	Passed bool
+	// Adopting, on the reconcile that writes a first install over an
+	// installation another tool made, says what is taken over (an
+	// event's message).
+	Adopting string
 	// Resync is when to look again when nothing else asks sooner.
 	Resync time.Duration
 	// Additional: the additional manifests are served; false removes
@@ -229,7 +252,7 @@ func Refusal(condition, reason, message string, retry time.Duration) *plan.Refus
 		v1alpha1.MissingVariablesReason, v1alpha1.ConfigSecretMissingReason, v1alpha1.TagMovedReason,
 		v1alpha1.ContractUnknownReason, v1alpha1.ArtifactInvalidReason, v1alpha1.ArtifactTooLargeReason,
 		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason, v1alpha1.ConfigSecretNotAllowedReason,
-		v1alpha1.ReleaseChangedReason:
+		v1alpha1.ReleaseChangedReason, v1alpha1.InstalledElsewhereReason, v1alpha1.OwnedByAnotherToolReason:
 		return plan.Stalling(condition, reason, message, retry)
 	}
 	return plan.Failing(condition, reason, message, retry)
@@ -249,8 +272,10 @@ func incompatible(reason, message string, retry time.Duration) *plan.Refusal {
 
 // Plan checks the desired version — the tag did not move, the contract is
 // known and compatible with the core's, no downgrade across minors, the
-// provider is unique, every variable has a value or a default, the
-// additional manifests pack, the dependencies are Ready — in that order,
+// provider is unique and not installed in another namespace, every
+// variable has a value or a default, the additional manifests pack, the
+// dependencies are Ready, and on a first install no object it would
+// apply is another tool's — in that order,
 // and renders the Flux objects that install it. A refusal (a
 // *plan.Refusal) comes with the status values set before it and the
 // objects to observe; nothing is then written.
@@ -294,7 +319,7 @@ func Plan(f Facts) (Desired, error) {
 		d.Keep = true
 		return d, nil
 	}
-	c, err := check(f, Dependencies)
+	c, err := check(f, Owners)
 	if err != nil {
 		return d, err
 	}
@@ -312,8 +337,14 @@ func Plan(f Facts) (Desired, error) {
 		in.NamespacePatches = patches
 		in.ManagerDeployment, in.ManagerArgs = a.Checked.ManagerDeployment()
 		in.SkipCRDSubstitution = a.Checked.CRDsSubstitutionFree()
-		d.Status.Compatible = condition(v1alpha1.CompatibleCondition, metav1.ConditionTrue, v1alpha1.CompatibleReason,
-			fmt.Sprintf("%s %s (contract %s) can be installed", p.GetName(), p.GetSpec().Version, contract))
+		msg := fmt.Sprintf("%s %s (contract %s) can be installed", p.GetName(), p.GetSpec().Version, contract)
+		if adopting := Adopting(f); adopting != "" {
+			msg += "; " + adopting
+			if f.FirstInstall {
+				d.Adopting = fmt.Sprintf("%s %s: %s", p.GetName(), p.GetSpec().Version, adopting)
+			}
+		}
+		d.Status.Compatible = condition(v1alpha1.CompatibleCondition, metav1.ConditionTrue, v1alpha1.CompatibleReason, msg)
 	}
 	d.Passed = true
 	d.Status.Contract = contract
@@ -341,8 +372,8 @@ type Stage int
 
 const (
 	// Quick: the tag did not move, the contract from the artifact's
-	// metadata, no downgrade, unique. Reads SourcePins, Inventory… and
-	// Others.
+	// metadata, no downgrade, unique, not installed in another
+	// namespace. Reads SourcePins, Installations… and Others.
 	Quick Stage = iota
 	// CoreContract: the core provider's contract is known and
 	// compatible. Reads Core.
@@ -354,6 +385,9 @@ const (
 	AdditionalManifests
 	// Dependencies: spec.dependsOn is Ready. Reads Dependencies.
 	Dependencies
+	// Owners: on a first install, no object the components would apply
+	// is another tool's. Reads Existing.
+	Owners
 )
 
 // checked is what the checks established.
@@ -381,7 +415,10 @@ func check(f Facts, through Stage) (checked, error) {
 	if err = checkUpgrade(f); err != nil {
 		return c, err
 	}
-	if err = checkUnique(f); err != nil || through == Quick {
+	if err = checkUnique(f); err != nil {
+		return c, err
+	}
+	if err = checkInstalledElsewhere(f); err != nil || through == Quick {
 		return c, err
 	}
 	if c.coreDependency, err = checkCore(f, c.contract); err != nil || through == CoreContract {
@@ -393,7 +430,10 @@ func check(f Facts, through Stage) (checked, error) {
 	if err = checkAdditionalManifests(f); err != nil || through == AdditionalManifests {
 		return c, err
 	}
-	return c, checkDependencies(f)
+	if err = checkDependencies(f); err != nil || through == Dependencies {
+		return c, err
+	}
+	return c, checkOwners(f)
 }
 
 // Ahead is the provider's OCIRepository to write ahead of the slower
@@ -475,20 +515,22 @@ func checkContract(f Facts) (string, error) {
 // records, so a lost status does not switch the guard off.
 func checkUpgrade(f Facts) error {
 	p := f.Provider
-	installed, recorded := p.GetStatus().InstalledVersion, ""
+	if f.InstallationsError != "" {
+		return waiting(v1alpha1.CompatibleCondition, v1alpha1.ReconcilingReason,
+			fmt.Sprintf("cannot read what clusterctl or cluster-api-operator installed of %s before its first install, to check for an installation in another namespace and for a downgrade: %s",
+				p.GetName(), f.InstallationsError),
+			30*time.Second)
+	}
+	installed := p.GetStatus().InstalledVersion
+	var recorded Installation
 	if installed == "" && !f.SourcePins {
-		if f.InventoryError != "" {
-			return waiting(v1alpha1.CompatibleCondition, v1alpha1.ReconcilingReason,
-				fmt.Sprintf("cannot read clusterctl's inventory Provider %s/%s to check for a downgrade: %s", p.GetNamespace(), InventoryName(p), f.InventoryError),
-				30*time.Second)
-		}
-		installed, recorded = f.InventoryVersion, f.InventoryVersion
+		recorded, _ = installedHere(f)
+		installed = recorded.Version
 	}
 	if err := clusterctl.CheckUpgrade(installed, p.GetSpec().Version); err != nil {
 		msg := err.Error()
-		if recorded != "" {
-			msg += fmt.Sprintf(" (%s is what clusterctl's inventory Provider %s/%s records as installed; status.installedVersion is empty)",
-				recorded, p.GetNamespace(), InventoryName(p))
+		if recorded.Version != "" {
+			msg += fmt.Sprintf(" (%s is what %s records as installed; status.installedVersion is empty)", recorded.Version, recorded.Record)
 		}
 		return incompatible(v1alpha1.DowngradeReason, msg, 10*time.Minute)
 	}
@@ -547,8 +589,14 @@ func checkCore(f Facts, contract string) (*meta.NamespacedObjectReference, error
 	switch {
 	case core.ListError != "":
 		return nil, wait("listing CoreProviders: %s", core.ListError)
+	case !core.Found && core.Installed != nil:
+		in := core.Installed
+		return nil, wait("waiting for the core provider: cluster-api %s is installed in namespace %s by %s (%s), and no CoreProvider manages it, so its contract is unknown here: create CoreProvider cluster-api in namespace %s with spec.version %s to adopt it (%s)",
+			versionOr(in.Version), in.Namespace, in.By, in.Record, in.Namespace, versionOr(in.Version), MigrateGuide)
 	case !core.Found:
 		return nil, wait("waiting for the core provider: create a CoreProvider named cluster-api")
+	case !core.Known && core.Refused != "":
+		return nil, wait("waiting for CoreProvider %s/%s to pass its preflight, which reads its contract; it refuses %s now: %s", core.Namespace, core.Name, core.Version, core.Refused)
 	case !core.Known:
 		return nil, wait("waiting for CoreProvider %s/%s to pass its preflight, which reads its contract", core.Namespace, core.Name)
 	}

@@ -257,16 +257,16 @@ func TestPlanRefusals(t *testing.T) {
 		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.DowngradeReason, status: metav1.ConditionFalse, stalls: true, retry: 10 * time.Minute, resolved: true},
 		{name: "downgrade recorded by clusterctl", facts: func(t testing.TB) Facts {
 			f := factsOf(t, core())
-			f.InventoryVersion = "v1.15.0"
+			f.Installations = []Installation{{Namespace: "capi-system", Version: "v1.15.0", By: ByClusterctl, Record: "clusterctl's inventory Provider capi-system/cluster-api"}}
 			return f
 		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.DowngradeReason, status: metav1.ConditionFalse, stalls: true, retry: 10 * time.Minute,
 			message: "(v1.15.0 is what clusterctl's inventory Provider capi-system/cluster-api records as installed; status.installedVersion is empty)", resolved: true},
 		{name: "inventory unreadable", facts: func(t testing.TB) Facts {
 			f := factsOf(t, core())
-			f.InventoryError = "forbidden"
+			f.InstallationsError = "forbidden"
 			return f
 		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.ReconcilingReason, status: metav1.ConditionUnknown, retry: 30 * time.Second,
-			message: "cannot read clusterctl's inventory Provider capi-system/cluster-api to check for a downgrade: forbidden", resolved: true},
+			message: "cannot read what clusterctl or cluster-api-operator installed of cluster-api before its first install, to check for an installation in another namespace and for a downgrade: forbidden", resolved: true},
 		{name: "duplicate", facts: func(t testing.TB) Facts {
 			f := factsOf(t, core(func(p *v1alpha1.CoreProvider) { p.CreationTimestamp = metav1.NewTime(time.Unix(200, 0)) }))
 			f.Others = []v1alpha1.Provider{core(func(p *v1alpha1.CoreProvider) {
