@@ -3,11 +3,13 @@ package clusterctl
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +60,7 @@ func TestAdoptFromClusterctl(t *testing.T) {
 	t.Logf("clusterctl init printed:\n%s", installed.initOutput)
 
 	before := providerObjects(t, ctx, c)
-	t.Logf("objects clusterctl installed, checked by UID: %s", countKinds(before))
+	t.Logf("objects clusterctl installed, checked by UID: %s:\n%s", countKinds(before), strings.Join(slices.Sorted(maps.Keys(before)), "\n"))
 	cluster := getCluster(t, ctx, c)
 	if got := inventory(t, ctx, c); len(got) != 3 {
 		t.Fatalf("clusterctl's inventory after init: %v, want the three providers", got)
@@ -172,8 +174,10 @@ func refuseCoreElsewhere(t *testing.T, ctx context.Context, c client.Client) {
 	if !strings.Contains(msg, "namespace capi-system") {
 		t.Errorf("the refusal does not say where the core runs: %s", msg)
 	}
-	// Nothing may be installed meanwhile, nor later: a resync passes.
-	deadline := time.Now().Add(35 * time.Second)
+	// Nothing may be installed meanwhile, nor a moment later (the refusal
+	// stalls the provider: it is checked again in a minute, on a change of
+	// its spec or a reconcile request).
+	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		var deployments appsv1.DeploymentList
 		if err := c.List(ctx, &deployments, client.InNamespace("capi-elsewhere")); err != nil {
