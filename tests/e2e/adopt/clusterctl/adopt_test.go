@@ -106,6 +106,24 @@ func TestAdoptFromClusterctl(t *testing.T) {
 		sameCluster(t, ctx, c, cluster)
 		for _, a := range adopted {
 			assertArg(t, ctx, c, a.namespace, a.deployment, "--diagnostics-address="+diagnosticsAddress)
+			// Flux applies them now: the Kustomization's labels say so.
+			var d appsv1.Deployment
+			if err := c.Get(ctx, client.ObjectKey{Namespace: a.namespace, Name: a.deployment}, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Labels["kustomize.toolkit.fluxcd.io/name"] == "" {
+				t.Errorf("Deployment %s/%s carries no Flux Kustomization label: %v", a.namespace, a.deployment, d.Labels)
+			}
+			// clusterctl's inventory object is the one Capwright keeps.
+			inv := &unstructured.Unstructured{}
+			inv.SetAPIVersion("clusterctl.cluster.x-k8s.io/v1alpha3")
+			inv.SetKind("Provider")
+			if err := c.Get(ctx, client.ObjectKey{Namespace: a.namespace, Name: a.inventoryName}, inv); err != nil {
+				t.Fatal(err)
+			}
+			if inv.GetLabels()[v1alpha1.ProviderKindLabel] != a.kind {
+				t.Errorf("inventory Provider %s/%s: labels %v, want %s=%s", a.namespace, a.inventoryName, inv.GetLabels(), v1alpha1.ProviderKindLabel, a.kind)
+			}
 		}
 		want := map[string]string{}
 		for _, a := range adopted {
