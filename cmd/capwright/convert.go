@@ -24,6 +24,7 @@ type convertOptions struct {
 	reportFormat string
 	fromCluster  bool
 	cluster      clusterOptions
+	release      releaseOptions
 }
 
 func newConvertCommand(*registryOptions) *cobra.Command {
@@ -41,8 +42,14 @@ Input: -f FILE, a directory (its .yaml, .yml and .json files, not
 recursing) or - for stdin, repeatable; multi-document YAML and Kubernetes
 Lists (kubectl get -o yaml) are read. --from-cluster reads the operator's
 CRs from the cluster of the current kubeconfig context instead (--kubeconfig,
---context). Documents of other kinds are left out and noted; a Secret's
-content is never read nor printed.
+--context), and clusterctl's inventory (providers.clusterctl.cluster.x-k8s.io):
+each provider clusterctl installed becomes a Capwright CR at the installed
+version, in the namespace it runs in. To name the clusterctl variables it was
+installed with, the converter reads the provider's Deployments and the
+components file of that version from the release the catalog names (the
+--release-* flags reach it, e.g. --release-mirror for a mirror). Documents
+of other kinds are left out and noted; a Secret's content is never read, a
+variable's value never printed.
 
 Output: the Capwright CRs on stdout, or one file per provider,
 DIR/NAMESPACE/TYPE-NAME.yaml, with --output DIR. Each starts with comments
@@ -76,8 +83,9 @@ input or no operator provider CR in it; 1 the cluster could not be read.`,
 	f.StringVar(&o.output, "output", "", "write one file per provider under this directory (DIR/NAMESPACE/TYPE-NAME.yaml) instead of stdout")
 	f.StringVar(&o.report, "report", "", "write the report to this file instead of stderr")
 	f.StringVar(&o.reportFormat, "report-format", "text", "report format: text or json")
-	f.BoolVar(&o.fromCluster, "from-cluster", false, "read the operator's provider CRs from the cluster (kubeconfig) instead of files")
+	f.BoolVar(&o.fromCluster, "from-cluster", false, "read the operator's provider CRs and clusterctl's inventory from the cluster (kubeconfig) instead of files")
 	o.cluster.addFlags(cmd)
+	o.release.addFlags(cmd, "the installed version (clusterctl's inventory)", "the catalog's release URL")
 	return cmd
 }
 
@@ -102,7 +110,7 @@ func runConvert(cmd *cobra.Command, o *convertOptions) error {
 	case o.fromCluster && len(o.files) > 0:
 		return usageErrorf("give either -f or --from-cluster, not both")
 	case o.fromCluster:
-		docs, err = readClusterDocuments(cmd.Context(), &o.cluster)
+		docs, err = readClusterDocuments(cmd.Context(), o, cmd.ErrOrStderr())
 	case len(o.files) == 0:
 		return usageErrorf("no input: give -f FILE|DIR|- (repeatable) or --from-cluster")
 	default:

@@ -20,19 +20,28 @@ type Converted struct {
 	Findings []Finding
 }
 
-// Convert converts every operator provider among docs and notes the other
-// documents. Checks across objects (two CRs for one provider) come last.
+// Convert converts every operator provider and every provider of
+// clusterctl's inventory among docs and notes the other documents. Checks
+// across objects (a provider both in the inventory and in an operator CR,
+// two CRs for one provider) come last.
 func Convert(docs []Document) []Converted {
 	out := make([]Converted, 0, len(docs))
 	for _, d := range docs {
 		out = append(out, convertDocument(d))
 	}
+	markOperatorManaged(out)
 	checkDuplicates(out)
 	return out
 }
 
 func convertDocument(d Document) Converted {
 	c := Converted{Document: d, Findings: slices.Clone(d.Findings)}
+	if d.Inventory != nil {
+		fs := &findings{object: d.Label()}
+		c.Object = convertInventory(d.Inventory, fs)
+		c.Findings = append(c.Findings, fs.list...)
+		return c
+	}
 	if d.Provider == nil {
 		if len(d.Findings) == 0 {
 			c.Findings = append(c.Findings, skippedNote(d))

@@ -25,6 +25,9 @@ type Document struct {
 	Name       string
 	// Provider is the decoded operator CR, or nil for any other object.
 	Provider *OperatorProvider
+	// Inventory is a provider of clusterctl's inventory (read from the
+	// cluster with its Deployments), or nil.
+	Inventory *InventoryProvider
 	// Findings are what decoding found: fields the operator's API does not
 	// have, or a provider in an API version the converter does not read.
 	Findings []Finding

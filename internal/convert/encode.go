@@ -11,7 +11,7 @@ import (
 )
 
 // Encode writes a converted CR as YAML, headed by comments naming the
-// operator CR it came from and the fields that need attention, so a
+// operator CR or clusterctl inventory object it came from and the fields that need attention, so a
 // reviewer of the file sees them. Status and server-set metadata are left
 // out.
 func Encode(c Converted) ([]byte, error) {
@@ -35,7 +35,7 @@ func Encode(c Converted) ([]byte, error) {
 		return nil, fmt.Errorf("encoding %s: %w", c.Document.Label(), err)
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Converted by capwright convert from %s %s.\n", OperatorAPIVersion, c.Document.Label())
+	fmt.Fprintf(&b, "# Converted by capwright convert from %s %s.\n", c.Document.APIVersion, c.Document.Label())
 	var fields []string
 	for _, f := range c.Findings {
 		if f.Severity == Attention && !slices.Contains(fields, f.Field) {

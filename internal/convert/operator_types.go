@@ -185,6 +185,11 @@ var operatorKinds = map[string]string{
 	"RuntimeExtensionProvider": v1alpha1.RuntimeExtensionProviderType,
 }
 
+// ProviderTypeOfKind is the clusterctl provider type of a provider kind
+// (CoreProvider → core, …), shared by the operator's API, clusterctl's
+// inventory and Capwright's; "" for another kind.
+func ProviderTypeOfKind(kind string) string { return operatorKinds[kind] }
+
 // OperatorKinds lists the operator's provider kinds.
 func OperatorKinds() []string {
 	return []string{"CoreProvider", "BootstrapProvider", "ControlPlaneProvider", "InfrastructureProvider", "AddonProvider", "IPAMProvider", "RuntimeExtensionProvider"}

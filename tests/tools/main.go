@@ -71,6 +71,15 @@ var k8sLDFlags = strings.Join([]string{
 	"-X k8s.io/client-go/pkg/version.gitTreeState=clean",
 }, " ")
 
+// capiLDFlags stamp clusterctl with its release, as Cluster API's release
+// build does; without them it reports v0.0.0.
+var capiLDFlags = strings.Join([]string{
+	"-X sigs.k8s.io/cluster-api/version.gitVersion=v1.14.2",
+	"-X sigs.k8s.io/cluster-api/version.gitMajor=1",
+	"-X sigs.k8s.io/cluster-api/version.gitMinor=14",
+	"-X sigs.k8s.io/cluster-api/version.gitTreeState=clean",
+}, " ")
+
 func components() []component {
 	return []component{
 		{
@@ -138,6 +147,16 @@ func components() []component {
 				{Module: "sigs.k8s.io/cluster-api", Glob: "core/config/webhook/manifests.yaml", Dest: "assets/capi/webhook"},
 			},
 			Render: renderCAPIComponents,
+		},
+		{
+			// clusterctl, built from the same Cluster API module as the
+			// manager: the adoption suite installs providers with the real
+			// `clusterctl init` (offline, from a local repository) and reads
+			// the result with `clusterctl describe` and `upgrade plan`.
+			Name: "clusterctl", Dir: "capi",
+			Packages: []string{"sigs.k8s.io/cluster-api/cmd/clusterctl"},
+			LDFlags:  capiLDFlags,
+			Outputs:  []string{"clusterctl"},
 		},
 		{
 			// A real provider from another repository, as a release
