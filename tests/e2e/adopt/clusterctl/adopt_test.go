@@ -186,7 +186,7 @@ func refuseCoreElsewhere(t *testing.T, ctx context.Context, c client.Client) {
 	// The manager finds clusterctl's core in capi-system (its inventory)
 	// and refuses before it writes anything: Compatible False,
 	// InstalledElsewhere (v1alpha1.InstalledElsewhereReason).
-	framework.WaitProviderCondition(t, ctx, c, p, v1alpha1.CompatibleCondition, metav1.ConditionFalse, "InstalledElsewhere", time.Minute)
+	framework.WaitProviderCondition(t, ctx, c, p, v1alpha1.CompatibleCondition, metav1.ConditionFalse, v1alpha1.InstalledElsewhereReason, time.Minute)
 	msg := apimeta.FindStatusCondition(p.GetConditions(), v1alpha1.CompatibleCondition).Message
 	t.Logf("CoreProvider capi-elsewhere/cluster-api refused: %s", msg)
 	if !strings.Contains(msg, "namespace capi-system") {
