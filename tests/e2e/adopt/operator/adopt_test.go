@@ -47,16 +47,17 @@ func TestAdoptFromClusterAPIOperator(t *testing.T) {
 	cluster := createCluster(t, ctx, c)
 	startCapwright(t, ctx)
 	before := snapshot(t, ctx, c, oldVersion)
+	// What the guide's table says: an operator CR owns every namespaced
+	// object it installed (so deleting the CRs would have the garbage
+	// collector delete them), and no cluster-scoped one.
 	owned := 0
 	for _, o := range before {
 		if o.operatorOwned {
 			owned++
 		}
-	}
-	// The hazard the guide handles: without it, deleting the operator's
-	// CRs would have the garbage collector delete these.
-	if owned < 20 {
-		t.Fatalf("only %d of %d objects carry an owner reference to an operator CR; the operator's ownership is not what the guide describes", owned, len(before))
+		if o.operatorOwned != o.namespaced {
+			t.Errorf("%s: owned by an operator CR: %t; the guide says namespaced objects are, cluster-scoped ones are not", o.key, o.operatorOwned)
+		}
 	}
 	t.Logf("operator installed %d objects (%d owned by its CRs); plane ready for the guide %s after the test started",
 		len(before), owned, time.Since(start).Round(time.Millisecond))
@@ -81,7 +82,14 @@ func TestAdoptFromClusterAPIOperator(t *testing.T) {
 	// Step 3: what the report says, as the guide does it for catalog
 	// providers: spec.source goes; the files then hold the guide's CRs.
 	converted := followReport(t, filepath.Join(dir, "capwright"))
-	assertGuideCRs(t, converted)
+	grants := assertGuideCRs(t, converted)
+	// And the grant step 3 shows for the kinds of the additional
+	// manifests, applied as the guide shows it.
+	for _, g := range grants {
+		if err := c.Create(ctx, g); err != nil {
+			t.Fatalf("applying the guide's %s %s: %v", g.GetKind(), g.GetName(), err)
+		}
+	}
 
 	// Step 4: release what the operator owns.
 	releaseOperatorCRs(t, ctx, c)
@@ -144,6 +152,11 @@ func TestAdoptFromClusterAPIOperator(t *testing.T) {
 			if got := d.Labels["kustomize.toolkit.fluxcd.io/name"]; got != p.objectName() {
 				t.Errorf("Deployment %s/%s: label kustomize.toolkit.fluxcd.io/name=%q, want %s", p.namespace, p.deployment, got, p.objectName())
 			}
+			var managers []string
+			for _, m := range d.ManagedFields {
+				managers = append(managers, m.Manager+"/"+string(m.Operation)+"/"+m.Subresource)
+			}
+			t.Logf("Deployment %s/%s field managers: %v", p.namespace, p.deployment, managers)
 			ks := kustomization(t, ctx, c, p)
 			if !inInventory(ks, p.namespace, p.deployment, "apps", "Deployment") {
 				t.Errorf("Kustomization %s/%s does not list Deployment %s in its inventory", p.namespace, p.objectName(), p.deployment)
@@ -328,17 +341,23 @@ func followReport(t *testing.T, dir string) []*unstructured.Unstructured {
 	return out
 }
 
-// assertGuideCRs: the files hold exactly what step 3 of the guide shows.
-func assertGuideCRs(t *testing.T, converted []*unstructured.Unstructured) {
+// assertGuideCRs: the files hold exactly the Capwright CRs step 3 of the
+// guide shows. It returns the other objects the step shows: the
+// installer's grant for the kinds of the additional manifests.
+func assertGuideCRs(t *testing.T, converted []*unstructured.Unstructured) []*unstructured.Unstructured {
 	t.Helper()
-	docs := guideYAML(t, "### Steps")
-	if len(docs) != len(converted) {
-		t.Fatalf("the guide's step 3 shows %d CRs, convert gave %d", len(docs), len(converted))
-	}
 	want := map[string]map[string]any{}
-	for _, d := range docs {
-		u := unstructured.Unstructured{Object: d}
+	var others []*unstructured.Unstructured
+	for _, d := range guideYAML(t, "### Steps") {
+		u := &unstructured.Unstructured{Object: d}
+		if u.GroupVersionKind().Group != v1alpha1.GroupVersion.Group {
+			others = append(others, u)
+			continue
+		}
 		want[objectKey(u.GetKind(), u.GetNamespace(), u.GetName())] = d
+	}
+	if len(want) != len(converted) {
+		t.Fatalf("the guide's step 3 shows %d Capwright CRs, convert gave %d", len(want), len(converted))
 	}
 	for _, u := range converted {
 		key := objectKey(u.GetKind(), u.GetNamespace(), u.GetName())
@@ -348,30 +367,34 @@ func assertGuideCRs(t *testing.T, converted []*unstructured.Unstructured) {
 			t.Errorf("%s: convert and step 3 give\n%s\nthe guide shows\n%s", key, got, w)
 		}
 	}
+	if len(others) != 1 || others[0].GetKind() != "ClusterRole" {
+		t.Fatalf("the guide's steps show %d other objects, want the installer's ClusterRole for the additional manifests' kinds", len(others))
+	}
+	return others
 }
 
-// releaseOperatorCRs does step 4 for each operator CR: delete with
-// --cascade=orphan, remove the finalizer; the CR is then gone.
+// releaseOperatorCRs does step 4 for each operator CR: remove the
+// finalizer, then delete with --cascade=orphan; the CR is then gone.
 func releaseOperatorCRs(t *testing.T, ctx context.Context, c client.Client) {
 	t.Helper()
 	for _, p := range providers {
 		u := p.operatorObject()
-		if err := c.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
-			t.Fatal(err)
-		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
 			t.Fatal(err)
 		}
-		if got := u.GetFinalizers(); !slices.Contains(got, "provider.cluster.x-k8s.io") {
-			t.Errorf("%s %s/%s: finalizers %v, want the operator's provider.cluster.x-k8s.io", p.operatorKind(), p.namespace, p.name, got)
+		if got := u.GetFinalizers(); !slices.Equal(got, []string{"provider.cluster.x-k8s.io"}) {
+			t.Errorf("%s %s/%s: finalizers %v, the guide's table names the operator's provider.cluster.x-k8s.io", p.operatorKind(), p.namespace, p.name, got)
 		}
 		patch := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`))
 		if err := c.Patch(ctx, u, patch); err != nil {
 			t.Fatal(err)
 		}
+		if err := c.Delete(ctx, u, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, p := range providers {
-		framework.WaitGone(t, ctx, c, p.operatorObject(), time.Minute)
+		framework.WaitGone(t, ctx, c, p.operatorObject(), 2*time.Minute)
 	}
 }
 

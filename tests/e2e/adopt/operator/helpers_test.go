@@ -216,8 +216,10 @@ func startCapwright(t *testing.T, ctx context.Context) {
 
 // recorded is an object as snapshot found it.
 type recorded struct {
-	key, uid      string
-	operatorOwned bool
+	key, uid string
+	// namespaced is false for cluster-scoped objects; operatorOwned
+	// tells whether an operator CR is among the owners.
+	namespaced, operatorOwned bool
 }
 
 // snapshot reads every object of the three providers' components at
@@ -256,7 +258,7 @@ func snapshot(t *testing.T, ctx context.Context, c client.Client, version string
 			}
 			t.Fatalf("reading %s: %v", key, err)
 		}
-		r := recorded{key: key, uid: string(got.GetUID())}
+		r := recorded{key: key, uid: string(got.GetUID()), namespaced: got.GetNamespace() != ""}
 		for _, ref := range got.GetOwnerReferences() {
 			if strings.HasPrefix(ref.APIVersion, "operator.cluster.x-k8s.io/") {
 				r.operatorOwned = true
@@ -343,28 +345,27 @@ func guideSection(t *testing.T, heading string) string {
 	return rest
 }
 
-// guideYAML decodes the one ```yaml block of a section of
-// docs/migrate.md.
+// guideYAML decodes the ```yaml blocks of a section of docs/migrate.md.
 func guideYAML(t *testing.T, heading string) []map[string]any {
 	t.Helper()
-	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(guideSection(t, heading), -1)
-	if len(blocks) != 1 {
-		t.Fatalf("docs/migrate.md's section %q has %d YAML blocks, want 1", heading, len(blocks))
-	}
 	var out []map[string]any
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(blocks[0][1]), 4096)
-	for {
-		var doc map[string]any
-		if err := dec.Decode(&doc); err != nil {
+	for _, block := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(guideSection(t, heading), -1) {
+		dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(block[1]), 4096)
+		for {
+			var doc map[string]any
+			err := dec.Decode(&doc)
 			if errors.Is(err, io.EOF) {
-				return out
+				break
 			}
-			t.Fatal(err)
-		}
-		if doc != nil {
-			out = append(out, doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc != nil {
+				out = append(out, doc)
+			}
 		}
 	}
+	return out
 }
 
 func objectKey(kind, namespace, name string) string {
