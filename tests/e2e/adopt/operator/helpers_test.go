@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,6 +132,12 @@ spec:
 `
 )
 
+// kcpExtrasEdited is the ConfigMap after an edit that drops the policy and
+// turns the budget's maxUnavailable into minAvailable: the API server
+// refuses a budget with both, so the edit applies only if Flux owns
+// maxUnavailable alone (the operator set it) and drops it.
+var kcpExtrasEdited = strings.Replace(kcpExtrasBudgetOnly, "maxUnavailable: 1", "minAvailable: 1", 1)
+
 // installWithOperator starts cluster-api-operator v0.29.0 and has it
 // install the three providers at oldVersion from the plane's registry, in
 // the layout it reads, as the install benchmark does; it returns the
@@ -220,6 +227,9 @@ type recorded struct {
 	// namespaced is false for cluster-scoped objects; operatorOwned
 	// tells whether an operator CR is among the owners.
 	namespaced, operatorOwned bool
+	// operatorManagers are the operator's field managers among the
+	// object's managed fields.
+	operatorManagers []string
 }
 
 // snapshot reads every object of the three providers' components at
@@ -262,6 +272,11 @@ func snapshot(t *testing.T, ctx context.Context, c client.Client, version string
 		for _, ref := range got.GetOwnerReferences() {
 			if strings.HasPrefix(ref.APIVersion, "operator.cluster.x-k8s.io/") {
 				r.operatorOwned = true
+			}
+		}
+		for _, m := range got.GetManagedFields() {
+			if slices.Contains(operatorFieldManagers, m.Manager) {
+				r.operatorManagers = append(r.operatorManagers, m.Manager+" ("+string(m.Operation)+")")
 			}
 		}
 		out[key] = r

@@ -29,8 +29,22 @@ var (
 	releaseCA string
 )
 
+// operatorFieldManagers are the field managers cluster-api-operator
+// v0.29.0 writes the providers' objects as: capi-operator for its
+// server-side applies, and its binary's name for clusterctl's creates and
+// patches (cluster-api-operator here, manager in the operator's image).
+// kustomize-controller runs with --override-manager for both, as
+// docs/migrate.md says, so it removes their fields' ownership on its
+// first apply and owns the fields alone.
+var operatorFieldManagers = []string{"capi-operator", "cluster-api-operator"}
+
 func TestMain(m *testing.M) {
-	os.Exit(framework.RunSuite(m, plane.Options{}, func(ctx context.Context, p *plane.Plane) error {
+	var overrides []string
+	for _, m := range operatorFieldManagers {
+		overrides = append(overrides, "--override-manager="+m)
+	}
+	opts := plane.Options{ExtraArgs: map[string][]string{"kustomize-controller": overrides}}
+	os.Exit(framework.RunSuite(m, opts, func(ctx context.Context, p *plane.Plane) error {
 		if err := p.BuildCapwright(ctx); err != nil {
 			return err
 		}
