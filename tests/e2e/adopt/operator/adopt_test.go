@@ -34,7 +34,8 @@ import (
 // Cluster API's core, kubeadm bootstrap and kubeadm control plane
 // providers v1.13.6 (the control plane provider with additional
 // manifests), and a Cluster exists. docs/migrate.md's steps hand them to
-// Capwright: every object the operator installed keeps its UID, the
+// Capwright — with a trip back to the operator after step 4, as its
+// "Going back" says — and every object the operator installed keeps its UID, the
 // Cluster is untouched, clusterctl's inventory names the version, and Flux
 // owns the objects from then on — it corrects a hand edit, prunes an
 // object the operator created once it leaves the source, and upgrades the
@@ -69,7 +70,9 @@ func TestAdoptFromClusterAPIOperator(t *testing.T) {
 	// installed on the plane: it runs with its webhooks unused.)
 	operator.Stop()
 
-	// Step 2: convert, with the guide's own command line.
+	// Step 2: keep a copy of the operator's CRs (as kubectl get -o yaml
+	// does) and convert, with the guide's own command line.
+	backup := operatorCRs(t, ctx, c)
 	dir := t.TempDir()
 	report := runGuideConvert(t, ctx, dir)
 	for _, p := range providers {
@@ -95,11 +98,43 @@ func TestAdoptFromClusterAPIOperator(t *testing.T) {
 
 	// Step 4: release what the operator owns.
 	releaseOperatorCRs(t, ctx, c)
-	for _, o := range snapshot(t, ctx, c, oldVersion) {
-		if o.operatorOwned {
-			t.Errorf("%s still has an owner reference to an operator CR after step 4", o.key)
+	assertReleased(t, ctx, c)
+
+	// Going back after step 4, as the guide says: the operator's CRs
+	// again from the copy, then the operator; it owns the same objects
+	// again, recreating none. Then forward: steps 1 and 4 once more.
+	goBack := time.Now()
+	for _, p := range providers {
+		cache := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.operatorType() + "-" + p.name + "-" + oldVersion + "-cache"}}
+		if err := c.Delete(ctx, cache); err != nil {
+			t.Fatal(err)
 		}
 	}
+	for _, u := range backup {
+		restored := u.DeepCopy()
+		for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "finalizers"} {
+			unstructured.RemoveNestedField(restored.Object, "metadata", f)
+		}
+		unstructured.RemoveNestedField(restored.Object, "metadata", "annotations", "operator.cluster.x-k8s.io/applied-spec-hash")
+		unstructured.RemoveNestedField(restored.Object, "status")
+		if err := c.Create(ctx, restored); err != nil {
+			t.Fatalf("re-creating %s %s/%s from the copy: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	operator = startOperator(t, ctx)
+	waitOperatorReady(t, ctx, c)
+	for key, o := range snapshot(t, ctx, c, oldVersion) {
+		if o.uid != before[key].uid {
+			t.Errorf("going back: %s was recreated: uid %s, was %s", key, o.uid, before[key].uid)
+		}
+		if o.operatorOwned != o.namespaced {
+			t.Errorf("going back: %s owned by an operator CR: %t, want %t", key, o.operatorOwned, o.namespaced)
+		}
+	}
+	t.Logf("going back after step 4: the operator owned the running providers again %s after its CRs were restored", time.Since(goBack).Round(time.Millisecond))
+	operator.Stop()
+	releaseOperatorCRs(t, ctx, c)
+	assertReleased(t, ctx, c)
 	leftovers := operatorLeftovers(t, ctx, c)
 
 	// Step 5: apply the Capwright CRs; each goes Ready at the operator's
@@ -411,6 +446,32 @@ func releaseOperatorCRs(t *testing.T, ctx context.Context, c client.Client) {
 	for _, p := range providers {
 		framework.WaitGone(t, ctx, c, p.operatorObject(), 2*time.Minute)
 	}
+}
+
+// assertReleased: no object of the providers has an owner reference to
+// an operator CR.
+func assertReleased(t *testing.T, ctx context.Context, c client.Client) {
+	t.Helper()
+	for _, o := range snapshot(t, ctx, c, oldVersion) {
+		if o.operatorOwned {
+			t.Errorf("%s still has an owner reference to an operator CR after step 4", o.key)
+		}
+	}
+}
+
+// operatorCRs reads the operator's CRs of the providers, as step 2's
+// kubectl get keeps them.
+func operatorCRs(t *testing.T, ctx context.Context, c client.Client) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, p := range providers {
+		u := p.operatorObject()
+		if err := c.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // leftover is an object of the operator's that step 6 removes.

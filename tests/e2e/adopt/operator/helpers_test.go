@@ -144,10 +144,7 @@ var kcpExtrasEdited = strings.Replace(kcpExtrasBudgetOnly, "maxUnavailable: 1", 
 // operator's process once each provider is Ready.
 func installWithOperator(t *testing.T, ctx context.Context, c client.Client) *plane.Process {
 	t.Helper()
-	proc, err := env.StartClusterAPIOperator(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	proc := startOperator(t, ctx)
 	started := time.Now()
 	for _, p := range providers {
 		framework.EnsureNamespace(t, ctx, c, p.namespace)
@@ -170,6 +167,25 @@ func installWithOperator(t *testing.T, ctx context.Context, c client.Client) *pl
 			t.Fatal(err)
 		}
 	}
+	waitOperatorReady(t, ctx, c)
+	t.Logf("cluster-api-operator installed the three providers %s: Ready", time.Since(started).Round(time.Millisecond))
+	return proc
+}
+
+// startOperator runs cluster-api-operator on the plane.
+func startOperator(t *testing.T, ctx context.Context) *plane.Process {
+	t.Helper()
+	proc, err := env.StartClusterAPIOperator(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return proc
+}
+
+// waitOperatorReady waits until the operator reports each provider
+// installed at oldVersion and Ready.
+func waitOperatorReady(t *testing.T, ctx context.Context, c client.Client) {
+	t.Helper()
 	for _, p := range providers {
 		waitFor(t, ctx, 3*time.Minute, p.String()+" Ready under cluster-api-operator", func() (bool, string) {
 			u := p.operatorObject()
@@ -179,8 +195,6 @@ func installWithOperator(t *testing.T, ctx context.Context, c client.Client) *pl
 			return framework.ClusterAPIOperatorProviderReady(u, oldVersion)
 		})
 	}
-	t.Logf("cluster-api-operator installed the three providers %s: Ready", time.Since(started).Round(time.Millisecond))
-	return proc
 }
 
 // createCluster creates a Cluster through Cluster API's webhooks, served
