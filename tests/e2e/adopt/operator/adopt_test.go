@@ -34,8 +34,8 @@ import (
 // Cluster API's core, kubeadm bootstrap and kubeadm control plane
 // providers v1.13.6 (the control plane provider with additional
 // manifests), and a Cluster exists. docs/migrate.md's steps hand them to
-// Capwright — with a trip back to the operator after step 4, as its
-// "Going back" says — and every object the operator installed keeps its UID, the
+// Capwright, with a trip back to the operator after step 4 as its "Going
+// back" says: every object the operator installed keeps its UID, the
 // Cluster is untouched, clusterctl's inventory names the version, and Flux
 // owns the objects from then on — it corrects a hand edit, prunes an
 // object the operator created once it leaves the source, and upgrades the
