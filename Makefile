@@ -43,7 +43,7 @@ help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: tools
-tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI) into bin/.
+tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI, cluster-api-operator) into bin/.
 	$(GO) -C tests/tools run . -bin $(BIN)
 
 .PHONY: fixtures
@@ -139,7 +139,6 @@ fuzz: ## Fuzz every parser of untrusted input, FUZZ_TIME each (default 10m); fin
 
 .PHONY: bench
 bench: tools ## Benchmarks: pure packages, the CLI, a Tenant change on 20 clusters, and the three CAPI providers installed by Capwright (from OCI and from release URLs), bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side.
-	$(GO) -C tests/tools run . -bin $(BIN) capi-operator
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./cmd/capwright/
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/tenants/

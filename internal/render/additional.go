@@ -185,6 +185,9 @@ func renderAdditional(in Input, om objectMeta, main *kustomizev1.Kustomization) 
 	// Kustomization.
 	spec.TargetNamespace = ""
 	spec.Patches = nil
+	// Their artifact holds manifests.yaml at its root, whatever the
+	// components' artifact looks like (a release's is under components/).
+	spec.Path = "./"
 	spec.DependsOn = []kustomizev1.DependencyReference{{Name: main.Name, Namespace: main.Namespace}}
 	ks := &kustomizev1.Kustomization{
 		TypeMeta:   main.TypeMeta,

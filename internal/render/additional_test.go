@@ -172,6 +172,36 @@ func TestRenderAdditionalManifests(t *testing.T) {
 	}
 }
 
+// TestRenderAdditionalManifestsOfARelease: a provider installed from
+// release files applies its components from the release artifact's
+// components directory; its additional manifests come from their own
+// artifact, whose manifests.yaml is at the root.
+func TestRenderAdditionalManifestsOfARelease(t *testing.T) {
+	p := coreProvider()
+	p.Spec.AdditionalManifests = &v1alpha1.ConfigMapReference{Name: "extra"}
+	in := inputFor(t, p)
+	in.Release = true
+	out, err := Provider(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Kustomization.Spec.Path; got != "./"+ReleaseComponentsDir {
+		t.Errorf("the components' Kustomization builds %q, want ./%s", got, ReleaseComponentsDir)
+	}
+	ks := out.AdditionalKustomization
+	if ks == nil || ks.Spec.Path != "./" || ks.Spec.SourceRef.Kind != "ExternalArtifact" || ks.Spec.SourceRef.Name != "core-cluster-api-additional" {
+		t.Fatalf("additional Kustomization = %+v, want path ./ of ExternalArtifact core-cluster-api-additional", ks)
+	}
+	packed, err := AdditionalManifests(additionalSource, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n", "capi-system", testScope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := fluxBuild(t, &RenderedObjects{OCIRepository: &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Name: "unused"}}, Kustomization: ks}, untarGz(t, packed))
+	if len(objects) != 1 || objects[0].GetName() != "settings" {
+		t.Fatalf("Flux built %d objects at the Kustomization's path, want the ConfigMap settings", len(objects))
+	}
+}
+
 func TestRenderAdditionalManifestsRefusals(t *testing.T) {
 	for _, tt := range []struct {
 		name   string

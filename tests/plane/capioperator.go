@@ -32,10 +32,11 @@ subjects:
 `
 
 // StartClusterAPIOperator installs cluster-api-operator's CRDs and runs its
-// manager (bin/cluster-api-operator, built by
-// `go -C tests/tools run . -bin ../../bin capi-operator`) against the plane,
-// for benchmarks that compare it with Capwright; its log is
-// cluster-api-operator.log.
+// manager (bin/cluster-api-operator, built by `make tools`) against the
+// plane, for the adoption suite that takes its providers over and the
+// benchmark that compares it with Capwright; its log is
+// cluster-api-operator.log. Process.Stop stops it, as scaling its
+// Deployment to zero would.
 //
 // What was checked in the v0.29.0 source (cmd/main.go and the config tree):
 //   - The CRDs (config/crd/bases) serve one version, v1alpha2, so they are
@@ -66,7 +67,7 @@ func (p *Plane) StartClusterAPIOperator(ctx context.Context) (*Process, error) {
 	}
 	objs, err := applier.ApplyFiles(ctx, filepath.Join(p.opts.BinDir, "cluster-api-operator-crds"))
 	if err != nil {
-		return nil, fmt.Errorf("installing cluster-api-operator CRDs (build them with `go -C tests/tools run . -bin ../../bin capi-operator`): %w", err)
+		return nil, fmt.Errorf("installing cluster-api-operator CRDs (build them with `make tools`): %w", err)
 	}
 	if err := waitCRDsEstablished(ctx, p.Config, objs); err != nil {
 		return nil, err

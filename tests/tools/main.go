@@ -53,9 +53,6 @@ type component struct {
 	Outputs []string
 	// Render runs after the build and the assets, for generated files.
 	Render func(b *builder) error
-	// OptIn components are built only when named on the command line, never
-	// by a plain run (`make tools`, `make test`): they serve benchmarks only.
-	OptIn bool
 }
 
 const k8sVersion = "v1.36.3"
@@ -178,8 +175,9 @@ func components() []component {
 			Outputs:  []string{"oras"},
 		},
 		{
-			// cluster-api-operator, which the install benchmark runs beside
-			// Capwright (`make bench`). Its CRDs have a single version, so the
+			// cluster-api-operator: the adoption suite (tests/e2e/adopt/operator)
+			// takes over the providers it installed, and the install benchmark
+			// runs it beside Capwright. Its CRDs have a single version, so the
 			// bases are installed as they are, without the conversion-webhook
 			// and CA-injection patches of config/crd.
 			Name: "capi-operator", Dir: "capioperator",
@@ -188,7 +186,6 @@ func components() []component {
 			Assets: []asset{
 				{Module: "sigs.k8s.io/cluster-api-operator", Glob: "config/crd/bases/*.yaml", Dest: "cluster-api-operator-crds"},
 			},
-			OptIn: true,
 		},
 	}
 }
@@ -220,7 +217,7 @@ func main() {
 	b := &builder{toolsDir: toolsDir, binDir: abs, log: os.Stderr}
 	want := flag.Args()
 	for _, c := range components() {
-		if len(want) > 0 && !slices.Contains(want, c.Name) || len(want) == 0 && c.OptIn {
+		if len(want) > 0 && !slices.Contains(want, c.Name) {
 			continue
 		}
 		if err := b.ensure(c); err != nil {

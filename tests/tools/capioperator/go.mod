@@ -1,6 +1,6 @@
 // Wrapper module that builds the cluster-api-operator manager (package
-// sigs.k8s.io/cluster-api-operator/cmd) for the install benchmark that
-// compares it with Capwright. Built only on request (`capi-operator`).
+// sigs.k8s.io/cluster-api-operator/cmd): the adoption suite takes over what
+// it installed, and the install benchmark compares it with Capwright.
 module github.com/capwright/capwright/tests/tools/capioperator
 
 go 1.26.6
