@@ -15,6 +15,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,6 +136,10 @@ func TestAdoptFromClusterctl(t *testing.T) {
 	}) {
 		return
 	}
+
+	t.Run("a provider whose contract the adopted core cannot work with is refused", func(t *testing.T) {
+		refuseOldContract(t, ctx, c)
+	})
 
 	t.Run("clusterctl still reads the cluster and plans the upgrade", func(t *testing.T) {
 		describe := runClusterctl(t, ctx, "describe", "cluster", clusterName, "--namespace", "default")
@@ -373,4 +378,43 @@ func assertArg(t *testing.T, ctx context.Context, c client.Client, namespace, na
 		}
 	}
 	t.Errorf("Deployment %s/%s runs with %v, want %s (the value clusterctl was given)", namespace, name, d.Spec.Template.Spec.Containers[0].Args, arg)
+}
+
+// refuseOldContract applies an infrastructure provider whose release
+// follows contract v1alpha4 once the core clusterctl installed is adopted
+// (its contract, v1beta2, read from its own checked release): it is
+// refused naming both contracts, and nothing of it is applied.
+func refuseOldContract(t *testing.T, ctx context.Context, c client.Client) {
+	const ns, repo = "oldcontract-system", "cluster-api-provider-oldcontract"
+	framework.EnsureNamespace(t, ctx, c, ns)
+	releases.Publish("acme", repo, "v0.1.0", map[string][]byte{
+		"metadata.yaml":                  framework.TestMetadata("v1alpha4"),
+		"infrastructure-components.yaml": framework.TestComponents(ns, "old"),
+	})
+	p := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oldcontract"},
+		Spec: v1alpha1.ProviderSpec{Version: "v0.1.0", Source: &v1alpha1.ProviderSource{Release: &v1alpha1.ReleaseSource{
+			URL: "https://github.com/acme/" + repo + "/releases/latest/infrastructure-components.yaml"}}}}
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	defer framework.DeleteProviderAndWait(t, ctx, c, p)
+	framework.WaitProviderCondition(t, ctx, c, p, v1alpha1.CompatibleCondition, metav1.ConditionFalse, v1alpha1.IncompatibleContractReason, 2*time.Minute)
+	msg := ""
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == v1alpha1.CompatibleCondition {
+			msg = cond.Message
+		}
+	}
+	t.Logf("IncompatibleContract: %s", msg)
+	if !strings.Contains(msg, "v1alpha4") || !strings.Contains(msg, "v1beta2") {
+		t.Errorf("the refusal should name both contracts: %q", msg)
+	}
+	for _, obj := range []client.Object{&kustomizev1.Kustomization{}, &sourcev1.ExternalArtifact{}} {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "infrastructure-oldcontract"}, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("refused provider: a %T was written: %v", obj, err)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "test-controller-manager"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Errorf("refused provider: its Deployment reached the cluster: %v", err)
+	}
 }

@@ -34,14 +34,10 @@ var (
 func TestMain(m *testing.M) {
 	os.Exit(framework.RunSuite(m, plane.Options{}, func(ctx context.Context, p *plane.Plane) error {
 		var err error
-		if releases, err = plane.StartReleaseServer(plane.ReleaseServerOptions{}); err != nil {
+		if releases, err = plane.StartFixtureReleases(filepath.Join(p.RepoRoot(), "bin")); err != nil {
 			return err
 		}
-		if err := releases.PublishFixtures(filepath.Join(p.RepoRoot(), "bin")); err != nil {
-			return err
-		}
-		releaseCA = filepath.Join(p.RunDir, "release-ca.pem")
-		if err := os.WriteFile(releaseCA, releases.CACertPEM, 0o600); err != nil {
+		if releaseCA, err = releases.WriteCA(p.RunDir); err != nil {
 			return err
 		}
 		// First the management cluster as clusterctl leaves it, with a
@@ -55,11 +51,11 @@ func TestMain(m *testing.M) {
 		if cli, err = p.BuildCLI(ctx); err != nil {
 			return err
 		}
-		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
-			"--resync-interval=30s",
-			"--registry-mirror=github.com=https://" + releases.Host,
-			"--release-redirect-host=" + releases.DownloadHost,
-		}, Env: []string{"SSL_CERT_FILE=" + releaseCA}})
+		releaseArgs, releaseEnv, err := releases.ManagerSettings(p.RunDir)
+		if err != nil {
+			return err
+		}
+		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: append([]string{"--resync-interval=30s"}, releaseArgs...), Env: releaseEnv})
 		return err
 	}, func(p *plane.Plane) { env = p }))
 }

@@ -226,11 +226,11 @@ func createCluster(t *testing.T, ctx context.Context, c client.Client) *unstruct
 // github.com to the release stand-in, as tests/e2e/providers does.
 func startCapwright(t *testing.T, ctx context.Context) {
 	t.Helper()
-	_, err := env.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
-		"--registry-mirror=github.com=https://" + releases.Host,
-		"--release-redirect-host=" + releases.DownloadHost,
-	}, Env: []string{"SSL_CERT_FILE=" + releaseCA}})
+	args, envVars, err := releases.ManagerSettings(env.RunDir)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.StartCapwright(ctx, plane.CapwrightOptions{Args: args, Env: envVars}); err != nil {
 		t.Fatal(err)
 	}
 }

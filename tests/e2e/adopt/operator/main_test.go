@@ -25,8 +25,6 @@ var (
 	// releases; the manager reaches it through its mirror rule, as a site
 	// without access to github.com reaches its own mirror.
 	releases *plane.ReleaseServer
-	// releaseCA is the stand-in's CA, which the manager trusts.
-	releaseCA string
 )
 
 // operatorFieldManagers are the field managers cluster-api-operator
@@ -52,13 +50,7 @@ func TestMain(m *testing.M) {
 		if cli, err = p.BuildCLI(ctx); err != nil {
 			return err
 		}
-		if releases, err = plane.StartReleaseServer(plane.ReleaseServerOptions{}); err != nil {
-			return err
-		}
-		if err := releases.PublishFixtures(filepath.Join(p.RepoRoot(), "bin")); err != nil {
-			return err
-		}
-		releaseCA = filepath.Join(p.RunDir, "release-ca.pem")
-		return os.WriteFile(releaseCA, releases.CACertPEM, 0o600)
+		releases, err = plane.StartFixtureReleases(filepath.Join(p.RepoRoot(), "bin"))
+		return err
 	}, func(p *plane.Plane) { env = p }))
 }
