@@ -79,6 +79,10 @@ const AdoptingEvent = "Adopting"
 // MigrateGuide is where the steps of an adoption are written.
 const MigrateGuide = "docs/migrate.md"
 
+// operatorTakeover is the guide's section on releasing what
+// cluster-api-operator holds on to.
+const operatorTakeover = MigrateGuide + "#taking-over-from-cluster-api-operator"
+
 // ComponentObjects are the objects of the checked components whose
 // owners are checked before a first install: all but the Namespace (the
 // provider's own, which holds the CR and is never pruned) and objects
@@ -223,7 +227,7 @@ func ownerOf(f Facts, o ExistingObject) (owner, fix string) {
 	for _, ref := range o.OwnerReferences {
 		if group, _, _ := strings.Cut(ref.APIVersion, "/"); group == OperatorGroup {
 			return fmt.Sprintf("is owned by cluster-api-operator's %s %s/%s (an owner reference)", ref.Kind, o.Namespace, ref.Name),
-				fmt.Sprintf("stop cluster-api-operator and remove its owner references and finalizers from the provider's objects first, as %s says: while the reference is there, deleting that %s makes Kubernetes' garbage collector delete the object", MigrateGuide, ref.Kind)
+				fmt.Sprintf("stop cluster-api-operator and remove its owner references and finalizers from the provider's objects first, as %s says: while the reference is there, deleting that %s makes Kubernetes' garbage collector delete the object", operatorTakeover, ref.Kind)
 		}
 	}
 	if ref := metav1.GetControllerOfNoCopy(&o.ObjectMeta); ref != nil {

@@ -71,7 +71,7 @@ func TestAdoptionRefusals(t *testing.T) {
 			}
 			return f
 		}, reason: v1alpha1.OwnedByAnotherToolReason, status: metav1.ConditionFalse, stalls: true, retry: time.Minute,
-			message: "cluster-api v1.14.2 would take over objects another tool manages: Deployment capi-system/capi-controller-manager is owned by cluster-api-operator's CoreProvider capi-system/cluster-api (an owner reference); stop cluster-api-operator and remove its owner references and finalizers from the provider's objects first, as docs/migrate.md says: while the reference is there, deleting that CoreProvider makes Kubernetes' garbage collector delete the object (and 1 more of its objects are another tool's). Nothing was applied"},
+			message: "cluster-api v1.14.2 would take over objects another tool manages: Deployment capi-system/capi-controller-manager is owned by cluster-api-operator's CoreProvider capi-system/cluster-api (an owner reference); stop cluster-api-operator and remove its owner references and finalizers from the provider's objects first, as docs/migrate.md#taking-over-from-cluster-api-operator says: while the reference is there, deleting that CoreProvider makes Kubernetes' garbage collector delete the object (and 1 more of its objects are another tool's). Nothing was applied"},
 		{name: "controlled by something", facts: func(t testing.TB) Facts {
 			f := factsOf(t, core())
 			f.Existing = []ExistingObject{existing("Deployment", "capi-system", "capi-controller-manager", func(o *ExistingObject) {
