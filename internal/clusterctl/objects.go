@@ -267,10 +267,7 @@ func Decode(components []byte) (*Components, error) {
 // controller manager (the one with a container named "manager") and that
 // container's args; "" when there is none.
 func (c *Components) ManagerDeployment() (name string, args []string) {
-	for _, o := range c.objs {
-		if o.GetKind() != "Deployment" {
-			continue
-		}
+	for _, o := range c.Deployments() {
 		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 		for _, ct := range containers {
 			m, ok := ct.(map[string]any)
@@ -282,6 +279,18 @@ func (c *Components) ManagerDeployment() (name string, args []string) {
 		}
 	}
 	return "", nil
+}
+
+// Deployments are the components' Deployments, in the file's order, as
+// the file holds them (variables not substituted).
+func (c *Components) Deployments() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for i := range c.objs {
+		if c.objs[i].GetKind() == "Deployment" {
+			out = append(out, &c.objs[i].Unstructured)
+		}
+	}
+	return out
 }
 
 // ObjectRef names an object of the components as the file holds it.

@@ -1,18 +1,12 @@
 package convert
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capwright/capwright/internal/clusterctl"
 )
@@ -32,20 +26,12 @@ type templateDeployment struct {
 
 // templateDeployments reads the Deployments of a components file, by name.
 func templateDeployments(components []byte) (map[string]templateDeployment, error) {
+	c, err := clusterctl.Decode(components)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]templateDeployment{}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(components)))
-	for {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var u unstructured.Unstructured
-		if err := yaml.Unmarshal(raw, &u.Object); err != nil || u.GetKind() != "Deployment" {
-			continue
-		}
+	for _, u := range c.Deployments() {
 		containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
 		td := templateDeployment{containers: map[string]templateContainer{}}
 		for _, ct := range containers {
@@ -72,6 +58,7 @@ func templateDeployments(components []byte) (map[string]templateDeployment, erro
 		}
 		out[u.GetName()] = td
 	}
+	return out, nil
 }
 
 // flagKey is an argument's flag, "--feature-gates" of

@@ -102,8 +102,6 @@ func (r *Reconciler) writeReleaseCopyPart(ctx context.Context, obj v1alpha1.Prov
 	}
 	cm.Data = nil
 	cm.BinaryData = map[string][]byte{releaseCopyKey: data}
-	immutable := false
-	cm.Immutable = &immutable
 	if create {
 		return r.Client.Create(ctx, cm)
 	}
