@@ -9,10 +9,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kuberecorder "k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -130,7 +136,39 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, r
 			log.FromContext(ctx).V(1).Info("reconciled", "clusters", len(d.Selection.Selected()), "eligible", len(d.Rendered.Clusters))
 		}
 	}
-	return shell.Outcome{Result: reconcile.Result{RequeueAfter: requeue}}, tenantplan.Fold(t, in)
+	err = tenantplan.Fold(t, in)
+	if in.Desired != nil {
+		r.rolloutStopped(t, in.Desired)
+	}
+	return shell.Outcome{Result: reconcile.Result{RequeueAfter: requeue}}, err
+}
+
+// rolloutStopped records, when this reconcile stopped a rollout, a
+// Warning event on the Flux object of each cluster that failed — in the
+// Cluster's namespace, so that notification-controller, which routes
+// events of namespaced objects only, can page on it through an Alert on
+// those Kustomizations or HelmReleases (docs/alerts.md) — besides the
+// Tenant's own RolledOut transition.
+func (r *Reconciler) rolloutStopped(t *tenancyv1alpha1.Tenant, d *tenantplan.Desired) {
+	ro := d.Rollout
+	if ro == nil || !ro.Stopped || len(ro.Status.Failed) == 0 || r.Recorder == nil {
+		return
+	}
+	failed := ro.Status.Failed[0]
+	for _, ref := range failed.Clusters {
+		ns, name, ok := strings.Cut(ref, "/")
+		if !ok {
+			continue
+		}
+		cluster := types.NamespacedName{Namespace: ns, Name: name}
+		meta := metav1.ObjectMeta{Namespace: ns, Name: render.TenantClusterObjectName(t.Name, cluster),
+			Labels: map[string]string{tenancyv1alpha1.TenantLabel: t.Name}}
+		var obj runtime.Object = &kustomizev1.Kustomization{TypeMeta: metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind}, ObjectMeta: meta}
+		if t.Spec.Stack.Chart != nil {
+			obj = &helmv2.HelmRelease{TypeMeta: metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind}, ObjectMeta: meta}
+		}
+		r.Recorder.AnnotatedEventf(obj, revision(failed.Artifact), "Warning", ro.Reason, "Tenant %s: %s", t.Name, ro.Message)
+	}
 }
 
 // syncer writes the tenant's objects.

@@ -150,8 +150,13 @@ func foldRevisions(lines []tenancyv1alpha1.TenantClusterStatus, d *Desired) {
 	}
 	for i := range lines {
 		c := types.NamespacedName{Namespace: lines[i].Namespace, Name: lines[i].Name}
-		lines[i].Revision = d.Rollout.Revisions[c]
-		lines[i].Wave = d.Rollout.Waves[c]
+		id := d.Rollout.Revisions[c]
+		lines[i].Revision, lines[i].Wave = id, d.Rollout.Waves[c]
+		// A pinned source reports the digest alone; tag@digest reads
+		// better.
+		if a := d.Rollout.Artifacts[id]; a != "" && render.ArtifactDigest(a) == render.ArtifactDigest(lines[i].AppliedRevision) {
+			lines[i].AppliedRevision = a
+		}
 	}
 }
 

@@ -94,6 +94,9 @@ type rolloutDecision struct {
 	Stalled bool
 	// After is when to look again (a bake ending), or 0.
 	After time.Duration
+	// Stopped: this step stopped the rollout (status.rollout.failed[0]
+	// says where and why).
+	Stopped bool
 }
 
 // decideRollout is the next step of the rollout.
@@ -322,7 +325,7 @@ func (d rolloutDecision) fail(t render.StackSnapshot, k int, failed []rolloutClu
 			}
 		}
 	}
-	d.Stalled, d.Reason = true, string(d.Status.Phase)
+	d.Stalled, d.Stopped, d.Reason = true, true, string(d.Status.Phase)
 	d.Message = failureMessage(rec, d.Status.Phase, lastGood)
 	d.Status.Waves = in.waveStatus(d.Pins, &tenancyv1alpha1.StackRevision{ID: t.ID}, d.Status.Waves)
 	return d

@@ -26,6 +26,8 @@ type Rollout struct {
 	// Revisions each selected cluster's revision (its object's, for a
 	// pending cluster).
 	Waves, Revisions map[types.NamespacedName]string
+	// Artifacts are the artifacts of the revisions in use, by ID.
+	Artifacts map[string]string
 }
 
 // planRollout decides the rollout step of a tenant with spec.rollout and
@@ -79,7 +81,7 @@ func planRollout(f Facts, sel render.ClusterSelection) (*Rollout, *render.Tenant
 	in.Clusters = sortedClusters(in.Clusters)
 	d := decideRollout(in)
 
-	out := &Rollout{rolloutDecision: d, Waves: map[types.NamespacedName]string{}, Revisions: map[types.NamespacedName]string{}}
+	out := &Rollout{rolloutDecision: d, Waves: map[types.NamespacedName]string{}, Revisions: map[types.NamespacedName]string{}, Artifacts: map[string]string{}}
 	for _, c := range eligible {
 		out.Waves[c] = names[wave[c]]
 	}
@@ -127,6 +129,7 @@ func planRollout(f Facts, sel render.ClusterSelection) (*Rollout, *render.Tenant
 			use(c.Cluster.Namespace, id)
 			sources[c.Cluster] = render.PinnedSourceName(t.Name, id)
 			out.Revisions[c.Cluster] = id
+			out.Artifacts[id] = s.Artifact
 		}
 	}
 	for _, rev := range []*tenancyv1alpha1.StackRevision{d.Status.LastGood, d.Status.Target} {
