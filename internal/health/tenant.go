@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -314,4 +315,34 @@ func truncate(s string, limit int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// FailedAttempt tells whether Flux tried the artifact of digest on a
+// cluster and failed, as a rollout counts a failure: the cluster's
+// HelmRelease or Kustomization is not Ready for its current generation
+// after attempting that very artifact; or the source pinned to it failed
+// for its current generation (a digest that cannot be pulled or
+// verified). A cluster whose applier waits for its source, or has not
+// reached the artifact yet, has not failed on it: Flux reports such
+// passing states as Ready False too. (Flux moves status.observedGeneration
+// only on success; the Ready condition carries the generation it is
+// about.)
+func FailedAttempt(apply, source Observation, digest string) bool {
+	if failedAtGeneration(source) {
+		return true
+	}
+	return revisionDigest(apply.LastAttemptedRevision) == digest && failedAtGeneration(apply)
+}
+
+// failedAtGeneration: the object's Ready (or Stalled) says it failed, for
+// its current generation.
+func failedAtGeneration(o Observation) bool {
+	if o.Missing || o.Kind == "" {
+		return false
+	}
+	if stalled := o.condition(meta.StalledCondition); stalled != nil && stalled.Status == metav1.ConditionTrue {
+		return stalled.ObservedGeneration == o.Generation
+	}
+	c := o.condition(meta.ReadyCondition)
+	return c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == o.Generation
 }

@@ -75,8 +75,13 @@ func planRollout(f Facts, sel render.ClusterSelection) (*Rollout, *render.Tenant
 		phase[types.NamespacedName{Namespace: l.Namespace, Name: l.Name}] = l
 	}
 	for _, c := range eligible {
-		in.Clusters = append(in.Clusters, rolloutCluster{Cluster: c, Wave: wave[c], Revision: current[c], Unpinned: unpinned[c],
-			Phase: phase[c].Phase, Message: phase[c].Message})
+		rc := rolloutCluster{Cluster: c, Wave: wave[c], Revision: current[c], Unpinned: unpinned[c], Phase: phase[c].Phase, Message: phase[c].Message}
+		if rc.Phase == tenancyv1alpha1.ClusterPhaseFailed && !failedOnRevision(t, existing, c, current[c], f.Snapshots, in.Target) {
+			// Flux's passing states (a source not fetched yet) are no
+			// failure of the revision.
+			rc.Phase = tenancyv1alpha1.ClusterPhaseInstalling
+		}
+		in.Clusters = append(in.Clusters, rc)
 	}
 	in.Clusters = sortedClusters(in.Clusters)
 	d := decideRollout(in)
@@ -251,4 +256,25 @@ func resolveTarget(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, exist
 func sameSourceSpec(a, b sourcev1.OCIRepositorySpec) bool {
 	return a.URL == b.URL && apiequality.Semantic.DeepEqual(a.Reference, b.Reference) &&
 		apiequality.Semantic.DeepEqual(a.LayerSelector, b.LayerSelector) && apiequality.Semantic.DeepEqual(a.Verify, b.Verify)
+}
+
+// failedOnRevision tells whether Flux tried the cluster's revision and
+// failed (health.FailedAttempt); a cluster without a known revision has
+// not.
+func failedOnRevision(t *tenancyv1alpha1.Tenant, existing plan.Observed, c types.NamespacedName, id string,
+	snapshots map[string]render.StackSnapshot, target *render.StackSnapshot) bool {
+	s, ok := snapshots[id]
+	if target != nil && target.ID == id {
+		s, ok = *target, true
+	}
+	if !ok {
+		return false
+	}
+	kind := kustomizev1.KustomizationKind
+	if t.Spec.Stack.Chart != nil {
+		kind = helmv2.HelmReleaseKind
+	}
+	apply := observation(existing, kind, c.Namespace, render.TenantClusterObjectName(t.Name, c))
+	source := observation(existing, sourcev1.OCIRepositoryKind, c.Namespace, render.PinnedSourceName(t.Name, id))
+	return health.FailedAttempt(apply, source, s.Digest)
 }

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -428,4 +430,103 @@ func kstatusOf(t *testing.T, tn *tenancyv1alpha1.Tenant) kstatus.Status {
 		t.Fatal(err)
 	}
 	return res.Status
+}
+
+// TestTenantChartRollout: a chart stack rolls out the same way. Two
+// clusters on the two workload API servers, one wave each: a chart
+// version that fails to render stops in the first wave and goes back to
+// the last good chart, the second wave never sees it; a change of the
+// values alone is a new revision and goes through.
+func TestTenantChartRollout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := newClient(t, env.Config)
+	const name = "chart-rollout"
+	registerLabelled(t, ctx, c, 0, "chart-canary", "canary")
+	registerLabelled(t, ctx, c, 1, "chart-late", "late")
+	push := func(version, template string) string {
+		url, err := framework.PushChart(ctx, env.Registry.Host, "tenants/charts/rollout", "rollout", version, map[string][]byte{
+			"templates/configmap.yaml": []byte(template),
+			"values.yaml":              []byte("tier: default\n"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return url
+	}
+	url := push("0.1.0", chartConfigMap)
+	one := intstr.FromInt32(1)
+	tn := &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Clusters: tenancyv1alpha1.ClusterSelector{Names: []string{"chart-canary", "chart-late"}, Namespaces: []string{rolloutNamespace}},
+			Stack: tenancyv1alpha1.StackSpec{
+				Chart: &tenancyv1alpha1.ChartStack{
+					OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: url, Insecure: true},
+					Version:             "0.1.0",
+					Values:              &apiextensionsv1.JSON{Raw: []byte(`{"tier":"gold"}`)},
+				},
+				Timeout: &metav1.Duration{Duration: time.Minute},
+			},
+			Rollout: &tenancyv1alpha1.RolloutSpec{WaveLabel: "ring", MaxUpdating: &one, BakeTime: &metav1.Duration{Duration: rolloutBake},
+				Waves: []tenancyv1alpha1.Wave{{Name: "canary"}, {Name: "late"}}},
+		},
+	}
+	createTenant(t, ctx, c, tn)
+	done := waitTenant(t, ctx, c, name, 3*time.Minute, "0.1.0 rolled out", rolledOut("0.1.0", 2))
+	good := done.Status.Rollout.LastGood
+	late := clusterObjectsOf(t, ctx, c, name, "chart-late")
+
+	push("0.2.0", "{{ fail \"this chart version is broken\" }}\n")
+	update := func(change func(*tenancyv1alpha1.ChartStack)) {
+		t.Helper()
+		current := &tenancyv1alpha1.Tenant{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
+			t.Fatal(err)
+		}
+		change(current.Spec.Stack.Chart)
+		if err := c.Update(ctx, current); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(func(s *tenancyv1alpha1.ChartStack) { s.Version = "0.2.0" })
+	back := waitTenant(t, ctx, c, name, 4*time.Minute, "the broken chart rolled back", func(tn *tenancyv1alpha1.Tenant) bool {
+		r := tn.Status.Rollout
+		l := clusterLine(tn, "chart-canary")
+		return r != nil && r.Phase == tenancyv1alpha1.RolloutRolledBack && l != nil && l.Revision == good.ID && l.Phase == tenancyv1alpha1.ClusterPhaseReady
+	})
+	if f := back.Status.Rollout.Failed; len(f) != 1 || f[0].Wave != "canary" || !strings.HasPrefix(f[0].Artifact, "0.2.0@sha256:") {
+		t.Fatalf("status.rollout.failed = %+v", f)
+	}
+	if after := clusterObjectsOf(t, ctx, c, name, "chart-late"); after != late {
+		t.Errorf("the late wave's HelmRelease changed during the broken rollout: generation %d → %d", late, after)
+	}
+
+	// Values alone make a new revision.
+	update(func(s *tenancyv1alpha1.ChartStack) {
+		s.Version = "0.1.0"
+		s.Values = &apiextensionsv1.JSON{Raw: []byte(`{"tier":"platinum"}`)}
+	})
+	done = waitTenant(t, ctx, c, name, 3*time.Minute, "the new values rolled out", func(tn *tenancyv1alpha1.Tenant) bool {
+		return rolledOut("0.1.0", 2)(tn) && tn.Status.Rollout.LastGood.ID != good.ID
+	})
+	assertWavesInOrder(t, done, map[string]string{"chart-canary": "canary", "chart-late": "late"})
+	for i, w := range workloads {
+		var cm corev1.ConfigMap
+		if err := newClient(t, w.Config).Get(ctx, client.ObjectKey{Namespace: name, Name: name + "-settings"}, &cm); err != nil || cm.Data["tier"] != "platinum" {
+			t.Errorf("workload %d: the chart's ConfigMap %v (err %v), want tier platinum", i+1, cm.Data, err)
+		}
+	}
+}
+
+// clusterObjectsOf is the generation of the HelmRelease of a tenant's
+// cluster in the rollout namespace.
+func clusterObjectsOf(t *testing.T, ctx context.Context, c client.Client, tenant, cluster string) int64 {
+	t.Helper()
+	hr := &helmv2.HelmRelease{}
+	key := types.NamespacedName{Namespace: rolloutNamespace, Name: render.TenantClusterObjectName(tenant, types.NamespacedName{Namespace: rolloutNamespace, Name: cluster})}
+	if err := c.Get(ctx, key, hr); err != nil {
+		t.Fatalf("HelmRelease %s: %v", key, err)
+	}
+	return hr.Generation
 }
