@@ -90,6 +90,7 @@ func Plan(f Facts) (Desired, error) {
 		// Flux ignores suspended objects.
 		d.Nudges = func(o plan.Observed) []plan.Nudge { return nudges(t, sel, rendered, o) }
 	}
+	shardFlux(f, d.Writes)
 	return d, nil
 }
 
