@@ -266,6 +266,16 @@ func (p *Plane) installCRDs(ctx context.Context) error {
 // --watch-label-selector reads (Options.KustomizeShards).
 const ShardLabel = "sharding.fluxcd.io/key"
 
+// WatchLabelSelector is the --watch-label-selector of the Flux controller
+// instance of shard, as Flux's sharding guide sets it: the shard's key,
+// or for the main instance (shard "") no key at all.
+func WatchLabelSelector(shard string) string {
+	if shard == "" {
+		return "!" + ShardLabel
+	}
+	return ShardLabel + "=" + shard
+}
+
 // KustomizeShard names the process (and log) of the kustomize-controller
 // instance of a shard (Options.KustomizeShards).
 func KustomizeShard(shard string) string { return "kustomize-controller-" + shard }
@@ -308,11 +318,11 @@ func (p *Plane) startFlux(ctx context.Context) ([]readyWait, error) {
 	if len(p.opts.KustomizeShards) > 0 {
 		// Flux's sharding guide: the main instance takes what carries no
 		// shard key, each shard's instance what carries its own.
-		controllers[1].args = append(slices.Clone(kustomize), "--watch-label-selector=!"+ShardLabel)
+		controllers[1].args = append(slices.Clone(kustomize), "--watch-label-selector="+WatchLabelSelector(""))
 		for _, shard := range p.opts.KustomizeShards {
 			args := append(slices.Clone(kustomize), p.opts.ExtraArgs["kustomize-controller"]...)
 			controllers = append(controllers, controller{KustomizeShard(shard), "kustomize-controller",
-				append(args, "--watch-label-selector="+ShardLabel+"="+shard)})
+				append(args, "--watch-label-selector="+WatchLabelSelector(shard))})
 		}
 	}
 	var waits []readyWait
