@@ -13,6 +13,8 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,6 +81,11 @@ func TestFluxShardsSplitTenants(t *testing.T) {
 	// its three clusters on shard2.
 	pinned := kustomizeTenant("pinned", art, tenancyv1alpha1.ClusterSelector{Names: []string{"sharded-0", "sharded-1", "sharded-3"}, Namespaces: []string{clustersNS}})
 	pinned.Labels = map[string]string{render.ShardLabel: "shard1"}
+	// Registered before the Tenants, so it runs once they are deleted:
+	// their target namespaces leave the workload clusters before the
+	// next test (a Tenant of the same name, created again while its
+	// namespace still terminates, waits for Flux's retry).
+	t.Cleanup(func() { targetNamespacesGone(t, halves.TargetNamespace(), pinned.TargetNamespace()) })
 	createTenant(t, ctx, c, halves)
 	createTenant(t, ctx, c, pinned)
 	readyOn := func(n int32) func(*tenancyv1alpha1.Tenant) bool {
@@ -140,6 +147,25 @@ func TestFluxShardsSplitTenants(t *testing.T) {
 	})
 	waitTenant(t, ctx, c, pinned.Name, 2*time.Minute, "pinned Ready on 3 clusters on shard2", readyOn(3))
 	t.Logf("pinned moved to shard2 and reconciled there after %s", time.Since(moved).Round(time.Millisecond))
+}
+
+// targetNamespacesGone waits until none of namespaces is left on the
+// workload clusters.
+func targetNamespacesGone(t *testing.T, namespaces ...string) {
+	t.Helper()
+	for _, w := range workloads {
+		remote := newClient(t, w.Config)
+		eventually(t, 3*time.Minute, fmt.Sprintf("namespaces %v gone from %s", namespaces, w.Name), func() (bool, string) {
+			var left []string
+			for _, ns := range namespaces {
+				err := remote.Get(context.Background(), client.ObjectKey{Name: ns}, &corev1.Namespace{})
+				if !apierrors.IsNotFound(err) {
+					left = append(left, fmt.Sprintf("%s (%v)", ns, err))
+				}
+			}
+			return len(left) == 0, "left: " + strings.Join(left, ", ")
+		})
+	}
 }
 
 // wantShards are the Kustomizations of tn's clusters (the stack's and the
