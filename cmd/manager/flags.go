@@ -41,6 +41,8 @@ type options struct {
 	mirrors, insecure                    []string
 	storagePath, storageAddr, storageURL string
 	tenantForbidden                      []string
+	fluxSharding                         string
+	sharding                             render.Sharding
 	catalogOCI                           bool
 	releaseRedirectHosts                 []string
 	releaseRecheck                       time.Duration
@@ -76,6 +78,10 @@ func parseFlags(args []string) (*options, error) {
 		"Namespaces of the management cluster no Tenant may select Clusters in (spec.clusters.namespaces), comma-separated or repeated; "+
 			"setting it replaces the default. A Tenant listing one is refused with reason NamespaceNotAllowed and nothing is written for its clusters. "+
 			"Kubernetes' own namespaces, every other Tenant's management namespace and the manager's own namespace (RUNTIME_NAMESPACE) are refused whatever it says.")
+	fs.StringVar(&o.fluxSharding, "flux-sharding", render.ShardingOff,
+		"How the Flux objects written for Tenants carry Flux's shard label "+render.ShardLabel+", for Flux controllers started with --watch-label-selector: "+
+			"off (no label); N, a number of shards (each cluster's objects labelled shard1 to shardN by a stable hash of the tenant and the cluster, a Tenant's own "+render.ShardLabel+" label overriding it); "+
+			"or tenant-label (only Tenants labelled "+render.ShardLabel+"=<shard> are sharded, on that shard). A new shard relabels the objects; nothing is deleted.")
 	o.client.BindFlags(fs)
 	o.log.BindFlags(fs)
 	o.leaderElection.BindFlags(fs)
@@ -91,6 +97,11 @@ func parseFlags(args []string) (*options, error) {
 			return nil, fmt.Errorf("--tenant-forbidden-namespaces: %q is not a namespace name (%s); list namespace names, comma-separated", ns, strings.Join(errs, "; "))
 		}
 	}
+	sharding, err := render.ParseSharding(o.fluxSharding)
+	if err != nil {
+		return nil, fmt.Errorf("--flux-sharding: %w", err)
+	}
+	o.sharding = sharding
 	if err := o.featureGates.SupportedFeatures(features); err != nil {
 		return nil, fmt.Errorf("--feature-gates: %w (this version knows %d feature gates; see docs/install.md)", err, len(features))
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/capwright/capwright/internal/render"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -43,6 +45,21 @@ func TestParseFlags(t *testing.T) {
 	if defaults.healthAddr != ":9440" || defaults.metricsAddr != ":8080" || defaults.log.LogLevel != "info" || defaults.leaderElection.Enable {
 		t.Errorf("defaults %+v", defaults)
 	}
+	if defaults.sharding != (render.Sharding{}) {
+		t.Errorf("Flux sharding is %s by default, want off", defaults.sharding)
+	}
+	for arg, want := range map[string]render.Sharding{
+		"--flux-sharding=off":          {},
+		"--flux-sharding=2":            {Shards: 2, TenantLabel: true},
+		"--flux-sharding=tenant-label": {TenantLabel: true},
+	} {
+		o, err := parseFlags([]string{arg})
+		if err != nil {
+			t.Errorf("%s: %v", arg, err)
+		} else if o.sharding != want {
+			t.Errorf("%s: sharding %+v, want %+v", arg, o.sharding, want)
+		}
+	}
 }
 
 func TestParseFlagsRefuses(t *testing.T) {
@@ -51,6 +68,8 @@ func TestParseFlagsRefuses(t *testing.T) {
 		{"--leader-elect"}, // controller-runtime's name; Flux's is --enable-leader-election
 		{"stray"},
 		{"--tenant-forbidden-namespaces=flux-system,Vault"},
+		{"--flux-sharding=0"},
+		{"--flux-sharding=shard1"},
 	} {
 		if _, err := parseFlags(args); err == nil || !strings.Contains(err.Error(), strings.TrimLeft(strings.SplitN(args[0], "=", 2)[0], "-")) {
 			t.Errorf("parseFlags(%q) = %v, want an error naming it", args, err)

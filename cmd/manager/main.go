@@ -282,6 +282,7 @@ func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecord
 		// The Deployment sets RUNTIME_NAMESPACE (see run).
 		ForbiddenNamespaces: o.tenantForbiddenNamespaces(os.Getenv("RUNTIME_NAMESPACE")),
 		Artifacts:           storage,
+		Sharding:            o.sharding,
 	}
 	if storage != nil {
 		storage.Restore = r.RestoreArtifacts(storage.Restore)

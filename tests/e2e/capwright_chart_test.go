@@ -112,6 +112,7 @@ func TestCapwrightHelmChartNamesFromTheRelease(t *testing.T) {
 		"podAnnotations":   map[string]any{"example.com/team": "platform"},
 		"extraArgs":        []any{"--concurrent=8"},
 		"logLevel":         "debug",
+		"fluxSharding":     "2",
 		// Preferred, so kwok's node still takes the pod.
 		"affinity": map[string]any{"nodeAffinity": map[string]any{
 			"preferredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{
@@ -160,6 +161,7 @@ func TestCapwrightHelmChartNamesFromTheRelease(t *testing.T) {
 	for _, arg := range []string{
 		"--concurrent=8",
 		"--log-level=debug",
+		"--flux-sharding=2",
 		"--artifact-advertise-url=http://" + svc + "." + ns + ".svc.cluster.local.",
 	} {
 		if !slices.Contains(manager.Args, arg) {

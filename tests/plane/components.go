@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -261,8 +262,28 @@ func (p *Plane) installCRDs(ctx context.Context) error {
 	return nil
 }
 
+// ShardLabel is Flux's sharding label, which a controller started with
+// --watch-label-selector reads (Options.KustomizeShards).
+const ShardLabel = "sharding.fluxcd.io/key"
+
+// WatchLabelSelector is the --watch-label-selector of the Flux controller
+// instance of shard, as Flux's sharding guide sets it: the shard's key,
+// or for the main instance (shard "") no key at all.
+func WatchLabelSelector(shard string) string {
+	if shard == "" {
+		return "!" + ShardLabel
+	}
+	return ShardLabel + "=" + shard
+}
+
+// KustomizeShard names the process (and log) of the kustomize-controller
+// instance of a shard (Options.KustomizeShards).
+func KustomizeShard(shard string) string { return "kustomize-controller-" + shard }
+
 // startFlux starts source-controller, kustomize-controller and
-// helm-controller against the plane, watching all namespaces.
+// helm-controller against the plane, watching all namespaces; with
+// Options.KustomizeShards, a kustomize-controller per shard besides the
+// main one, as Flux's sharding guide sets them up.
 func (p *Plane) startFlux(ctx context.Context) ([]readyWait, error) {
 	client, err := kubernetes.NewForConfig(p.Config)
 	if err != nil {
@@ -281,16 +302,28 @@ func (p *Plane) startFlux(ctx context.Context) ([]readyWait, error) {
 	if err := os.MkdirAll(storageDir, 0o755); err != nil {
 		return nil, err
 	}
-	controllers := []struct {
-		name string
-		args []string
-	}{
-		{"source-controller", []string{"--storage-path=" + storageDir, "--storage-addr=" + storageAddr, "--storage-adv-addr=" + storageAddr}},
-		// ExternalArtifact: Capwright hands a provider's additional
-		// manifests to Flux as an ExternalArtifact, which
-		// kustomize-controller v1.9 reads only with this gate.
-		{"kustomize-controller", []string{"--feature-gates=ExternalArtifact=true"}},
-		{"helm-controller", nil},
+	type controller struct {
+		name, binary string
+		args         []string
+	}
+	// ExternalArtifact: Capwright hands a provider's additional manifests
+	// to Flux as an ExternalArtifact, which kustomize-controller v1.9
+	// reads only with this gate.
+	kustomize := []string{"--feature-gates=ExternalArtifact=true"}
+	controllers := []controller{
+		{"source-controller", "source-controller", []string{"--storage-path=" + storageDir, "--storage-addr=" + storageAddr, "--storage-adv-addr=" + storageAddr}},
+		{"kustomize-controller", "kustomize-controller", kustomize},
+		{"helm-controller", "helm-controller", nil},
+	}
+	if len(p.opts.KustomizeShards) > 0 {
+		// Flux's sharding guide: the main instance takes what carries no
+		// shard key, each shard's instance what carries its own.
+		controllers[1].args = append(slices.Clone(kustomize), "--watch-label-selector="+WatchLabelSelector(""))
+		for _, shard := range p.opts.KustomizeShards {
+			args := append(slices.Clone(kustomize), p.opts.ExtraArgs["kustomize-controller"]...)
+			controllers = append(controllers, controller{KustomizeShard(shard), "kustomize-controller",
+				append(args, "--watch-label-selector="+WatchLabelSelector(shard))})
+		}
 	}
 	var waits []readyWait
 	for _, c := range controllers {
@@ -321,7 +354,7 @@ func (p *Plane) startFlux(ctx context.Context) ([]readyWait, error) {
 		}
 		proc, err := startProcess(processSpec{
 			Name:   c.name,
-			Binary: filepath.Join(p.opts.BinDir, c.name),
+			Binary: filepath.Join(p.opts.BinDir, c.binary),
 			Args:   append(args, p.opts.ExtraArgs[c.name]...),
 			// The Flux controllers have no --kubeconfig flag.
 			Env:    []string{"KUBECONFIG=" + p.Kubeconfig, "RUNTIME_NAMESPACE=" + FluxNamespace, "TMPDIR=" + tmp},

@@ -36,6 +36,17 @@ type Options struct {
 	// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok,
 	// source-controller, kustomize-controller, helm-controller).
 	ExtraArgs map[string][]string
+	// KustomizeShards run kustomize-controller sharded, as Flux's sharding
+	// guide does (https://fluxcd.io/flux/installation/configuration/sharding/):
+	// the main instance with --watch-label-selector=!sharding.fluxcd.io/key
+	// reconciles the Kustomizations without a shard key, and for each
+	// shard named here (e.g. shard1) an instance kustomize-controller-<shard>
+	// (KustomizeShard; its own process, ports, temp directory and log)
+	// with --watch-label-selector=sharding.fluxcd.io/key=<shard> those
+	// labelled with it. The shards get ExtraArgs of kustomize-controller
+	// and of their own name. source-controller and helm-controller stay
+	// single, watching every object whatever its key.
+	KustomizeShards []string
 	// AuditLog makes the API server record every write request (who, what
 	// verb, which object) so tests can count a component's writes; see
 	// Plane.Writes.

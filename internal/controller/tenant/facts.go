@@ -45,7 +45,7 @@ func NewSecretMetadata() *metav1.PartialObjectMetadata {
 // the namespaces are checked: a namespace the tenant may not use is never
 // looked at on its behalf (the plan refuses the tenant then).
 func (r *Reconciler) facts(ctx context.Context, t *tenancyv1alpha1.Tenant) (tenantplan.Facts, error) {
-	f := tenantplan.Facts{Tenant: t, Forbidden: r.ForbiddenNamespaces, NoArtifactServer: r.Artifacts == nil}
+	f := tenantplan.Facts{Tenant: t, Forbidden: r.ForbiddenNamespaces, NoArtifactServer: r.Artifacts == nil, Sharding: r.Sharding}
 	var tenants tenancyv1alpha1.TenantList
 	if err := r.Client.List(ctx, &tenants); err != nil {
 		return f, fmt.Errorf("listing Tenants to check the namespaces of Tenant %s: %w", t.Name, err)

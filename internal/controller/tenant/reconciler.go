@@ -83,6 +83,9 @@ type Reconciler struct {
 	// when the manager runs without --artifact-storage-path, and then a
 	// kustomize artifact must carry its Namespace manifest.
 	Artifacts *fluxartifact.Storage
+	// Sharding is how the tenant's Flux objects carry Flux's shard label
+	// (the manager's --flux-sharding); zero is off.
+	Sharding render.Sharding
 
 	// written keeps the shell from acting on a read older than its own
 	// last write.

@@ -31,6 +31,9 @@ type Facts struct {
 	// stack's target namespace is not handed to Flux
 	// (render.TenantOptions).
 	NoArtifactServer bool
+	// Sharding is how the tenant's Flux objects carry Flux's shard label
+	// (the manager's --flux-sharding; render.Sharding); zero is off.
+	Sharding render.Sharding
 
 	// What follows is read only in the namespaces the tenant may use
 	// (CheckNamespaces), render.TenantNamespaces.

@@ -101,6 +101,7 @@ func Plan(f Facts) (Desired, error) {
 		sources := d.Sources
 		d.Nudges = func(o plan.Observed) []plan.Nudge { return nudges(t, sel, rendered, o, sources) }
 	}
+	shardFlux(f, d.Writes)
 	return d, nil
 }
 

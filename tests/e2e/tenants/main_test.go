@@ -2,7 +2,11 @@
 // clusters (each its own etcd and kube-apiserver) registered as Cluster
 // API Clusters with kubeconfig Secrets, a tenant stack pushed to the
 // plane's registry, delivered by the real Flux controllers through the
-// Capwright manager built from the working tree.
+// Capwright manager built from the working tree. Flux is sharded as
+// Flux's sharding guide has it: the manager labels the tenants' Flux
+// objects over two shards (--flux-sharding), and kustomize-controller runs
+// as a main instance and one instance per shard, so every test's
+// Kustomizations go through a shard (sharding_test.go checks which).
 package tenants
 
 import (
@@ -25,7 +29,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.RunSuite(m, plane.Options{AuditLog: true}, func(ctx context.Context, p *plane.Plane) error {
+	os.Exit(framework.RunSuite(m, plane.Options{AuditLog: true, KustomizeShards: fluxShardNames}, func(ctx context.Context, p *plane.Plane) error {
 		if err := p.BuildCapwright(ctx); err != nil {
 			return err
 		}
@@ -41,7 +45,7 @@ func TestMain(m *testing.M) {
 			}
 			workloads = append(workloads, w)
 		}
-		_, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=30s"}})
+		_, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=30s", fmt.Sprintf("--flux-sharding=%d", fluxShards)}})
 		return err
 	}, func(p *plane.Plane) { env = p }))
 }
