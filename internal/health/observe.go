@@ -26,6 +26,11 @@ type Observation struct {
 	// to: a Kustomization's lastAttemptedRevision, a HelmRelease's
 	// lastAttemptedRevisionDigest.
 	LastAttemptedRevision string
+	// AttemptedGeneration is the generation a HelmRelease last ran a Helm
+	// action for (status.lastAttemptedGeneration): a failure before that,
+	// waiting for its source say, never reached the chart. 0 for the
+	// other kinds.
+	AttemptedGeneration int64
 	// Missing is set when the object does not exist.
 	Missing bool
 }
@@ -78,6 +83,7 @@ const helmReleaseDeployed = "deployed"
 func ObserveHelmRelease(h *helmv2.HelmRelease) Observation {
 	obs := observation(helmv2.HelmReleaseKind, h.ObjectMeta, h.Status.ObservedGeneration, h.Status.Conditions)
 	obs.LastAttemptedRevision = h.Status.LastAttemptedRevisionDigest
+	obs.AttemptedGeneration = h.Status.LastAttemptedGeneration
 	var deployed *helmv2.Snapshot
 	for _, s := range h.Status.History { // History.Latest() would sort the caller's slice
 		if s != nil && s.Status == helmReleaseDeployed && (deployed == nil || s.Version > deployed.Version) {

@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -319,19 +320,29 @@ func truncate(s string, limit int) string {
 
 // FailedAttempt tells whether Flux tried the artifact of digest on a
 // cluster and failed, as a rollout counts a failure: the cluster's
-// HelmRelease or Kustomization is not Ready for its current generation
-// after attempting that very artifact; or the source pinned to it failed
-// for its current generation (a digest that cannot be pulled or
-// verified). A cluster whose applier waits for its source, or has not
-// reached the artifact yet, has not failed on it: Flux reports such
-// passing states as Ready False too. (Flux moves status.observedGeneration
-// only on success; the Ready condition carries the generation it is
-// about.)
+// HelmRelease ran a Helm action for its current generation with that
+// artifact and is not Ready, or its Kustomization attempted that artifact
+// and is not Ready for its current generation for a reason of its own
+// (not its source's or a dependency's); or the source pinned to the
+// artifact failed for its current generation (a digest that cannot be
+// pulled or verified). Flux reports passing states — an applier waiting
+// for its new source — as Ready False too; those are no failure of the
+// revision. (Flux moves status.observedGeneration only on success; the
+// Ready condition carries the generation it is about.)
 func FailedAttempt(apply, source Observation, digest string) bool {
 	if failedAtGeneration(source) {
 		return true
 	}
-	return revisionDigest(apply.LastAttemptedRevision) == digest && failedAtGeneration(apply)
+	if revisionDigest(apply.LastAttemptedRevision) != digest || !failedAtGeneration(apply) {
+		return false
+	}
+	switch apply.Kind {
+	case helmv2.HelmReleaseKind:
+		return apply.AttemptedGeneration == apply.Generation
+	default:
+		r := apply.condition(meta.ReadyCondition)
+		return r == nil || (r.Reason != meta.ArtifactFailedReason && r.Reason != meta.DependencyNotReadyReason)
+	}
 }
 
 // failedAtGeneration: the object's Ready (or Stalled) says it failed, for
