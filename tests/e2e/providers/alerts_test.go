@@ -3,12 +3,9 @@ package providers
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,51 +16,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
 // alertsExample is the Alert the alerts guide tells users to commit.
 const alertsExample = "docs/examples/repository/infrastructure/providers/alerts.yaml"
 
-// webhook is an HTTP receiver standing in for Slack or a team's webhook:
-// it keeps every event notification-controller posts, per path.
-type webhook struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	received map[string][]eventv1.Event
-}
-
-func newWebhook(t *testing.T) *webhook {
-	w := &webhook{received: map[string][]eventv1.Event{}}
-	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		var e eventv1.Event
-		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
-			t.Errorf("webhook %s: %v", r.URL.Path, err)
-			rw.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		w.mu.Lock()
-		w.received[r.URL.Path] = append(w.received[r.URL.Path], e)
-		w.mu.Unlock()
-		rw.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(w.srv.Close)
-	return w
-}
-
-func (w *webhook) events(path string) []eventv1.Event {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]eventv1.Event(nil), w.received[path]...)
-}
-
 // waitEvent waits until path received an event about the provider
 // matching fn.
-func (w *webhook) waitEvent(t *testing.T, ctx context.Context, path string, p v1alpha1.Provider, what string, fn func(eventv1.Event) bool) eventv1.Event {
+func waitEvent(t *testing.T, ctx context.Context, w *framework.Webhook, path string, p v1alpha1.Provider, what string, fn func(eventv1.Event) bool) eventv1.Event {
 	t.Helper()
 	var found eventv1.Event
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		for _, e := range w.events(path) {
+		for _, e := range w.Events(path) {
 			if e.InvolvedObject.Name == p.GetName() && e.InvolvedObject.Namespace == p.GetNamespace() && fn(e) {
 				found = e
 				return true, nil
@@ -73,7 +39,7 @@ func (w *webhook) waitEvent(t *testing.T, ctx context.Context, path string, p v1
 	})
 	if err != nil {
 		var got []string
-		for _, e := range w.events(path) {
+		for _, e := range w.Events(path) {
 			got = append(got, e.InvolvedObject.Name+" "+e.Severity+" "+e.Reason+": "+e.Message)
 		}
 		t.Fatalf("no event %s for %s/%s reached %s; received: %q", what, p.GetNamespace(), p.GetName(), path, got)
@@ -91,7 +57,7 @@ func alertsReceiveEvents(t *testing.T, ctx context.Context, c client.Client) {
 	const ns = "alerts"
 	const marker = "do-not-leak-7f3a9c"
 	ensureNamespace(t, ctx, c, ns)
-	hook := newWebhook(t)
+	hook := framework.NewWebhook(t)
 
 	// The guide's Alert and Provider, in this namespace; the webhook's
 	// address is in the Secret the example names.
@@ -111,7 +77,7 @@ metadata:
   name: labelled-webhook
 spec:
   type: generic
-  address: ` + hook.srv.URL + `/labelled
+  address: ` + hook.URL + `/labelled
 ---
 apiVersion: notification.toolkit.fluxcd.io/v1beta3
 kind: Alert
@@ -135,7 +101,7 @@ spec:
 		o.SetNamespace(ns)
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "platform-webhook"},
-		StringData: map[string]string{"address": hook.srv.URL + "/all"}}
+		StringData: map[string]string{"address": hook.URL + "/all"}}
 	if err := c.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +150,7 @@ spec:
 	waitCondition(t, ctx, c, vars, v1alpha1.CompatibleCondition, metav1.ConditionFalse, v1alpha1.MissingVariablesReason, 2*time.Minute)
 
 	revision := func(e eventv1.Event) string { return e.Metadata[eventv1.MetaRevisionKey] }
-	e := hook.waitEvent(t, ctx, "/all", ok, "Ready=True", func(e eventv1.Event) bool {
+	e := waitEvent(t, ctx, hook, "/all", ok, "Ready=True", func(e eventv1.Event) bool {
 		return strings.HasPrefix(e.Message, "Ready=True") && e.Severity == eventv1.EventSeverityInfo
 	})
 	if want := ok.Status.Artifact.Revision; revision(e) != want {
@@ -193,25 +159,25 @@ spec:
 	if e.InvolvedObject.Kind != "InfrastructureProvider" || e.ReportingController != "capwright" {
 		t.Errorf("Ready event about %s from %q", e.InvolvedObject.Kind, e.ReportingController)
 	}
-	hook.waitEvent(t, ctx, "/all", ok, "Installed", func(e eventv1.Event) bool {
+	waitEvent(t, ctx, hook, "/all", ok, "Installed", func(e eventv1.Event) bool {
 		return e.Reason == v1alpha1.InstalledReason && strings.Contains(e.Message, "installed v0.1.0")
 	})
-	e = hook.waitEvent(t, ctx, "/all", refused, "refused", func(e eventv1.Event) bool {
+	e = waitEvent(t, ctx, hook, "/all", refused, "refused", func(e eventv1.Event) bool {
 		return e.Reason == v1alpha1.IncompatibleContractReason && strings.HasPrefix(e.Message, "Ready=False") && e.Severity == eventv1.EventSeverityError
 	})
 	if want := refused.Status.LastAttemptedRevision; want == "" || revision(e) != want {
 		t.Errorf("refusal event's revision %q, want the refused %q (metadata %v)", revision(e), want, e.Metadata)
 	}
-	e = hook.waitEvent(t, ctx, "/all", vars, "missing variables", func(e eventv1.Event) bool {
+	e = waitEvent(t, ctx, hook, "/all", vars, "missing variables", func(e eventv1.Event) bool {
 		return e.Reason == v1alpha1.MissingVariablesReason && strings.HasPrefix(e.Message, "Compatible=False")
 	})
 	if !strings.Contains(e.Message, "TEST_MISSING") {
 		t.Errorf("the refusal should name the missing variable: %q", e.Message)
 	}
 	// The labelled Alert got the labelled provider's events only.
-	hook.waitEvent(t, ctx, "/labelled", ok, "Ready=True", func(e eventv1.Event) bool { return strings.HasPrefix(e.Message, "Ready=True") })
+	waitEvent(t, ctx, hook, "/labelled", ok, "Ready=True", func(e eventv1.Event) bool { return strings.HasPrefix(e.Message, "Ready=True") })
 
-	for path, events := range map[string][]eventv1.Event{"/all": hook.events("/all"), "/labelled": hook.events("/labelled")} {
+	for path, events := range map[string][]eventv1.Event{"/all": hook.Events("/all"), "/labelled": hook.Events("/labelled")} {
 		for _, e := range events {
 			raw, _ := json.Marshal(e)
 			if strings.Contains(string(raw), marker) {
@@ -225,7 +191,7 @@ spec:
 			}
 		}
 	}
-	t.Logf("webhook received %d events for the Alert of the guide, %d for the labelled one", len(hook.events("/all")), len(hook.events("/labelled")))
+	t.Logf("webhook received %d events for the Alert of the guide, %d for the labelled one", len(hook.Events("/all")), len(hook.Events("/labelled")))
 
 	for _, p := range []client.Object{ok, refused, vars} {
 		if err := c.Delete(ctx, p); client.IgnoreNotFound(err) != nil {

@@ -26,6 +26,9 @@ const clusterNamespace = "default"
 var (
 	env       *plane.Plane
 	workloads []*plane.WorkloadCluster
+	// notification is Flux's notification-controller the manager forwards
+	// events to.
+	notification *plane.NotificationController
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +48,12 @@ func TestMain(m *testing.M) {
 			}
 			workloads = append(workloads, w)
 		}
-		_, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=30s", fmt.Sprintf("--flux-sharding=%d", fluxShards)}})
+		var err error
+		if notification, err = framework.StartNotification(ctx, p); err != nil {
+			return err
+		}
+		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=30s", fmt.Sprintf("--flux-sharding=%d", fluxShards),
+			"--events-addr=" + notification.EventsURL}})
 		return err
 	}, func(p *plane.Plane) { env = p }))
 }

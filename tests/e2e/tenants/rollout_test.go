@@ -3,6 +3,8 @@ package tenants
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,12 +24,17 @@ import (
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 )
 
 // rolloutNamespace holds the rollout's Clusters: six, two per ring,
 // spread over the suite's two workload API servers.
 const rolloutNamespace = "rollout-clusters"
+
+// rolloutTenantLabel marks the rollout namespace's Clusters with the test
+// tenant they are for.
+const rolloutTenantLabel = "e2e.capwright.io/tenant"
 
 // rolloutBake is the rollout's bake time: the minimum.
 const rolloutBake = 10 * time.Second
@@ -42,6 +49,9 @@ const rolloutBake = 10 * time.Second
 // revision then goes through, and a cluster that joins meanwhile runs the
 // last good revision until its wave comes.
 func TestTenantRollout(t *testing.T) {
+	// The rollout tests have tenants and clusters of their own: they run
+	// side by side, after the suite's other tests.
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	c := newClient(t, env.Config)
@@ -50,7 +60,7 @@ func TestTenantRollout(t *testing.T) {
 	for i := 1; i <= 6; i++ {
 		cluster := fmt.Sprintf("ring-%d", i)
 		rings[cluster] = []string{"canary", "early", "late"}[(i-1)/2]
-		registerLabelled(t, ctx, c, i%2, cluster, rings[cluster])
+		registerLabelled(t, ctx, c, i%2, name, cluster, rings[cluster])
 	}
 	push := func(tag string, broken bool) framework.PushedArtifact {
 		files := map[string][]byte{
@@ -78,7 +88,8 @@ spec:
 		return art
 	}
 	two := intstr.FromInt32(2)
-	tn := kustomizeTenant(name, push("v1.0.0", false), tenancyv1alpha1.ClusterSelector{Selector: &metav1.LabelSelector{}, Namespaces: []string{rolloutNamespace}})
+	tn := kustomizeTenant(name, push("v1.0.0", false), tenancyv1alpha1.ClusterSelector{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{rolloutTenantLabel: name}}, Namespaces: []string{rolloutNamespace}})
 	tn.Spec.Stack.Timeout = &metav1.Duration{Duration: 20 * time.Second}
 	tn.Spec.Rollout = &tenancyv1alpha1.RolloutSpec{WaveLabel: "ring", MaxUpdating: &two, BakeTime: &metav1.Duration{Duration: rolloutBake},
 		Waves: []tenancyv1alpha1.Wave{{Name: "canary"}, {Name: "early"}, {Name: "late"}}}
@@ -99,7 +110,9 @@ spec:
 	good := done.Status.Rollout.LastGood
 	t.Logf("v1.0.0 went through the three waves: %s", waveTimes(done))
 
-	// A bad revision stops in the canary wave and goes back.
+	// A bad revision stops in the canary wave and goes back; the guide's
+	// Alert pages on it.
+	hook := applyRolloutAlert(t, ctx, c, name)
 	others := clusterObjects(t, ctx, c, name, "ring-3", "ring-4", "ring-5", "ring-6")
 	since := time.Now()
 	set := func(tag string) {
@@ -152,6 +165,17 @@ spec:
 		}
 	}
 	assertEvent(t, ctx, c, name, corev1.EventTypeWarning, tenancyv1alpha1.RolledBackReason, "v2.0.0-broken")
+	eventually(t, time.Minute, "the rollback paged through notification-controller", func() (bool, string) {
+		var got []string
+		for _, e := range hook.Events("/") {
+			if e.InvolvedObject.Kind == "Kustomization" && e.Reason == tenancyv1alpha1.RolledBackReason && e.Severity == "error" &&
+				strings.Contains(e.Message, "v2.0.0-broken") && strings.HasPrefix(e.InvolvedObject.Name, name+"-ring-") {
+				return true, ""
+			}
+			got = append(got, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name+" "+e.Severity+" "+e.Reason)
+		}
+		return false, strings.Join(got, "; ")
+	})
 	// Nothing tries it again by itself.
 	time.Sleep(rolloutBake)
 	if again := waitTenant(t, ctx, c, name, time.Minute, "still rolled back", func(*tenancyv1alpha1.Tenant) bool { return true }); again.Status.Rollout.Phase != tenancyv1alpha1.RolloutRolledBack {
@@ -166,7 +190,7 @@ spec:
 		r := tn.Status.Rollout
 		return r != nil && r.Target != nil && strings.HasPrefix(r.Target.Artifact, fixed.Tag+"@") && r.Phase != tenancyv1alpha1.RolloutComplete
 	})
-	registerLabelled(t, ctx, c, 0, "ring-7", "late")
+	registerLabelled(t, ctx, c, 0, name, "ring-7", "late")
 	joined := waitTenant(t, ctx, c, name, 2*time.Minute, "ring-7 on the last good revision", func(tn *tenancyv1alpha1.Tenant) bool {
 		l := clusterLine(tn, "ring-7")
 		return l != nil && l.Revision != "" && l.Phase == tenancyv1alpha1.ClusterPhaseReady
@@ -193,12 +217,13 @@ spec:
 // cluster is in says so; the API server refuses label waves without a
 // label key.
 func TestTenantRolloutRefusesWhatCannotBeFollowed(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	c := newClient(t, env.Config)
 	const name = "rollout-checks"
-	registerLabelled(t, ctx, c, 0, "check-1", "canary")
-	registerLabelled(t, ctx, c, 1, "check-2", "canary")
+	registerLabelled(t, ctx, c, 0, name, "check-1", "canary")
+	registerLabelled(t, ctx, c, 1, name, "check-2", "canary")
 	art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/rollout-checks", "v1",
 		map[string][]byte{"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: checks\ndata:\n  release: v1\n")}, nil)
 	if err != nil {
@@ -272,8 +297,9 @@ func TestTenantRolloutRefusesWhatCannotBeFollowed(t *testing.T) {
 }
 
 // registerLabelled registers a Cluster of the rollout namespace on
-// workload API server w, labelled ring=ring.
-func registerLabelled(t *testing.T, ctx context.Context, c client.Client, w int, name, ring string) {
+// workload API server w, labelled ring=ring and with the test's tenant
+// (the rollout tests run side by side in that namespace).
+func registerLabelled(t *testing.T, ctx context.Context, c client.Client, w int, tenant, name, ring string) {
 	t.Helper()
 	if _, err := env.RegisterWorkloadCluster(ctx, workloads[w], rolloutNamespace, name); err != nil {
 		t.Fatal(err)
@@ -286,7 +312,7 @@ func registerLabelled(t *testing.T, ctx context.Context, c client.Client, w int,
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels["ring"] = ring
+	labels["ring"], labels[rolloutTenantLabel] = ring, tenant
 	cluster.SetLabels(labels)
 	if err := c.Update(ctx, cluster); err != nil {
 		t.Fatal(err)
@@ -438,12 +464,13 @@ func kstatusOf(t *testing.T, tn *tenancyv1alpha1.Tenant) kstatus.Status {
 // the last good chart, the second wave never sees it; a change of the
 // values alone is a new revision and goes through.
 func TestTenantChartRollout(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c := newClient(t, env.Config)
 	const name = "chart-rollout"
-	registerLabelled(t, ctx, c, 0, "chart-canary", "canary")
-	registerLabelled(t, ctx, c, 1, "chart-late", "late")
+	registerLabelled(t, ctx, c, 0, name, "chart-canary", "canary")
+	registerLabelled(t, ctx, c, 1, name, "chart-late", "late")
 	push := func(version, template string) string {
 		url, err := framework.PushChart(ctx, env.Registry.Host, "tenants/charts/rollout", "rollout", version, map[string][]byte{
 			"templates/configmap.yaml": []byte(template),
@@ -529,4 +556,41 @@ func clusterObjectsOf(t *testing.T, ctx context.Context, c client.Client, tenant
 		t.Fatalf("HelmRelease %s: %v", key, err)
 	}
 	return hr.Generation
+}
+
+// rolloutAlertExample is the Alert the alerts guide gives for paging on a
+// stopped rollout.
+const rolloutAlertExample = "docs/examples/repository/infrastructure/tenants/team-a-rollouts.yaml"
+
+// applyRolloutAlert applies the guide's Alert for tenant in the rollout
+// namespace, with a webhook as its address.
+func applyRolloutAlert(t *testing.T, ctx context.Context, c client.Client, tenant string) *framework.Webhook {
+	t.Helper()
+	hook := framework.NewWebhook(t)
+	data, err := os.ReadFile(filepath.Join(env.RepoRoot(), rolloutAlertExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := plane.DecodeYAML(strings.NewReader(strings.ReplaceAll(string(data), "tenancy.capwright.io/tenant: team-a", "tenancy.capwright.io/tenant: "+tenant)))
+	if err != nil {
+		t.Fatalf("%s: %v", rolloutAlertExample, err)
+	}
+	for _, o := range objs {
+		o.SetNamespace(rolloutNamespace)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rolloutNamespace, Name: "team-a-on-call"}, StringData: map[string]string{"address": hook.URL}}
+	if err := c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	applier, err := plane.NewApplier(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := applier.Apply(ctx, objs...); err != nil {
+		t.Fatalf("applying %s: %v", rolloutAlertExample, err)
+	}
+	// Alerts have no status to wait for: give notification-controller's
+	// cache a moment to see them.
+	time.Sleep(2 * time.Second)
+	return hook
 }
