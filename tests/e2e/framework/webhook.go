@@ -1,13 +1,22 @@
 package framework
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/capwright/capwright/tests/plane"
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Webhook is an HTTP receiver standing in for Slack or a team's webhook:
@@ -44,4 +53,31 @@ func (w *Webhook) Events(path string) []eventv1.Event {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]eventv1.Event(nil), w.received[path]...)
+}
+
+// ApplyAlerts applies notification-controller objects (a guide's Provider
+// and Alert) into namespace, with the Secret named secret holding the
+// webhook address their Provider reads, and gives notification-controller
+// a moment to see them: Alerts have no status to wait for.
+func ApplyAlerts(ctx context.Context, cfg *rest.Config, namespace, secret, address string, objs []*unstructured.Unstructured) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: secret}, StringData: map[string]string{"address": address}}
+	if _, err := kube.CoreV1().Secrets(namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("the webhook Secret %s/%s: %w", namespace, secret, err)
+	}
+	for _, o := range objs {
+		o.SetNamespace(namespace)
+	}
+	applier, err := plane.NewApplier(cfg)
+	if err != nil {
+		return err
+	}
+	if err := applier.Apply(ctx, objs...); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	return nil
 }

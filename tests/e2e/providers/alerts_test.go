@@ -97,24 +97,9 @@ spec:
 		t.Fatal(err)
 	}
 	objs = append(objs, labelled...)
-	for _, o := range objs {
-		o.SetNamespace(ns)
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "platform-webhook"},
-		StringData: map[string]string{"address": hook.URL + "/all"}}
-	if err := c.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	applier, err := plane.NewApplier(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := applier.Apply(ctx, objs...); err != nil {
+	if err := framework.ApplyAlerts(ctx, env.Config, ns, "platform-webhook", hook.URL+"/all", objs); err != nil {
 		t.Fatalf("applying %s (is Flux's Alert CRD patched for Capwright's kinds?): %v", alertsExample, err)
 	}
-	// Alerts have no status to wait for: give notification-controller's
-	// cache a moment to see them.
-	time.Sleep(2 * time.Second)
 
 	ok := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alertok",
 		Labels: map[string]string{"alerts.capwright.io/route": "labelled"}},

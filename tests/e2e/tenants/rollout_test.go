@@ -112,7 +112,7 @@ spec:
 
 	// A bad revision stops in the canary wave and goes back; the guide's
 	// Alert pages on it.
-	hook := applyRolloutAlert(t, ctx, c, name)
+	hook := applyRolloutAlert(t, ctx, name)
 	others := clusterObjects(t, ctx, c, name, "ring-3", "ring-4", "ring-5", "ring-6")
 	since := time.Now()
 	set := func(tag string) {
@@ -564,7 +564,7 @@ const rolloutAlertExample = "docs/examples/repository/infrastructure/tenants/tea
 
 // applyRolloutAlert applies the guide's Alert for tenant in the rollout
 // namespace, with a webhook as its address.
-func applyRolloutAlert(t *testing.T, ctx context.Context, c client.Client, tenant string) *framework.Webhook {
+func applyRolloutAlert(t *testing.T, ctx context.Context, tenant string) *framework.Webhook {
 	t.Helper()
 	hook := framework.NewWebhook(t)
 	data, err := os.ReadFile(filepath.Join(env.RepoRoot(), rolloutAlertExample))
@@ -575,22 +575,8 @@ func applyRolloutAlert(t *testing.T, ctx context.Context, c client.Client, tenan
 	if err != nil {
 		t.Fatalf("%s: %v", rolloutAlertExample, err)
 	}
-	for _, o := range objs {
-		o.SetNamespace(rolloutNamespace)
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rolloutNamespace, Name: "team-a-on-call"}, StringData: map[string]string{"address": hook.URL}}
-	if err := c.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	applier, err := plane.NewApplier(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := applier.Apply(ctx, objs...); err != nil {
+	if err := framework.ApplyAlerts(ctx, env.Config, rolloutNamespace, "team-a-on-call", hook.URL, objs); err != nil {
 		t.Fatalf("applying %s: %v", rolloutAlertExample, err)
 	}
-	// Alerts have no status to wait for: give notification-controller's
-	// cache a moment to see them.
-	time.Sleep(2 * time.Second)
 	return hook
 }
