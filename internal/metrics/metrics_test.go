@@ -46,3 +46,32 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 	r.TenantClusters("ns", "n", nil)
 	r.Forget("Tenant", "ns", "n")
 }
+
+func TestTenantRolloutSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r := NewRecorder(reg)
+	r.TenantRollout("", "acme", []RolloutWave{{Name: "canary", Total: 2, Updated: 1}, {Name: "late", Total: 4}})
+	if n := testutil.CollectAndCount(r.waves); n != 6 {
+		t.Errorf("%d rollout series, want 3 per wave", n)
+	}
+	// The waves changed: the old ones go.
+	r.TenantRollout("", "acme", []RolloutWave{{Name: "all", Total: 6, Updated: 6}})
+	want := `
+# HELP capwright_tenant_rollout_clusters For a tenant with a rollout, the clusters of each wave (state total), those healthy on the target revision (updated) and those failed on it (failed).
+# TYPE capwright_tenant_rollout_clusters gauge
+capwright_tenant_rollout_clusters{name="acme",namespace="",state="failed",wave="all"} 0
+capwright_tenant_rollout_clusters{name="acme",namespace="",state="total",wave="all"} 6
+capwright_tenant_rollout_clusters{name="acme",namespace="",state="updated",wave="all"} 6
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "capwright_tenant_rollout_clusters"); err != nil {
+		t.Error(err)
+	}
+	r.TenantRolloutStopped("", "acme")
+	if v := testutil.ToFloat64(r.rollback.WithLabelValues("acme", "")); v != 1 {
+		t.Errorf("rollbacks = %v", v)
+	}
+	r.Forget("Tenant", "", "acme")
+	if n := testutil.CollectAndCount(r.waves) + testutil.CollectAndCount(r.rollback); n != 0 {
+		t.Errorf("%d rollout series left after Forget", n)
+	}
+}
