@@ -116,6 +116,9 @@ const (
 	ControlPlaneNotInitializedReason = "ControlPlaneNotInitialized"
 	KubeconfigMissingReason          = "KubeconfigMissing"
 	SuspendedReason                  = "Suspended"
+	// WaitingForWaveReason: a tenant with spec.rollout whose first
+	// revision has not reached the cluster's wave yet.
+	WaitingForWaveReason = "WaitingForWave"
 
 	// Installing and Ready.
 	InstallingReason = "Installing"

@@ -81,7 +81,7 @@ func Fold(t *tenancyv1alpha1.Tenant, in Reconciled) error {
 			MissingNames: d.Selection.MissingNames,
 			Previous:     t.Status.Clusters,
 			Now:          in.Now,
-			Clusters:     clusterInputs(t, *d.Selection, d.Rendered.NamespaceArtifact != nil, in.Result.Observed, in.Result.Conflicts, d.Sources),
+			Clusters:     clusterInputs(t, d.Rollout.waiting(*d.Selection), d.Rendered.NamespaceArtifact != nil, in.Result.Observed, in.Result.Conflicts, d.Sources),
 		})
 		foldRevisions(res.Clusters, d)
 		health.SetTenantClusters(&t.Status, res)

@@ -278,3 +278,22 @@ func failedOnRevision(t *tenancyv1alpha1.Tenant, existing plan.Observed, c types
 	source := observation(existing, sourcev1.OCIRepositoryKind, c.Namespace, render.PinnedSourceName(t.Name, id))
 	return health.FailedAttempt(apply, source, s.Digest)
 }
+
+// waiting is the selection as the fold reads it: an eligible cluster a
+// rollout gave no revision yet (no wave has reached it, and there is no
+// last good revision) is Pending, waiting for its wave.
+func (r *Rollout) waiting(sel render.ClusterSelection) render.ClusterSelection {
+	if r == nil {
+		return sel
+	}
+	out := sel
+	out.Clusters = slices.Clone(sel.Clusters)
+	for i, c := range out.Clusters {
+		if !c.Selected || !c.Eligible || r.Revisions[c.Cluster] != "" {
+			continue
+		}
+		out.Clusters[i].Reason = tenancyv1alpha1.WaitingForWaveReason
+		out.Clusters[i].Message = fmt.Sprintf("the rollout has not reached wave %s yet, and there is no last good revision to run until then", r.Waves[c.Cluster])
+	}
+	return out
+}

@@ -431,6 +431,9 @@ func TestPlanRolloutPinsClustersByDigest(t *testing.T) {
 	if lines["canary-1"].Revision != id || lines["canary-1"].Wave != "canary" || lines["prod-1"].Revision != "" || lines["prod-1"].Wave != "prod" {
 		t.Errorf("lines %+v", tn.Status.Clusters)
 	}
+	if l := lines["prod-1"]; l.Phase != tenancyv1alpha1.ClusterPhasePending || l.Reason != tenancyv1alpha1.WaitingForWaveReason || !strings.Contains(l.Message, "wave prod") {
+		t.Errorf("a cluster no wave reached yet: %+v", l)
+	}
 	if tn.Status.Rollout == nil || tn.Status.Rollout.Target.ID != id || len(tn.Status.Rollout.Waves) != 2 {
 		t.Errorf("status.rollout %+v", tn.Status.Rollout)
 	}
