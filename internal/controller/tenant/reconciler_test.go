@@ -108,7 +108,7 @@ func TestByNamespaceMapsToTenantsThatLookThere(t *testing.T) {
 	other := testTenant()
 	other.Name, other.UID = "other", "uid-other"
 	other.Spec.Clusters.Namespaces = nil
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(testTenant(), other).Build()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithIndex(&tenancyv1alpha1.Tenant{}, namespaceIndex, indexNamespaces).WithObjects(testTenant(), other).Build()
 	r := &Reconciler{Client: c}
 	for ns, want := range map[string][]string{"shared": {"acme"}, "tenant-other": {"other"}, "tenant-acme": {"acme"}, "kube-system": nil} {
 		var got []string

@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -63,6 +64,9 @@ import (
 // start when r.WatchClusters, else as soon as r.ClusterAPIServed says
 // the Cluster kind is served (clusterwatch.LateWatch).
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.Tenant{}, namespaceIndex, indexNamespaces); err != nil {
+		return fmt.Errorf("indexing Tenants by the namespaces they look for Clusters in: %w", err)
+	}
 	isLabelled := labelledOrWas()
 	labelled := builder.WithPredicates(isLabelled)
 	labelledFlux := builder.WithPredicates(isLabelled, shell.FluxObjectChanged())
@@ -187,6 +191,31 @@ func byTenantLabel(_ context.Context, o ctrl.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Name: name}}}
 }
 
+// namespaceIndex indexes Tenants by the namespaces they look for Clusters
+// in (render.TenantNamespaces). A Cluster or kubeconfig Secret event then
+// finds its tenants without listing (and copying) every Tenant: on a
+// manager's start with a thousand tenants of twenty clusters each, that
+// was a thousand Tenants copied for each of forty thousand events.
+const namespaceIndex = "capwright.tenantNamespaces"
+
+func indexNamespaces(o ctrl.Object) []string {
+	t, ok := o.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	return render.TenantNamespaces(t)
+}
+
+// tenantsIn lists the Tenants that look for Clusters in namespace, from
+// the cache's index, uncopied: the callers only read them.
+func (r *Reconciler) tenantsIn(ctx context.Context, namespace string) ([]tenancyv1alpha1.Tenant, error) {
+	var tenants tenancyv1alpha1.TenantList
+	if err := r.Client.List(ctx, &tenants, ctrl.MatchingFields{namespaceIndex: namespace}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return tenants.Items, nil
+}
+
 // byListedNamespace enqueues every other tenant whose
 // spec.clusters.namespaces lists the Tenant's management namespace.
 func (r *Reconciler) byListedNamespace(ctx context.Context, o ctrl.Object) []reconcile.Request {
@@ -194,11 +223,12 @@ func (r *Reconciler) byListedNamespace(ctx context.Context, o ctrl.Object) []rec
 	if !ok {
 		return nil
 	}
-	var tenants tenancyv1alpha1.TenantList
-	if err := r.Client.List(ctx, &tenants); err != nil {
+	ns := changed.ManagementNamespace()
+	items, err := r.tenantsIn(ctx, ns)
+	if err != nil {
 		return nil
 	}
-	ns := changed.ManagementNamespace()
+	tenants := tenancyv1alpha1.TenantList{Items: items}
 	var reqs []reconcile.Request
 	for i := range tenants.Items {
 		if tn := &tenants.Items[i]; tn.Name != changed.Name && slices.Contains(tn.Spec.Clusters.Namespaces, ns) {
@@ -211,15 +241,13 @@ func (r *Reconciler) byListedNamespace(ctx context.Context, o ctrl.Object) []rec
 // byNamespace enqueues every tenant that looks for Clusters in the
 // object's namespace (render.TenantNamespaces).
 func (r *Reconciler) byNamespace(ctx context.Context, o ctrl.Object) []reconcile.Request {
-	var tenants tenancyv1alpha1.TenantList
-	if err := r.Client.List(ctx, &tenants); err != nil {
+	tenants, err := r.tenantsIn(ctx, o.GetNamespace())
+	if err != nil {
 		return nil
 	}
-	var reqs []reconcile.Request
-	for i := range tenants.Items {
-		if slices.Contains(render.TenantNamespaces(&tenants.Items[i]), o.GetNamespace()) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tenants.Items[i].Name}})
-		}
+	reqs := make([]reconcile.Request, 0, len(tenants))
+	for i := range tenants {
+		reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tenants[i].Name}})
 	}
 	return reqs
 }
