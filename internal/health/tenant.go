@@ -295,7 +295,7 @@ func SetTenantClusters(status *tenancyv1alpha1.TenantStatus, res TenantResult) b
 // and sub-second part).
 func sameClusterStatus(a, b tenancyv1alpha1.TenantClusterStatus) bool {
 	return a.Namespace == b.Namespace && a.Name == b.Name && a.Phase == b.Phase && a.Reason == b.Reason &&
-		a.Message == b.Message && a.AppliedRevision == b.AppliedRevision &&
+		a.Message == b.Message && a.AppliedRevision == b.AppliedRevision && a.Revision == b.Revision && a.Wave == b.Wave &&
 		a.LastTransitionTime.Equal(&b.LastTransitionTime) && equalRef(a.FluxObject, b.FluxObject)
 }
 

@@ -8,21 +8,26 @@ import (
 
 // tenantSummaryTerms are the inputs of a tenant's Ready, in the order in
 // which the first blocking one explains Ready.
-func tenantSummaryTerms() []summaryTerm {
-	return []summaryTerm{
+func tenantSummaryTerms(rollout bool) []summaryTerm {
+	terms := []summaryTerm{
 		{tenancyv1alpha1.ManagementReadyCondition, true},
 		{tenancyv1alpha1.ClustersReadyCondition, true},
-		{tenancyv1alpha1.PausedCondition, false},
-		{tenancyv1alpha1.DeletingCondition, false},
 	}
+	if rollout {
+		terms = append(terms, summaryTerm{tenancyv1alpha1.RolledOutCondition, true})
+	}
+	return append(terms,
+		summaryTerm{tenancyv1alpha1.PausedCondition, false},
+		summaryTerm{tenancyv1alpha1.DeletingCondition, false})
 }
 
-// TenantSummary is a tenant's Ready condition over ManagementReady and
-// ClustersReady (which must be True) and Paused and Deleting (which must
-// not be), with the rules of Summary: False with the reason and message of
-// the first blocking condition, else Unknown with those of the first one
-// that is Unknown, missing or of another generation, else True.
-func TenantSummary(generation int64, conds []metav1.Condition, now metav1.Time) metav1.Condition {
-	return summarize(tenantSummaryTerms(), generation, conds, now,
+// TenantSummary is a tenant's Ready condition over ManagementReady,
+// ClustersReady and, for a tenant with spec.rollout, RolledOut (which
+// must be True) and Paused and Deleting (which must not be), with the
+// rules of Summary: False with the reason and message of the first
+// blocking condition, else Unknown with those of the first one that is
+// Unknown, missing or of another generation, else True.
+func TenantSummary(generation int64, conds []metav1.Condition, rollout bool, now metav1.Time) metav1.Condition {
+	return summarize(tenantSummaryTerms(rollout), generation, conds, now,
 		"the tenant's namespace is provisioned and the stack is Ready on every selected cluster")
 }

@@ -375,7 +375,7 @@ func TestTenantSummary(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := TenantSummary(5, tt.mutate(healthy()), tenantNow)
+			c := TenantSummary(5, tt.mutate(healthy()), false, tenantNow)
 			if c.Type != "Ready" || c.Status != tt.status || c.Reason != tt.reason || !strings.Contains(c.Message, tt.message) ||
 				c.ObservedGeneration != 5 || !c.LastTransitionTime.Equal(&tenantNow) {
 				t.Errorf("Ready = %+v, want %s/%s with %q", c, tt.status, tt.reason, tt.message)

@@ -8,7 +8,12 @@
 //     1 per object, its Ready status and reason, whether it is suspended,
 //     the installed version and the revision;
 //   - capwright_tenant_clusters{name,namespace,phase}: a tenant's selected
-//     clusters per phase.
+//     clusters per phase;
+//   - capwright_tenant_rollout_clusters{name,namespace,wave,state}: for a
+//     tenant with spec.rollout, each wave's clusters (state total), those
+//     healthy on the target revision (updated) and those failed on it;
+//   - capwright_tenant_rollbacks_total{name,namespace}: rollouts stopped
+//     by a failed wave (rolled back or paused).
 package metrics
 
 import (
@@ -40,6 +45,8 @@ type Recorder struct {
 	duration *prometheus.HistogramVec
 	info     *prometheus.GaugeVec
 	clusters *prometheus.GaugeVec
+	waves    *prometheus.GaugeVec
+	rollback *prometheus.CounterVec
 
 	mu   sync.Mutex
 	last map[objectKey]prometheus.Labels // each object's current info series
@@ -65,9 +72,17 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 			Name: "capwright_tenant_clusters",
 			Help: "The number of a tenant's selected clusters in each phase.",
 		}, []string{"name", "namespace", "phase"}),
+		waves: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "capwright_tenant_rollout_clusters",
+			Help: "For a tenant with a rollout, the clusters of each wave (state total), those healthy on the target revision (updated) and those failed on it (failed).",
+		}, []string{"name", "namespace", "wave", "state"}),
+		rollback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capwright_tenant_rollbacks_total",
+			Help: "The rollouts of a tenant's stack stopped because a wave failed beyond its failure budget.",
+		}, []string{"name", "namespace"}),
 		last: map[objectKey]prometheus.Labels{},
 	}
-	reg.MustRegister(r.duration, r.info, r.clusters)
+	reg.MustRegister(r.duration, r.info, r.clusters, r.waves, r.rollback)
 	return r
 }
 
@@ -111,6 +126,34 @@ func (r *Recorder) TenantClusters(namespace, name string, byPhase map[string]int
 	}
 }
 
+// RolloutWave is one wave's counts in capwright_tenant_rollout_clusters.
+type RolloutWave struct {
+	Name                   string
+	Total, Updated, Failed int
+}
+
+// TenantRollout sets a tenant's rollout counts, replacing all earlier
+// ones (waves come and go with the spec); nil waves remove them.
+func (r *Recorder) TenantRollout(namespace, name string, waves []RolloutWave) {
+	if r == nil {
+		return
+	}
+	r.waves.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
+	for _, w := range waves {
+		r.waves.WithLabelValues(name, namespace, w.Name, "total").Set(float64(w.Total))
+		r.waves.WithLabelValues(name, namespace, w.Name, "updated").Set(float64(w.Updated))
+		r.waves.WithLabelValues(name, namespace, w.Name, "failed").Set(float64(w.Failed))
+	}
+}
+
+// TenantRolloutStopped counts a rollout stopped by a failed wave.
+func (r *Recorder) TenantRolloutStopped(namespace, name string) {
+	if r == nil {
+		return
+	}
+	r.rollback.WithLabelValues(name, namespace).Inc()
+}
+
 // Forget deletes every series of an object (it was deleted).
 func (r *Recorder) Forget(kind, namespace, name string) {
 	if r == nil {
@@ -121,6 +164,8 @@ func (r *Recorder) Forget(kind, namespace, name string) {
 	r.info.DeletePartialMatch(match)
 	if kind == "Tenant" {
 		r.clusters.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
+		r.waves.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
+		r.rollback.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
 	}
 	r.mu.Lock()
 	delete(r.last, objectKey{kind, namespace, name})

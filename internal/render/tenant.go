@@ -11,6 +11,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,6 +121,11 @@ type RenderedTenant struct {
 	// Clusters holds the Flux object of every eligible cluster, sorted by
 	// namespace and name.
 	Clusters []TenantClusterObjects
+	// Snapshots are the ControllerRevisions of the revisions a tenant with
+	// spec.rollout keeps (TenantRollout), sorted by name; Sources then also
+	// holds each namespace's pinned sources after the one that follows
+	// the tag.
+	Snapshots []*appsv1.ControllerRevision
 }
 
 // TenantManagementObjects are the tenant's objects on the management
@@ -167,6 +173,9 @@ func (r *RenderedTenant) Objects() []Object {
 	if m.ResourceQuota != nil {
 		out = append(out, m.ResourceQuota)
 	}
+	for _, s := range r.Snapshots {
+		out = append(out, s)
+	}
 	for _, s := range r.Sources {
 		out = append(out, s)
 	}
@@ -191,6 +200,10 @@ type TenantOptions struct {
 	// stack's artifact must carry a Namespace manifest, as before
 	// Capwright created it.
 	NoArtifactServer bool
+	// Rollout renders a tenant with spec.rollout: each cluster at its
+	// revision, from that revision's pinned source. Nil renders every
+	// cluster from the source that follows spec.stack.
+	Rollout *TenantRollout
 }
 
 // Tenant renders every object of a tenant for a cluster selection (see
@@ -224,21 +237,52 @@ func Tenant(t *tenancyv1alpha1.Tenant, sel ClusterSelection, opts TenantOptions)
 		if !d.Eligible {
 			continue
 		}
-		objs, err := tenantCluster(t, d.Cluster, createNamespace)
+		objs, err := clusterObjects(t, d.Cluster, createNamespace, opts.Rollout)
 		if err != nil {
 			return nil, err
 		}
-		out.Clusters = append(out.Clusters, *objs)
+		if objs != nil {
+			out.Clusters = append(out.Clusters, *objs)
+		}
 	}
 	slices.Sort(namespaces)
 	for _, ns := range slices.Compact(namespaces) {
 		out.Sources = append(out.Sources, tenantSource(t, ns))
+		if opts.Rollout != nil {
+			for _, s := range opts.Rollout.Sources[ns] {
+				out.Sources = append(out.Sources, pinnedSource(t, ns, s))
+			}
+		}
 		if createNamespace {
 			out.NamespaceArtifacts = append(out.NamespaceArtifacts, tenantNamespaceArtifact(t, ns))
 		}
 	}
+	if opts.Rollout != nil {
+		for _, s := range opts.Rollout.Snapshots {
+			cr, err := Snapshot(t, s)
+			if err != nil {
+				return nil, err
+			}
+			out.Snapshots = append(out.Snapshots, cr)
+		}
+		slices.SortFunc(out.Snapshots, func(a, b *appsv1.ControllerRevision) int { return cmp.Compare(a.Name, b.Name) })
+	}
 	slices.SortFunc(out.Clusters, func(a, b TenantClusterObjects) int { return compareNames(a.Cluster, b.Cluster) })
 	return out, nil
+}
+
+// clusterObjects renders one eligible cluster's objects: from the source
+// that follows the spec, or at its pinned revision (nil when a rollout
+// gave it none yet).
+func clusterObjects(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName, createNamespace bool, rollout *TenantRollout) (*TenantClusterObjects, error) {
+	if rollout == nil {
+		return tenantCluster(t, cluster, createNamespace)
+	}
+	pin, ok := rollout.Pins[cluster]
+	if !ok {
+		return nil, nil
+	}
+	return pinnedCluster(t, cluster, pin, createNamespace)
 }
 
 func compareNames(a, b types.NamespacedName) int {

@@ -119,7 +119,7 @@ func StaleTenantObjects(t *tenancyv1alpha1.Tenant, rendered *RenderedTenant, sel
 // tenantKinds are the kinds StaleTenantObjects may return: those Capwright
 // writes for a tenant, but the Namespace.
 var tenantKinds = map[string]bool{
-	"ServiceAccount": true, "RoleBinding": true, "ResourceQuota": true,
+	"ServiceAccount": true, "RoleBinding": true, "ResourceQuota": true, "ControllerRevision": true,
 	sourcev1.OCIRepositoryKind: true, sourcev1.ExternalArtifactKind: true, helmv2.HelmReleaseKind: true, kustomizev1.KustomizationKind: true,
 }
 

@@ -16,6 +16,11 @@ const (
 	// when no cluster is selected, with reason NoClustersSelected). Its
 	// message counts the clusters per phase and names those not Ready.
 	ClustersReadyCondition = "ClustersReady"
+	// RolledOutCondition is True when the target revision of the stack
+	// went through every wave (spec.rollout); False with the rollout's
+	// phase as reason (Progressing, Baking, Paused, RolledBack) or
+	// InvalidRollout. Absent without spec.rollout.
+	RolledOutCondition = "RolledOut"
 	// PausedCondition is True while spec.suspend is set.
 	PausedCondition = "Paused"
 	// DeletingCondition is True while the tenant is being deleted; its
@@ -71,6 +76,18 @@ const (
 	// Cluster API's Cluster kind (cluster.x-k8s.io/v1beta2), so no cluster
 	// can be selected; the namespace and RBAC are still written.
 	ClusterAPIMissingReason = "ClusterAPIMissing"
+
+	// RolledOut: the phases of status.rollout, and a spec.rollout that
+	// cannot be followed (a bake time below the minimum, a failure budget
+	// not below its wave's size, a cluster in two waves); while it is
+	// invalid no cluster changes revision.
+	RolloutCompleteReason    = "Complete"
+	RolloutProgressingReason = "Progressing"
+	RolloutBakingReason      = "Baking"
+	RolloutPausedReason      = "Paused"
+	RolledBackReason         = "RolledBack"
+	RolloutResolvingReason   = "Resolving"
+	InvalidRolloutReason     = "InvalidRollout"
 )
 
 // TenantKind is the kind of a Tenant, for owner references.
@@ -119,6 +136,14 @@ const (
 	// HelmRelease or Kustomization back at its Cluster API Cluster.
 	ClusterNamespaceLabel = "tenancy.capwright.io/cluster-namespace"
 	ClusterNameLabel      = "tenancy.capwright.io/cluster-name"
+
+	// RevisionLabel names, on a cluster's Flux object and on the sources
+	// and ControllerRevisions of a tenant with spec.rollout, the stack
+	// revision it holds (StackRevision.ID).
+	RevisionLabel = "tenancy.capwright.io/revision"
+	// RetryRolloutAnnotation, set on a Tenant to a new value, tries a
+	// revision that failed once more (status.rollout.lastHandledRetry).
+	RetryRolloutAnnotation = "tenancy.capwright.io/retry-rollout"
 
 	// Finalizer holds a tenant until the Flux objects of all its clusters
 	// are gone (Flux uninstalls the stack as they go).

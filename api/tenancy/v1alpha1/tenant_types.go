@@ -19,6 +19,8 @@ import (
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.totalClusters`
 // +kubebuilder:printcolumn:name="Clusters Ready",type=integer,JSONPath=`.status.readyClusters`
 // +kubebuilder:printcolumn:name="Clusters Failed",type=integer,JSONPath=`.status.failedClusters`,priority=1
+// +kubebuilder:printcolumn:name="Rollout",type=string,JSONPath=`.status.rollout.phase`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.rollout.target.artifact`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
@@ -61,9 +63,16 @@ type TenantSpec struct {
 	// +required
 	Stack StackSpec `json:"stack"`
 
+	// Rollout moves each new revision of the stack to the clusters wave
+	// by wave, with a bake time and a failure budget per wave and an
+	// automatic rollback (docs/tenants.md, Rolling out a new revision).
+	// Without it every cluster follows the stack at once.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+
 	// Suspend stops Flux from reconciling the tenant's stack on every
 	// cluster; what is installed stays as it is. Clusters selected while
-	// suspended get nothing until it is unset.
+	// suspended get nothing until it is unset, and a rollout stands still.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 }
@@ -379,6 +388,11 @@ type TenantStatus struct {
 	// +optional
 	FailedClusters int32 `json:"failedClusters"`
 
+	// Rollout is where the rollout of the stack's revisions is; only with
+	// spec.rollout.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
 	// Clusters is the state of the stack on each selected cluster, sorted
 	// by namespace and name.
 	// +optional
@@ -420,6 +434,18 @@ type TenantClusterStatus struct {
 	// (tag@sha256:digest, or the digest).
 	// +optional
 	AppliedRevision string `json:"appliedRevision,omitempty"`
+
+	// Revision is the ID of the stack revision the cluster's Flux object
+	// is pinned to (status.rollout); only with spec.rollout.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Revision string `json:"revision,omitempty"`
+
+	// Wave is the rollout wave the cluster belongs to; only with
+	// spec.rollout.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Wave string `json:"wave,omitempty"`
 
 	// LastTransitionTime is when the phase last changed.
 	// +optional

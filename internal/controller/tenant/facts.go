@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
@@ -66,7 +69,37 @@ func (r *Reconciler) facts(ctx context.Context, t *tenancyv1alpha1.Tenant) (tena
 	}
 	existing, err := r.tenantObjects(ctx, t, false)
 	f.Existing = existing
-	return f, err
+	if err != nil {
+		return f, err
+	}
+	return f, r.snapshots(ctx, t, &f)
+}
+
+// snapshots reads the revisions of a tenant's stack kept as
+// ControllerRevisions in its management namespace (uncached: they are not
+// watched), for a tenant that has or had spec.rollout: the plan renders
+// clusters at them, and prunes those no longer needed (and those that do
+// not read back) with the tenant's other objects.
+func (r *Reconciler) snapshots(ctx context.Context, t *tenancyv1alpha1.Tenant, f *tenantplan.Facts) error {
+	f.Now = time.Now()
+	if t.Spec.Rollout == nil && t.Status.Rollout == nil {
+		return nil
+	}
+	var list appsv1.ControllerRevisionList
+	if err := r.Reader.List(ctx, &list, ctrl.InNamespace(t.ManagementNamespace()), ctrl.MatchingLabels{tenancyv1alpha1.TenantLabel: t.Name}); err != nil {
+		return fmt.Errorf("listing the revisions of Tenant %s's stack in namespace %s: %w", t.Name, t.ManagementNamespace(), err)
+	}
+	f.Snapshots = map[string]render.StackSnapshot{}
+	for i := range list.Items {
+		cr := &list.Items[i]
+		f.Existing = append(f.Existing, render.ExistingObject{Kind: "ControllerRevision", Object: cr})
+		if s, err := render.SnapshotOf(cr); err == nil {
+			f.Snapshots[s.ID] = s
+		} else {
+			log.FromContext(ctx).Info("ignoring a revision that does not read back; it is pruned", "error", err.Error())
+		}
+	}
+	return nil
 }
 
 // findClusters reads the Clusters and kubeconfig Secrets of the tenant's

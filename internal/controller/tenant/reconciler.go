@@ -122,6 +122,10 @@ func (r *Reconciler) reconcile(ctx context.Context, t *tenancyv1alpha1.Tenant, r
 		if d.Poll {
 			requeue = min(requeue, time.Minute)
 		}
+		if d.Rollout != nil && d.Rollout.After > 0 {
+			// A bake ends: the next wave starts then.
+			requeue = min(requeue, d.Rollout.After+time.Second)
+		}
 		if d.Rendered != nil {
 			log.FromContext(ctx).V(1).Info("reconciled", "clusters", len(d.Selection.Selected()), "eligible", len(d.Rendered.Clusters))
 		}

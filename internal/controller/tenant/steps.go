@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"context"
+	"fmt"
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -43,7 +44,7 @@ func (s steps) Finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) (shell.O
 
 func (s steps) Summarize(t *tenancyv1alpha1.Tenant) {
 	t.Status.ObservedGeneration = t.Generation
-	conditions.Put(t, health.TenantSummary(t.Generation, t.Status.Conditions, metav1.Now()))
+	conditions.Put(t, health.TenantSummary(t.Generation, t.Status.Conditions, t.Spec.Rollout != nil, metav1.Now()))
 }
 
 func (s steps) Status(t *tenancyv1alpha1.Tenant) *meta.ReconcileRequestStatus {
@@ -51,8 +52,38 @@ func (s steps) Status(t *tenancyv1alpha1.Tenant) *meta.ReconcileRequestStatus {
 }
 
 // Events: every cluster whose phase changed to Ready or Failed, with the
-// revision Flux applied there.
+// revision Flux applied there, and the rollout's steps (rolloutEvents).
 func (s steps) Events(before, after *tenancyv1alpha1.Tenant) []events.Event {
+	return append(clusterEvents(before, after), s.rolloutEvents(before, after)...)
+}
+
+// rolloutEvents: a rollout of a new revision started, and a rollout
+// stopped by a failed wave counted in the metrics; RolledOut's
+// transitions (the shell's events) say the rest — each wave's progress
+// and bake, complete, rolled back (a Warning), paused.
+func (s steps) rolloutEvents(before, after *tenancyv1alpha1.Tenant) []events.Event {
+	b, a := before.Status.Rollout, after.Status.Rollout
+	if a == nil || a.Target == nil {
+		return nil
+	}
+	if b == nil {
+		b = &tenancyv1alpha1.RolloutStatus{}
+	}
+	meta := revision(a.Target.Artifact)
+	var out []events.Event
+	if (b.Target == nil || b.Target.ID != a.Target.ID) && a.Phase == tenancyv1alpha1.RolloutProgressing {
+		out = append(out, events.Event{Type: corev1.EventTypeNormal, Reason: "RolloutStarted", Metadata: meta,
+			Message: fmt.Sprintf("rolling out %s (revision %s) in %d waves", a.Target.Artifact, a.Target.ID, len(a.Waves))})
+	}
+	if len(a.Failed) > 0 && (len(b.Failed) == 0 || !a.Failed[0].FailedAt.Equal(&b.Failed[0].FailedAt)) {
+		s.r.Metrics.TenantRolloutStopped(after.Namespace, after.Name)
+	}
+	return out
+}
+
+// clusterEvents: every cluster whose phase changed to Ready or Failed,
+// with the revision Flux applied there.
+func clusterEvents(before, after *tenancyv1alpha1.Tenant) []events.Event {
 	previous := map[string]tenancyv1alpha1.ClusterPhase{}
 	for _, c := range before.Status.Clusters {
 		previous[c.Namespace+"/"+c.Name] = c.Phase
@@ -97,6 +128,13 @@ func (s steps) State(t *tenancyv1alpha1.Tenant) metrics.ObjectState {
 		byPhase[string(c.Phase)]++
 	}
 	s.r.Metrics.TenantClusters(t.Namespace, t.Name, byPhase)
+	var waves []metrics.RolloutWave
+	if t.Status.Rollout != nil {
+		for _, w := range t.Status.Rollout.Waves {
+			waves = append(waves, metrics.RolloutWave{Name: w.Name, Total: int(w.Clusters), Updated: int(w.Updated), Failed: int(w.Failed)})
+		}
+	}
+	s.r.Metrics.TenantRollout(t.Namespace, t.Name, waves)
 	st := metrics.ObjectState{Kind: tenancyv1alpha1.TenantKind, Namespace: t.Namespace, Name: t.Name,
 		Ready: metav1.ConditionUnknown, Suspended: t.Spec.Suspend}
 	if c := conditions.Get(t, tenancyv1alpha1.ReadyCondition); c != nil {
@@ -111,6 +149,13 @@ func isWarning(c metav1.Condition) bool {
 	switch c.Type {
 	case tenancyv1alpha1.PausedCondition, tenancyv1alpha1.DeletingCondition:
 		return false
+	case tenancyv1alpha1.RolledOutCondition:
+		// A rollout on its way is news, not trouble.
+		switch c.Reason {
+		case tenancyv1alpha1.RolloutProgressingReason, tenancyv1alpha1.RolloutBakingReason, tenancyv1alpha1.RolloutResolvingReason:
+			return false
+		}
+		return c.Status == metav1.ConditionFalse
 	default:
 		return c.Status == metav1.ConditionFalse
 	}

@@ -7,6 +7,8 @@
 package tenant
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -52,6 +54,13 @@ type Facts struct {
 	// Capwright writes for it: what is no longer desired among them is
 	// pruned.
 	Existing []render.ExistingObject
+
+	// For a tenant with spec.rollout: the revisions of its stack kept as
+	// ControllerRevisions in its management namespace, by ID (those that
+	// do not read back are left out, and pruned), and the time the
+	// rollout's bake times are measured against.
+	Snapshots map[string]render.StackSnapshot
+	Now       time.Time
 }
 
 // StackFacts are what exists of one cluster's kustomize stack.

@@ -8,6 +8,7 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/conditions"
@@ -74,17 +75,23 @@ func Fold(t *tenancyv1alpha1.Tenant, in Reconciled) error {
 		// The sync wrote what it could and read the tenant's Flux
 		// objects back: the status says where each cluster is, also
 		// when asking Flux to go on failed after that.
-		health.SetTenantClusters(&t.Status, health.FoldTenant(health.TenantInput{
+		res := health.FoldTenant(health.TenantInput{
 			Generation:   t.Generation,
 			Suspended:    t.Spec.Suspend,
 			MissingNames: d.Selection.MissingNames,
 			Previous:     t.Status.Clusters,
 			Now:          in.Now,
-			Clusters:     clusterInputs(t, *d.Selection, d.Rendered, in.Result.Observed, in.Result.Conflicts),
-		}))
+			Clusters:     clusterInputs(t, *d.Selection, d.Rendered.NamespaceArtifact != nil, in.Result.Observed, in.Result.Conflicts, d.Sources),
+		})
+		foldRevisions(res.Clusters, d)
+		health.SetTenantClusters(&t.Status, res)
 	}
+	stall := foldRollout(t, d)
 	if in.Err != nil {
 		return in.Err
+	}
+	if stall != nil {
+		return stall
 	}
 	if conflicting {
 		// Another owner's object is in the way: nothing changes until
@@ -133,4 +140,43 @@ func noMatchCause(err error) string {
 		return inner.Error()
 	}
 	return err.Error()
+}
+
+// foldRevisions puts on each cluster's line the revision its object is
+// pinned to and its wave (spec.rollout only).
+func foldRevisions(lines []tenancyv1alpha1.TenantClusterStatus, d *Desired) {
+	if d.Rollout == nil {
+		return
+	}
+	for i := range lines {
+		c := types.NamespacedName{Namespace: lines[i].Namespace, Name: lines[i].Name}
+		lines[i].Revision = d.Rollout.Revisions[c]
+		lines[i].Wave = d.Rollout.Waves[c]
+	}
+}
+
+// foldRollout puts the rollout step on status.rollout and RolledOut, and
+// returns the stall of a rollout that stopped or cannot be followed. A
+// tenant without spec.rollout has neither; a plan refused before the
+// rollout was decided leaves both as they were.
+func foldRollout(t *tenancyv1alpha1.Tenant, d *Desired) *plan.Refusal {
+	if t.Spec.Rollout == nil {
+		t.Status.Rollout = nil
+		apimeta.RemoveStatusCondition(&t.Status.Conditions, tenancyv1alpha1.RolledOutCondition)
+		return nil
+	}
+	r := d.Rollout
+	if r == nil {
+		return nil
+	}
+	t.Status.Rollout = r.Status.DeepCopy()
+	if r.Reason == tenancyv1alpha1.RolloutCompleteReason {
+		conditions.True(t, tenancyv1alpha1.RolledOutCondition, r.Reason, r.Message)
+		return nil
+	}
+	conditions.False(t, tenancyv1alpha1.RolledOutCondition, r.Reason, r.Message)
+	if r.Stalled {
+		return plan.Stalling(tenancyv1alpha1.RolledOutCondition, r.Reason, r.Message, 0)
+	}
+	return nil
 }

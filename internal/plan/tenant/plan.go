@@ -31,6 +31,11 @@ type Desired struct {
 	Rendered  *render.RenderedTenant
 	// Poll: Clusters are not watched, so look again within a minute.
 	Poll bool
+	// Rollout is the rollout step of a tenant with spec.rollout, and
+	// Sources the source each selected cluster's object uses then (its
+	// revision's); nil without spec.rollout.
+	Rollout *Rollout
+	Sources map[types.NamespacedName]string
 }
 
 // The groups of the writes (plan.Write.Group): the management objects,
@@ -73,11 +78,16 @@ func Plan(f Facts) (Desired, error) {
 	if err != nil {
 		return d, plan.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidSelectorReason, err.Error(), 0)
 	}
-	rendered, err := render.Tenant(t, sel, render.TenantOptions{NoArtifactServer: f.NoArtifactServer})
+	opts := render.TenantOptions{NoArtifactServer: f.NoArtifactServer}
+	if t.Spec.Rollout != nil {
+		d.Rollout, opts.Rollout, d.Sources = planRollout(f, sel)
+	}
+	rendered, err := render.Tenant(t, sel, opts)
 	if err != nil {
 		return d, plan.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidStackReason, err.Error(), 0)
 	}
 	d.Selection, d.Rendered, d.Poll = &sel, rendered, !f.ClustersWatched
+	d.Writes = append(d.Writes, snapshotWrites(rendered)...)
 	d.Writes = append(d.Writes, fluxWrites(t, rendered, f.Stacks)...)
 	for _, e := range render.StaleTenantObjects(t, rendered, sel, f.Existing) {
 		if o, ok := e.Object.(object); ok {
@@ -88,7 +98,8 @@ func Plan(f Facts) (Desired, error) {
 	observe(&d, t, sel, rendered)
 	if !t.Spec.Suspend {
 		// Flux ignores suspended objects.
-		d.Nudges = func(o plan.Observed) []plan.Nudge { return nudges(t, sel, rendered, o) }
+		sources := d.Sources
+		d.Nudges = func(o plan.Observed) []plan.Nudge { return nudges(t, sel, rendered, o, sources) }
 	}
 	return d, nil
 }
@@ -118,6 +129,17 @@ func managementWrites(m render.TenantManagementObjects) []plan.Write {
 	}
 	if m.ResourceQuota != nil {
 		out = append(out, plan.Write{Object: m.ResourceQuota, Uncached: true, Group: managementGroup})
+	}
+	return out
+}
+
+// snapshotWrites are the ControllerRevisions of the revisions a tenant
+// with spec.rollout keeps, with its management objects: a cluster's
+// objects are never at a revision that is not kept.
+func snapshotWrites(rendered *render.RenderedTenant) []plan.Write {
+	var out []plan.Write
+	for _, s := range rendered.Snapshots {
+		out = append(out, plan.Write{Object: s, Uncached: true, Group: managementGroup})
 	}
 	return out
 }
@@ -171,12 +193,13 @@ func stackWaits(s StackFacts) bool {
 // or Kustomization, and the Kustomization of a kustomize stack's target
 // namespace.
 func observe(d *Desired, t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant) {
-	sources := map[string]bool{}
+	sources := map[types.NamespacedName]bool{}
 	for _, c := range sel.Selected() {
 		ns := c.Cluster.Namespace
-		if !sources[ns] {
-			sources[ns] = true
-			d.Observe = append(d.Observe, &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.TenantSourceName(t.Name)}})
+		source := types.NamespacedName{Namespace: ns, Name: sourceName(t, c.Cluster, d.Sources)}
+		if !sources[source] {
+			sources[source] = true
+			d.Observe = append(d.Observe, &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: source.Name}})
 		}
 		key := metav1.ObjectMeta{Namespace: ns, Name: render.TenantClusterObjectName(t.Name, c.Cluster)}
 		if t.Spec.Stack.Chart != nil {
@@ -195,9 +218,9 @@ func observe(d *Desired, t *tenancyv1alpha1.Tenant, sel render.ClusterSelection,
 // (health.TenantClusterNudge): once per state, so a resync writes
 // nothing. Not for pending clusters, nor for clusters whose objects are
 // someone else's (Needs).
-func nudges(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant, o plan.Observed) []plan.Nudge {
+func nudges(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant, o plan.Observed, sources map[types.NamespacedName]string) []plan.Nudge {
 	var out []plan.Nudge
-	for _, c := range clusterInputs(t, sel, rendered, o, nil) {
+	for _, c := range clusterInputs(t, sel, rendered.NamespaceArtifact != nil, o, nil, sources) {
 		if c.PendingReason != "" {
 			continue
 		}
@@ -216,9 +239,11 @@ func nudges(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *re
 
 // clusterInputs are the selected clusters as the fold of their health
 // reads them from the observed objects: a missing object is Missing.
-// conflicts are the sync's.
-func clusterInputs(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rendered *render.RenderedTenant, o plan.Observed,
-	conflicts map[string]string) []health.TenantClusterInput {
+// createsNamespace: a Kustomization creates the stack's target
+// namespace; conflicts are the sync's; sources are the source each
+// cluster's object uses, where it is not the one following the spec.
+func clusterInputs(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, createsNamespace bool, o plan.Observed,
+	conflicts map[string]string, sources map[types.NamespacedName]string) []health.TenantClusterInput {
 	var out []health.TenantClusterInput
 	for _, d := range sel.Selected() {
 		ns := d.Cluster.Namespace
@@ -231,7 +256,7 @@ func clusterInputs(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rende
 			PendingReason:  d.Reason,
 			PendingMessage: d.Message,
 			Conflict:       conflict,
-			Source:         observation(o, sourcev1.OCIRepositoryKind, ns, render.TenantSourceName(t.Name)),
+			Source:         observation(o, sourcev1.OCIRepositoryKind, ns, sourceName(t, d.Cluster, sources)),
 		}
 		name := render.TenantClusterObjectName(t.Name, d.Cluster)
 		if t.Spec.Stack.Chart != nil {
@@ -239,12 +264,21 @@ func clusterInputs(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, rende
 		} else {
 			c.Apply = observation(o, kustomizev1.KustomizationKind, ns, name)
 		}
-		if rendered.NamespaceArtifact != nil {
+		if createsNamespace {
 			c.Namespace = observation(o, kustomizev1.KustomizationKind, ns, render.TenantNamespaceObjectName(t.Name, d.Cluster))
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// sourceName is the source a cluster's object uses: its revision's, or
+// the one following the spec.
+func sourceName(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName, sources map[types.NamespacedName]string) string {
+	if name, ok := sources[cluster]; ok {
+		return name
+	}
+	return render.TenantSourceName(t.Name)
 }
 
 // observation is the observed object of kind namespace/name as the fold
