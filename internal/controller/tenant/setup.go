@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -14,11 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -29,6 +33,7 @@ import (
 	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/controller/clusterwatch"
 	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -65,8 +70,10 @@ import (
 // start when r.WatchClusters, else as soon as r.ClusterAPIServed says
 // the Cluster kind is served (clusterwatch.LateWatch).
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.Tenant{}, namespaceIndex, indexNamespaces); err != nil {
-		return fmt.Errorf("indexing Tenants by the namespaces they look for Clusters in: %w", err)
+	for _, i := range indexes() {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), i.obj, i.field, i.extract); err != nil {
+			return fmt.Errorf("indexing %T by %s: %w", i.obj, i.field, err)
+		}
 	}
 	isLabelled := labelledOrWas()
 	labelled := builder.WithPredicates(isLabelled)
@@ -80,10 +87,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 		// namespace (the CRD refuses it).
 		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.byListedNamespace),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
-		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
-		Watches(&sourcev1.ExternalArtifact{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
+		// What Flux reports on a tenant's objects comes after the tenants'
+		// own changes (fluxUpdates).
+		Watches(&sourcev1.OCIRepository{}, fluxUpdates(byTenantLabel), labelledFlux).
+		Watches(&sourcev1.ExternalArtifact{}, fluxUpdates(byTenantLabel), labelledFlux).
+		Watches(&kustomizev1.Kustomization{}, fluxUpdates(byTenantLabel), labelledFlux).
+		Watches(&helmv2.HelmRelease{}, fluxUpdates(byTenantLabel), labelledFlux).
 		WithOptions(opts)
 	// The management objects, metadata only (the cache holds no more): a
 	// deleted or changed one is put back at once, and a leftover of an
@@ -183,6 +192,42 @@ var managementKinds = []schema.GroupVersionKind{
 	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
 }
 
+// fluxUpdates enqueues the tenant of a Flux object (by m) whenever it
+// changes, the updates (Flux's status, mostly) at low priority: across a
+// fleet, a thousand sources turning Ready at once queue a thousand
+// reconciles, and a tenant whose spec changed meanwhile goes first
+// instead of waiting behind them. A created or deleted object (someone
+// else's doing, or the manager's own) keeps the usual priority.
+func fluxUpdates(m handler.MapFunc) handler.EventHandler {
+	return lowPriorityUpdates{handler.EnqueueRequestsFromMapFunc(m)}
+}
+
+type lowPriorityUpdates struct{ handler.EventHandler }
+
+func (h lowPriorityUpdates) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		q = lowPriorityQueue{pq}
+	}
+	h.EventHandler.Update(ctx, e, q)
+}
+
+// lowPriorityQueue adds at handler.LowPriority, unless told otherwise.
+type lowPriorityQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+}
+
+func (q lowPriorityQueue) Add(r reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, r)
+}
+
+func (q lowPriorityQueue) AddAfter(r reconcile.Request, after time.Duration) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority), After: after}, r)
+}
+
+func (q lowPriorityQueue) AddRateLimited(r reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority), RateLimited: true}, r)
+}
+
 // byTenantLabel enqueues the tenant a Flux object is labelled for.
 func byTenantLabel(_ context.Context, o ctrl.Object) []reconcile.Request {
 	name := o.GetLabels()[tenancyv1alpha1.TenantLabel]
@@ -205,6 +250,52 @@ func indexNamespaces(o ctrl.Object) []string {
 		return nil
 	}
 	return render.TenantNamespaces(t)
+}
+
+// TenantIndex indexes the Flux kinds a tenant writes by the tenant they
+// are labelled for, so a reconcile finds its own objects among a fleet's
+// without looking at every object of the kind (the cache's label
+// selector does: twenty thousand Kustomizations for each of a thousand
+// tenants).
+const TenantIndex = "capwright.tenant"
+
+func indexTenant(o ctrl.Object) []string {
+	if name := o.GetLabels()[tenancyv1alpha1.TenantLabel]; name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
+// index is one of the cache's indexes the controller reads through.
+type index struct {
+	obj     ctrl.Object
+	field   string
+	extract ctrl.IndexerFunc
+}
+
+// indexes are the controller's: Tenants by namespace, and its Flux kinds
+// by tenant.
+func indexes() []index {
+	out := []index{{&tenancyv1alpha1.Tenant{}, namespaceIndex, indexNamespaces}}
+	for _, obj := range fluxKinds() {
+		out = append(out, index{obj, TenantIndex, indexTenant})
+	}
+	return out
+}
+
+// fluxKinds are the Flux kinds a tenant writes, all watched.
+func fluxKinds() []ctrl.Object {
+	return []ctrl.Object{&sourcev1.OCIRepository{}, &sourcev1.ExternalArtifact{}, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{}}
+}
+
+// isFluxKind tells whether o is of a kind in fluxKinds, read from the
+// cache (apply.Syncer.Cached).
+func isFluxKind(o plan.Object) bool {
+	switch plan.KindOf(o) {
+	case sourcev1.OCIRepositoryKind, sourcev1.ExternalArtifactKind, kustomizev1.KustomizationKind, helmv2.HelmReleaseKind:
+		return true
+	}
+	return false
 }
 
 // tenantsIn lists the Tenants that look for Clusters in namespace, from

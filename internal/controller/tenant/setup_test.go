@@ -1,11 +1,19 @@
 package tenant
 
 import (
+	"context"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 )
 
 // TestCacheHoldsOnlyWhatCapwrightWrote: the manager's cache of every
@@ -31,5 +39,45 @@ func TestCacheHoldsOnlyWhatCapwrightWrote(t *testing.T) {
 		if !kinds[gvk.Kind] {
 			t.Errorf("the cache of %s is not restricted", gvk.Kind)
 		}
+	}
+}
+
+// indexed registers the controller's cache indexes with a fake client,
+// as SetupWithManager does with the manager's cache.
+func indexed(b *fake.ClientBuilder) *fake.ClientBuilder {
+	for _, i := range indexes() {
+		b = b.WithIndex(i.obj, i.field, i.extract)
+	}
+	return b
+}
+
+// TestFluxUpdatesComeAfterTenantChanges: a Flux object's update (its
+// status) queues its tenant at low priority, so a tenant queued for its
+// own change meanwhile is reconciled first; a deleted Flux object keeps
+// the usual priority.
+func TestFluxUpdatesComeAfterTenantChanges(t *testing.T) {
+	ctx := context.Background()
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	flux := func(tenant, rv string) *kustomizev1.Kustomization {
+		ks := &kustomizev1.Kustomization{}
+		ks.Name, ks.Namespace, ks.ResourceVersion = tenant+"-c1", "clusters", rv
+		ks.Labels = map[string]string{tenancyv1alpha1.TenantLabel: tenant}
+		return ks
+	}
+	h := fluxUpdates(byTenantLabel)
+	h.Update(ctx, event.UpdateEvent{ObjectOld: flux("status-only", "1"), ObjectNew: flux("status-only", "2")}, q)
+	q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: "changed"}})
+	h.Delete(ctx, event.DeleteEvent{Object: flux("deleted", "3")}, q)
+	var order []string
+	var priorities []int
+	for range 3 {
+		item, priority, _ := q.GetWithPriority()
+		order = append(order, item.Name)
+		priorities = append(priorities, priority)
+		q.Done(item)
+	}
+	if order[2] != "status-only" || priorities[2] != handler.LowPriority || priorities[0] != 0 || priorities[1] != 0 {
+		t.Fatalf("queue order %v at priorities %v: want the Flux update last, at %d", order, priorities, handler.LowPriority)
 	}
 }
