@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -23,6 +24,9 @@ func TestCacheHoldsOnlyWhatCapwrightWrote(t *testing.T) {
 	byObject := CacheByObject()
 	kinds := map[string]bool{}
 	for obj, opts := range byObject {
+		if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
+			continue // the Flux kinds: all cached, transformed
+		}
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
 		kinds[kind] = true
 		if opts.Label == nil {
@@ -79,5 +83,42 @@ func TestFluxUpdatesComeAfterTenantChanges(t *testing.T) {
 	}
 	if order[2] != "status-only" || priorities[2] != handler.LowPriority || priorities[0] != 0 || priorities[1] != 0 {
 		t.Fatalf("queue order %v at priorities %v: want the Flux update last, at %d", order, priorities, handler.LowPriority)
+	}
+}
+
+// TestCachedTenantKustomizationsHoldNoInventory: the cache keeps a
+// tenant's Kustomization without the inventory of what it applied, a
+// provider's with it; neither keeps managedFields.
+func TestCachedTenantKustomizationsHoldNoInventory(t *testing.T) {
+	var transform func(any) (any, error)
+	for obj, opts := range CacheByObject() {
+		if _, ok := obj.(*kustomizev1.Kustomization); ok {
+			transform = opts.Transform
+		}
+	}
+	if transform == nil {
+		t.Fatal("the cache has no transform of Kustomizations")
+	}
+	applied := func(labels map[string]string) *kustomizev1.Kustomization {
+		ks := &kustomizev1.Kustomization{}
+		ks.Labels = labels
+		ks.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "capwright"}}
+		ks.Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{{ID: "stack_settings__ConfigMap", Version: "v1"}}}
+		ks.Status.LastAppliedRevision = "v1@sha256:0123"
+		return ks
+	}
+	out, err := transform(applied(map[string]string{tenancyv1alpha1.TenantLabel: "team-a"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks := out.(*kustomizev1.Kustomization); ks.Status.Inventory != nil || ks.ManagedFields != nil || ks.Status.LastAppliedRevision == "" {
+		t.Fatalf("a tenant's Kustomization cached with inventory %v, managedFields %v, revision %q: want neither, and the revision", ks.Status.Inventory, ks.ManagedFields, ks.Status.LastAppliedRevision)
+	}
+	out, err = transform(applied(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks := out.(*kustomizev1.Kustomization); ks.Status.Inventory == nil || ks.ManagedFields != nil {
+		t.Fatalf("a provider's Kustomization cached with inventory %v and managedFields %v: want the inventory and no managedFields", ks.Status.Inventory, ks.ManagedFields)
 	}
 }
