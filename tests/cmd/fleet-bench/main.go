@@ -393,11 +393,6 @@ func (b *bench) cold(ctx context.Context) error {
 	}
 	took := time.Since(start)
 	cpu := cpuSeconds(b.mgr.PID()) - cpu0
-	if stopCPU != nil {
-		if err := stopCPU(); err != nil {
-			return err
-		}
-	}
 	// Then until the manager is idle: source-controller's status of every
 	// tenant's OCIRepository (fetched once it exists) is news to its
 	// Tenant, and a change made before that is done waits behind it.
@@ -416,6 +411,11 @@ func (b *bench) cold(ctx context.Context) error {
 	}
 	idle := time.Since(start)
 	idleCPU := cpuSeconds(b.mgr.PID()) - cpu0
+	if stopCPU != nil {
+		if err := stopCPU(); err != nil {
+			return err
+		}
+	}
 	hwm, err := procStatus(b.mgr.PID(), "VmHWM")
 	if err != nil {
 		return err
