@@ -25,6 +25,10 @@ E2E_PARALLEL   ?= 2
 BENCH_TIME     ?= 3x
 # Runs per system of the side-by-side install benchmark (each on a fresh plane).
 BENCH_RUNS     ?= 3
+# Size of the fleet benchmark: Tenants, and Clusters per Tenant (a quick
+# run: make bench FLEET_TENANTS=50).
+FLEET_TENANTS  ?= 1000
+FLEET_CLUSTERS ?= 20
 # Time per fuzz target: make fuzz gives each a long run. make test gives each a
 # count (FUZZ_QUICK), not a duration: Go 1.26's fuzzer can fail a target with a
 # bare "context deadline exceeded" when a -fuzztime duration runs out under load
@@ -138,11 +142,12 @@ fuzz: ## Fuzz every parser of untrusted input, FUZZ_TIME each (default 10m); fin
 	done
 
 .PHONY: bench
-bench: tools ## Benchmarks: pure packages, the CLI, a Tenant change on 20 clusters, and the three CAPI providers installed by Capwright (from OCI and from release URLs), bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side.
+bench: tools ## Benchmarks: pure packages, the CLI, a Tenant change on 20 clusters, a fleet of 1,000 Tenants × 20 Clusters on one manager, and the three CAPI providers installed by Capwright (from OCI and from release URLs), bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./cmd/capwright/
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/tenants/
 	$(GO) run ./tests/cmd/install-bench -runs $(BENCH_RUNS)
+	$(GO) run ./tests/cmd/fleet-bench -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)
 
 .PHONY: demo
 demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Install real CAPI providers through Capwright and Flux on the local plane, give a tenant a stack, create a Cluster whose control plane is a chart, print, stop.

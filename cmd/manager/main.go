@@ -122,7 +122,12 @@ func run(o *options) error {
 		// (--leader-election-release-on-cancel, true by default).
 		LeaderElectionReleaseOnCancel: o.leaderElection.ReleaseOnCancel,
 		// Of the kinds Tenants manage, only what Capwright wrote.
-		Cache: cache.Options{ByObject: tenant.CacheByObject()},
+		// Cached objects without their managedFields: nothing reads them
+		// from the cache (apply compares what it wants with the fields
+		// themselves), and on objects written server-side they are often
+		// the largest part of the metadata, held for every Flux object,
+		// Cluster and Tenant of the fleet.
+		Cache: cache.Options{ByObject: tenant.CacheByObject(), DefaultTransform: cache.TransformStripManagedFields()},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read when needed, not cached cluster-wide.
 			DisableFor: []client.Object{&corev1.Secret{}},

@@ -142,3 +142,61 @@ func TestIfChangedLeavesAnObjectBeingDeleted(t *testing.T) {
 		t.Fatalf("applied %d times to an object being deleted", applies)
 	}
 }
+
+// TestSyncerSkipsWhatTheCacheShowsUnchanged: an Uncached write of a kind
+// in the cache is not read again without it when the cache shows it as
+// last applied; a changed one, one the cache does not hold, and one whose
+// kind is not cached are read uncached, and the changed one written.
+func TestSyncerSkipsWhatTheCacheShowsUnchanged(t *testing.T) {
+	ctx := context.Background()
+	desired, cached := appliedKustomization(t)
+	var applies, uncachedReads int
+	flux := func(plan.Object) bool { return true }
+	sync := func(s Syncer, o plan.Object) {
+		t.Helper()
+		if _, err := s.Sync(ctx, plan.Desired{Writes: []plan.Write{{Object: o, Uncached: true}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hashed := func(o *kustomizev1.Kustomization) *kustomizev1.Kustomization {
+		// Sync applies with plan.HashAnnotation; the cached object must
+		// carry that hash to be unchanged.
+		want, err := plan.AsApplied(o, plan.HashAnnotation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := o.DeepCopy()
+		out.Annotations = want.GetAnnotations()
+		return out
+	}
+	c := cached.DeepCopy()
+	c.Annotations = hashed(desired).Annotations
+	cache := newClient(t, &applies, c)
+	uncached := interceptor.NewClient(fake.NewClientBuilder().WithScheme(cache.Scheme()).WithObjects(c.DeepCopy()).Build(), interceptor.Funcs{
+		Get: func(ctx context.Context, c ctrl.WithWatch, key ctrl.ObjectKey, obj ctrl.Object, opts ...ctrl.GetOption) error {
+			uncachedReads++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+
+	sync(Syncer{Client: cache, Reader: uncached, Cached: flux}, desired)
+	if applies != 0 || uncachedReads != 0 {
+		t.Fatalf("unchanged in the cache: %d applies and %d uncached reads, want none", applies, uncachedReads)
+	}
+	sync(Syncer{Client: cache, Reader: uncached}, desired)
+	if applies != 0 || uncachedReads != 1 {
+		t.Fatalf("kind not cached: %d applies and %d uncached reads, want 0 and 1", applies, uncachedReads)
+	}
+	changed := desired.DeepCopy()
+	changed.Spec.Path = "./other"
+	sync(Syncer{Client: cache, Reader: uncached, Cached: flux}, changed)
+	if applies != 1 || uncachedReads != 2 {
+		t.Fatalf("changed: %d applies and %d uncached reads, want 1 and 2", applies, uncachedReads)
+	}
+	missing := desired.DeepCopy()
+	missing.Name = "not-cached-yet"
+	sync(Syncer{Client: cache, Reader: uncached, Cached: flux}, missing)
+	if applies != 2 || uncachedReads != 3 {
+		t.Fatalf("not in the cache: %d applies and %d uncached reads, want 2 and 3", applies, uncachedReads)
+	}
+}

@@ -38,6 +38,12 @@ type Syncer struct {
 	// Artifacts stores and serves ExternalArtifacts' content; nil refuses
 	// a write with an plan.Artifact.
 	Artifacts *fluxartifact.Storage
+	// Cached tells, for an Uncached write, whether its kind is in
+	// Client's cache (watched): an object the cache shows unchanged is
+	// then not read again (SkipCachedUnchanged), and only a write is
+	// decided on an uncached read. nil reads every Uncached write
+	// without the cache.
+	Cached func(plan.Object) bool
 	// Now is the clock of stored artifacts; nil is time.Now.
 	Now func() time.Time
 }
@@ -162,6 +168,9 @@ func anyConflict(conflicts map[string]string, groups []string) bool {
 func (s Syncer) apply(ctx context.Context, w plan.Write, owned func(*unstructured.Unstructured, plan.Object) error) error {
 	reader := ctrl.Reader(s.Client)
 	if w.Uncached && s.Reader != nil {
+		if s.Cached != nil && s.Cached(w.Object) && CachedUnchanged(ctx, s.Client, w.Object, plan.HashAnnotation) {
+			return nil
+		}
 		reader = s.Reader
 	}
 	err := IfChanged(ctx, reader, s.Client, w.Object, plan.HashAnnotation, plan.FieldOwner, func(existing *unstructured.Unstructured) error {

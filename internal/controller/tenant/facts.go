@@ -47,7 +47,8 @@ func NewSecretMetadata() *metav1.PartialObjectMetadata {
 func (r *Reconciler) facts(ctx context.Context, t *tenancyv1alpha1.Tenant) (tenantplan.Facts, error) {
 	f := tenantplan.Facts{Tenant: t, Forbidden: r.ForbiddenNamespaces, NoArtifactServer: r.Artifacts == nil, Sharding: r.Sharding}
 	var tenants tenancyv1alpha1.TenantList
-	if err := r.Client.List(ctx, &tenants); err != nil {
+	// Read only: not copied (a fleet's thousand Tenants, on every reconcile).
+	if err := r.Client.List(ctx, &tenants, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return f, fmt.Errorf("listing Tenants to check the namespaces of Tenant %s: %w", t.Name, err)
 	}
 	f.Tenants = tenants.Items
@@ -201,30 +202,32 @@ func (r *Reconciler) tenantObjects(ctx context.Context, t *tenancyv1alpha1.Tenan
 		}
 	}
 	// Appliers first: deleting them makes Flux uninstall, which does not
-	// need the source.
+	// need the source. From the cache's index of the tenant label
+	// (TenantIndex), in every namespace.
+	byTenant := ctrl.MatchingFields{TenantIndex: t.Name}
 	var hrs helmv2.HelmReleaseList
-	if err := r.Client.List(ctx, &hrs, selector); ignoreNoMatch(err) != nil {
+	if err := r.Client.List(ctx, &hrs, byTenant); ignoreNoMatch(err) != nil {
 		return nil, fmt.Errorf("listing the tenant's HelmReleases: %w", err)
 	}
 	for i := range hrs.Items {
 		out = append(out, render.ExistingObject{Kind: helmv2.HelmReleaseKind, Object: &hrs.Items[i]})
 	}
 	var kss kustomizev1.KustomizationList
-	if err := r.Client.List(ctx, &kss, selector); ignoreNoMatch(err) != nil {
+	if err := r.Client.List(ctx, &kss, byTenant); ignoreNoMatch(err) != nil {
 		return nil, fmt.Errorf("listing the tenant's Kustomizations: %w", err)
 	}
 	for i := range kss.Items {
 		out = append(out, render.ExistingObject{Kind: kustomizev1.KustomizationKind, Object: &kss.Items[i]})
 	}
 	var repos sourcev1.OCIRepositoryList
-	if err := r.Client.List(ctx, &repos, selector); ignoreNoMatch(err) != nil {
+	if err := r.Client.List(ctx, &repos, byTenant); ignoreNoMatch(err) != nil {
 		return nil, fmt.Errorf("listing the tenant's OCIRepositories: %w", err)
 	}
 	for i := range repos.Items {
 		out = append(out, render.ExistingObject{Kind: sourcev1.OCIRepositoryKind, Object: &repos.Items[i]})
 	}
 	var artifacts sourcev1.ExternalArtifactList
-	if err := r.Client.List(ctx, &artifacts, selector); ignoreNoMatch(err) != nil {
+	if err := r.Client.List(ctx, &artifacts, byTenant); ignoreNoMatch(err) != nil {
 		return nil, fmt.Errorf("listing the tenant's ExternalArtifacts: %w", err)
 	}
 	for i := range artifacts.Items {

@@ -38,7 +38,7 @@ func TestReconcileHandsFluxTheTargetNamespace(t *testing.T) {
 		testCluster("shared", "a", map[string]string{"team": "acme"}, true),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "a-kubeconfig"}},
 	}
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).
+	c := indexed(fake.NewClientBuilder().WithScheme(testScheme(t))).WithObjects(objs...).
 		WithStatusSubresource(&tenancyv1alpha1.Tenant{}, &sourcev1.ExternalArtifact{}, &kustomizev1.Kustomization{}).
 		WithInterceptorFuncs(fluxFinalizes()).Build()
 	storage, err := fluxartifact.New(t.TempDir(), "http://capwright-artifacts.capwright-system.svc:80")

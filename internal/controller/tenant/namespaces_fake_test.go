@@ -46,7 +46,7 @@ type namespaceEnv struct {
 func newNamespaceEnv(t *testing.T, objs ...ctrl.Object) *namespaceEnv {
 	t.Helper()
 	env := &namespaceEnv{events: record.NewFakeRecorder(64)}
-	env.c = fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).
+	env.c = indexed(fake.NewClientBuilder().WithScheme(testScheme(t))).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).
 		WithInterceptorFuncs(interceptor.Funcs{
 			List: func(ctx context.Context, c ctrl.WithWatch, list ctrl.ObjectList, opts ...ctrl.ListOption) error {
 				_, clusters := list.(*clusterapi.ClusterList)

@@ -33,7 +33,7 @@ func TestReconcileWritesOnceAndDeletesStale(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "a-kubeconfig"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "b-kubeconfig"}},
 	}
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).
+	c := indexed(fake.NewClientBuilder().WithScheme(testScheme(t))).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).
 		WithInterceptorFuncs(fluxFinalizes()).Build()
 	r := &Reconciler{Client: c, Reader: c, Clusters: c, WatchClusters: true}
 	req := reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tn.Name}}
@@ -124,8 +124,8 @@ func TestReconcileWithoutClusterAPI(t *testing.T) {
 	ctx := context.Background()
 	tn := testTenant()
 	tn.Finalizers = []string{tenancyv1alpha1.Finalizer}
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tn).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).Build()
-	noCAPI := interceptor.NewClient(fake.NewClientBuilder().WithScheme(testScheme(t)).Build(), interceptor.Funcs{
+	c := indexed(fake.NewClientBuilder().WithScheme(testScheme(t))).WithObjects(tn).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).Build()
+	noCAPI := interceptor.NewClient(indexed(fake.NewClientBuilder().WithScheme(testScheme(t))).Build(), interceptor.Funcs{
 		List: func(ctx context.Context, cl ctrl.WithWatch, list ctrl.ObjectList, opts ...ctrl.ListOption) error {
 			if _, ok := list.(*clusterapi.ClusterList); ok {
 				return &apimeta.NoKindMatchError{GroupKind: clusterapi.ClusterGVK.GroupKind(), SearchedVersions: []string{clusterapi.ClusterGVK.Version}}
@@ -168,7 +168,7 @@ func TestReconcileRequestAndStall(t *testing.T) {
 		testCluster("shared", "a", map[string]string{"team": "acme"}, true),
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "a-kubeconfig"}},
 	}
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).Build()
+	c := indexed(fake.NewClientBuilder().WithScheme(testScheme(t))).WithObjects(objs...).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).Build()
 	r := &Reconciler{Client: c, Reader: c, Clusters: c, WatchClusters: true}
 	req := reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tn.Name}}
 	if _, err := r.Reconcile(ctx, req); err != nil {

@@ -176,7 +176,7 @@ func (r *Reconciler) rolloutStopped(t *tenancyv1alpha1.Tenant, d *tenantplan.Des
 
 // syncer writes the tenant's objects.
 func (r *Reconciler) syncer() apply.Syncer {
-	return apply.Syncer{Client: r.Client, Reader: r.Reader, Artifacts: r.Artifacts}
+	return apply.Syncer{Client: r.Client, Reader: r.Reader, Artifacts: r.Artifacts, Cached: isFluxKind}
 }
 
 // tenantOwned refuses an existing object that render.CheckTenantObject

@@ -77,7 +77,7 @@ func TestFindClustersStaysInTheTenantsNamespaces(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shared", Name: "booting-kubeconfig"}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "outside-kubeconfig"}},
 	}
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
+	c := indexed(fake.NewClientBuilder().WithScheme(testScheme(t))).WithObjects(objs...).Build()
 	r := &Reconciler{Client: c, Reader: c, Clusters: c}
 	tn := testTenant()
 	found := tenantplan.Facts{Tenant: tn}
@@ -108,7 +108,7 @@ func TestByNamespaceMapsToTenantsThatLookThere(t *testing.T) {
 	other := testTenant()
 	other.Name, other.UID = "other", "uid-other"
 	other.Spec.Clusters.Namespaces = nil
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(testTenant(), other).Build()
+	c := indexed(fake.NewClientBuilder().WithScheme(testScheme(t))).WithObjects(testTenant(), other).Build()
 	r := &Reconciler{Client: c}
 	for ns, want := range map[string][]string{"shared": {"acme"}, "tenant-other": {"other"}, "tenant-acme": {"acme"}, "kube-system": nil} {
 		var got []string
@@ -137,7 +137,7 @@ func TestByTenantLabel(t *testing.T) {
 // applied.
 func TestForeignNamespaceIsAConflict(t *testing.T) {
 	foreign := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-acme"}}
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(foreign).Build()
+	c := indexed(fake.NewClientBuilder().WithScheme(testScheme(t))).WithObjects(foreign).Build()
 	r := &Reconciler{Client: c, Reader: c, Clusters: c}
 	tn := testTenant()
 	_, err := r.reconcile(context.Background(), tn, "")

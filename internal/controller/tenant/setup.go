@@ -2,7 +2,9 @@ package tenant
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -13,11 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -28,6 +33,7 @@ import (
 	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/controller/clusterwatch"
 	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -64,6 +70,11 @@ import (
 // start when r.WatchClusters, else as soon as r.ClusterAPIServed says
 // the Cluster kind is served (clusterwatch.LateWatch).
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.Options) error {
+	for _, i := range indexes() {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), i.obj, i.field, i.extract); err != nil {
+			return fmt.Errorf("indexing %T by %s: %w", i.obj, i.field, err)
+		}
+	}
 	isLabelled := labelledOrWas()
 	labelled := builder.WithPredicates(isLabelled)
 	labelledFlux := builder.WithPredicates(isLabelled, shell.FluxObjectChanged())
@@ -76,10 +87,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 		// namespace (the CRD refuses it).
 		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.byListedNamespace),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
-		Watches(&sourcev1.OCIRepository{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
-		Watches(&sourcev1.ExternalArtifact{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
-		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(byTenantLabel), labelledFlux).
+		// What Flux reports on a tenant's objects comes after the tenants'
+		// own changes (fluxUpdates).
+		Watches(&sourcev1.OCIRepository{}, fluxUpdates(byTenantLabel), labelledFlux).
+		Watches(&sourcev1.ExternalArtifact{}, fluxUpdates(byTenantLabel), labelledFlux).
+		Watches(&kustomizev1.Kustomization{}, fluxUpdates(byTenantLabel), labelledFlux).
+		Watches(&helmv2.HelmRelease{}, fluxUpdates(byTenantLabel), labelledFlux).
 		WithOptions(opts)
 	// The management objects, metadata only (the cache holds no more): a
 	// deleted or changed one is put back at once, and a leftover of an
@@ -168,7 +181,27 @@ func CacheByObject() map[ctrl.Object]cache.ByObject {
 		m.SetGroupVersionKind(gvk)
 		out[m] = cache.ByObject{Label: selector}
 	}
+	out[&kustomizev1.Kustomization{}] = cache.ByObject{Transform: withoutTenantInventory}
 	return out
+}
+
+// withoutTenantInventory drops from a cached Kustomization its
+// managedFields (the manager's DefaultTransform, which this replaces for
+// Kustomizations) and, when it is a tenant's, the inventory of everything
+// it applied, which nothing of the tenant's reads: a fleet's twenty
+// thousand Kustomizations would otherwise each keep a list of their
+// stack's objects in the manager's memory. A provider's keeps its
+// inventory (the provider controller reads it).
+func withoutTenantInventory(obj any) (any, error) {
+	ks, ok := obj.(*kustomizev1.Kustomization)
+	if !ok {
+		return cache.TransformStripManagedFields()(obj)
+	}
+	ks.SetManagedFields(nil)
+	if _, tenant := ks.Labels[tenancyv1alpha1.TenantLabel]; tenant {
+		ks.Status.Inventory = nil
+	}
+	return ks, nil
 }
 
 // managementKinds are the kinds of the tenant's management objects.
@@ -177,6 +210,42 @@ var managementKinds = []schema.GroupVersionKind{
 	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
 	corev1.SchemeGroupVersion.WithKind("ResourceQuota"),
 	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+}
+
+// fluxUpdates enqueues the tenant of a Flux object (by m) whenever it
+// changes, the updates (Flux's status, mostly) at low priority: across a
+// fleet, a thousand sources turning Ready at once queue a thousand
+// reconciles, and a tenant whose spec changed meanwhile goes first
+// instead of waiting behind them. A created or deleted object (someone
+// else's doing, or the manager's own) keeps the usual priority.
+func fluxUpdates(m handler.MapFunc) handler.EventHandler {
+	return lowPriorityUpdates{handler.EnqueueRequestsFromMapFunc(m)}
+}
+
+type lowPriorityUpdates struct{ handler.EventHandler }
+
+func (h lowPriorityUpdates) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		q = lowPriorityQueue{pq}
+	}
+	h.EventHandler.Update(ctx, e, q)
+}
+
+// lowPriorityQueue adds at handler.LowPriority, unless told otherwise.
+type lowPriorityQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+}
+
+func (q lowPriorityQueue) Add(r reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, r)
+}
+
+func (q lowPriorityQueue) AddAfter(r reconcile.Request, after time.Duration) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority), After: after}, r)
+}
+
+func (q lowPriorityQueue) AddRateLimited(r reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority), RateLimited: true}, r)
 }
 
 // byTenantLabel enqueues the tenant a Flux object is labelled for.
@@ -188,6 +257,77 @@ func byTenantLabel(_ context.Context, o ctrl.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Name: name}}}
 }
 
+// namespaceIndex indexes Tenants by the namespaces they look for Clusters
+// in (render.TenantNamespaces). A Cluster or kubeconfig Secret event then
+// finds its tenants without listing (and copying) every Tenant: on a
+// manager's start with a thousand tenants of twenty clusters each, that
+// was a thousand Tenants copied for each of forty thousand events.
+const namespaceIndex = "capwright.tenantNamespaces"
+
+func indexNamespaces(o ctrl.Object) []string {
+	t, ok := o.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	return render.TenantNamespaces(t)
+}
+
+// TenantIndex indexes the Flux kinds a tenant writes by the tenant they
+// are labelled for, so a reconcile finds its own objects among a fleet's
+// without looking at every object of the kind (the cache's label
+// selector does: twenty thousand Kustomizations for each of a thousand
+// tenants).
+const TenantIndex = "capwright.tenant"
+
+func indexTenant(o ctrl.Object) []string {
+	if name := o.GetLabels()[tenancyv1alpha1.TenantLabel]; name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
+// index is one of the cache's indexes the controller reads through.
+type index struct {
+	obj     ctrl.Object
+	field   string
+	extract ctrl.IndexerFunc
+}
+
+// indexes are the controller's: Tenants by namespace, and its Flux kinds
+// by tenant.
+func indexes() []index {
+	out := []index{{&tenancyv1alpha1.Tenant{}, namespaceIndex, indexNamespaces}}
+	for _, obj := range fluxKinds() {
+		out = append(out, index{obj, TenantIndex, indexTenant})
+	}
+	return out
+}
+
+// fluxKinds are the Flux kinds a tenant writes, all watched.
+func fluxKinds() []ctrl.Object {
+	return []ctrl.Object{&sourcev1.OCIRepository{}, &sourcev1.ExternalArtifact{}, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{}}
+}
+
+// isFluxKind tells whether o is of a kind in fluxKinds, read from the
+// cache (apply.Syncer.Cached).
+func isFluxKind(o plan.Object) bool {
+	switch plan.KindOf(o) {
+	case sourcev1.OCIRepositoryKind, sourcev1.ExternalArtifactKind, kustomizev1.KustomizationKind, helmv2.HelmReleaseKind:
+		return true
+	}
+	return false
+}
+
+// tenantsIn lists the Tenants that look for Clusters in namespace, from
+// the cache's index, uncopied: the callers only read them.
+func (r *Reconciler) tenantsIn(ctx context.Context, namespace string) ([]tenancyv1alpha1.Tenant, error) {
+	var tenants tenancyv1alpha1.TenantList
+	if err := r.Client.List(ctx, &tenants, ctrl.MatchingFields{namespaceIndex: namespace}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return tenants.Items, nil
+}
+
 // byListedNamespace enqueues every other tenant whose
 // spec.clusters.namespaces lists the Tenant's management namespace.
 func (r *Reconciler) byListedNamespace(ctx context.Context, o ctrl.Object) []reconcile.Request {
@@ -195,11 +335,12 @@ func (r *Reconciler) byListedNamespace(ctx context.Context, o ctrl.Object) []rec
 	if !ok {
 		return nil
 	}
-	var tenants tenancyv1alpha1.TenantList
-	if err := r.Client.List(ctx, &tenants); err != nil {
+	ns := changed.ManagementNamespace()
+	items, err := r.tenantsIn(ctx, ns)
+	if err != nil {
 		return nil
 	}
-	ns := changed.ManagementNamespace()
+	tenants := tenancyv1alpha1.TenantList{Items: items}
 	var reqs []reconcile.Request
 	for i := range tenants.Items {
 		if tn := &tenants.Items[i]; tn.Name != changed.Name && slices.Contains(tn.Spec.Clusters.Namespaces, ns) {
@@ -212,15 +353,13 @@ func (r *Reconciler) byListedNamespace(ctx context.Context, o ctrl.Object) []rec
 // byNamespace enqueues every tenant that looks for Clusters in the
 // object's namespace (render.TenantNamespaces).
 func (r *Reconciler) byNamespace(ctx context.Context, o ctrl.Object) []reconcile.Request {
-	var tenants tenancyv1alpha1.TenantList
-	if err := r.Client.List(ctx, &tenants); err != nil {
+	tenants, err := r.tenantsIn(ctx, o.GetNamespace())
+	if err != nil {
 		return nil
 	}
-	var reqs []reconcile.Request
-	for i := range tenants.Items {
-		if slices.Contains(render.TenantNamespaces(&tenants.Items[i]), o.GetNamespace()) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tenants.Items[i].Name}})
-		}
+	reqs := make([]reconcile.Request, 0, len(tenants))
+	for i := range tenants {
+		reqs = append(reqs, reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tenants[i].Name}})
 	}
 	return reqs
 }
