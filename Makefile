@@ -148,6 +148,7 @@ bench: tools ## Benchmarks: pure packages, the CLI, a Tenant change on 20 cluste
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/tenants/
 	$(GO) run ./tests/cmd/install-bench -runs $(BENCH_RUNS)
 	$(GO) run ./tests/cmd/fleet-bench -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)
+	$(GO) run ./tests/cmd/fleet-bench -rollout -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)
 
 .PHONY: demo
 demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Install real CAPI providers through Capwright and Flux on the local plane, give a tenant a stack, create a Cluster whose control plane is a chart, print, stop.

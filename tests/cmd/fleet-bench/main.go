@@ -37,6 +37,9 @@
 //     writes (target 0), time and peak RSS;
 //   - reconcile time per tenant from the manager's
 //     controller_runtime_reconcile_time_seconds{controller="Tenant"};
+//   - with -rollout, the same for Tenants with spec.rollout: a source per
+//     revision in use and a ControllerRevision per revision kept, besides
+//     the source that follows the tag;
 //   - with -profile, the manager's heap and a CPU profile of the cold
 //     convergence (its /debug/pprof on the metrics endpoint), and
 //     `go tool pprof -top` of each.
@@ -76,6 +79,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -99,6 +103,7 @@ type options struct {
 	profile                    bool
 	timeout                    time.Duration
 	keep                       bool
+	rollout                    bool
 }
 
 func main() {
@@ -110,6 +115,7 @@ func main() {
 	flag.IntVar(&o.concurrent, "concurrent", 0, "The manager's --concurrent (default: the manager's).")
 	flag.BoolVar(&o.profile, "profile", false, "Save the manager's heap and a CPU profile of the cold convergence, and print their top entries.")
 	flag.DurationVar(&o.timeout, "timeout", 90*time.Minute, "Give up after this long.")
+	flag.BoolVar(&o.rollout, "rollout", false, "Give every Tenant spec.rollout (one wave, maxUpdating 100%: with kustomize-controller stopped no cluster turns healthy, so only a rollout that moves a whole wave at once gets anywhere): the cost of pinned sources and kept revisions.")
 	flag.BoolVar(&o.keep, "keep", false, "Leave the plane running at the end until interrupted (for a look with kubectl).")
 	flag.Parse()
 	if o.tenants < 2 || o.clusters < 1 {
@@ -209,8 +215,12 @@ func run(o options) error {
 	if b.mgr, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: args}); err != nil {
 		return err
 	}
-	b.printf("fleet-bench: %d tenants × %d clusters = %d per-cluster Flux objects; kustomize-controller stopped (Capwright's cost only); manager %s; run dir %s\n",
-		o.tenants, o.clusters, o.tenants*o.clusters, "--resync-interval="+cmpOr(o.resync, "default")+" --concurrent="+cmpOr(nonZero(o.concurrent), "default"), p.RunDir)
+	mode := "no rollout"
+	if o.rollout {
+		mode = "spec.rollout (one wave, maxUpdating 100%)"
+	}
+	b.printf("fleet-bench: %d tenants × %d clusters = %d per-cluster Flux objects, %s; kustomize-controller stopped (Capwright's cost only); manager %s; run dir %s\n",
+		o.tenants, o.clusters, o.tenants*o.clusters, mode, "--resync-interval="+cmpOr(o.resync, "default")+" --concurrent="+cmpOr(nonZero(o.concurrent), "default"), p.RunDir)
 
 	if err := b.cold(ctx); err != nil {
 		return err
@@ -341,6 +351,11 @@ func (b *bench) registerClusters(ctx context.Context, w *plane.WorkloadCluster) 
 func (b *bench) tenant(i int) *tenancyv1alpha1.Tenant {
 	name := tenantName(i)
 	art := b.art["fleet-a"]
+	var rollout *tenancyv1alpha1.RolloutSpec
+	if b.o.rollout {
+		all := intstr.FromString("100%")
+		rollout = &tenancyv1alpha1.RolloutSpec{MaxUpdating: &all}
+	}
 	return &tenancyv1alpha1.Tenant{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: tenancyv1alpha1.TenantSpec{
@@ -349,6 +364,7 @@ func (b *bench) tenant(i int) *tenancyv1alpha1.Tenant {
 				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: art.URL, Insecure: true},
 				Tag:                 art.Tag,
 			}},
+			Rollout: rollout,
 		},
 	}
 }
