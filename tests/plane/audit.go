@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 )
 
@@ -111,4 +112,23 @@ func (p *Plane) audited(user string, since time.Time, verb func(string) bool) ([
 			Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, Subresource: e.ObjectRef.Subresource, Code: e.ResponseStatus.Code})
 	}
 	return writes, sc.Err()
+}
+
+// CountWrites counts writes by "verb resource[/subresource]", the keys
+// sorted.
+func CountWrites(ws []Write) (counts map[string]int, keys []string) {
+	counts = map[string]int{}
+	for _, w := range ws {
+		res := w.Resource
+		if w.Subresource != "" {
+			res += "/" + w.Subresource
+		}
+		counts[w.Verb+" "+res]++
+	}
+	keys = make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return counts, keys
 }

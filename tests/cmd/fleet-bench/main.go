@@ -63,7 +63,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -692,19 +691,7 @@ func (b *bench) resync(ctx context.Context) error {
 }
 
 func summarizeWrites(ws []plane.Write) string {
-	counts := map[string]int{}
-	for _, w := range ws {
-		res := w.Resource
-		if w.Subresource != "" {
-			res += "/" + w.Subresource
-		}
-		counts[w.Verb+" "+res]++
-	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	counts, keys := plane.CountWrites(ws)
 	var parts []string
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))

@@ -377,18 +377,7 @@ func printWrites(p *plane.Plane, system, user string, since time.Time) error {
 	if err != nil {
 		return err
 	}
-	counts := map[string]int{}
-	for _, w := range writes {
-		res := w.Resource
-		if w.Subresource != "" {
-			res += "/" + w.Subresource
-		}
-		counts[w.Verb+" "+res]++
-	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
+	counts, keys := plane.CountWrites(writes)
 	sort.Slice(keys, func(i, j int) bool {
 		return counts[keys[i]] > counts[keys[j]] || counts[keys[i]] == counts[keys[j]] && keys[i] < keys[j]
 	})
