@@ -69,7 +69,7 @@ type rolloutInput struct {
 	Waves   []string
 	Invalid string
 	// Target is the revision the spec resolves to, nil while Flux has
-	// not resolved it (Resolving says why).
+	// not resolved it (Resolving says why, as RolledOut's message).
 	Target    *render.StackSnapshot
 	Resolving string
 	// Snapshots are the revisions kept, by ID.
@@ -118,7 +118,7 @@ func decideRollout(in rolloutInput) rolloutDecision {
 	case in.Invalid != "":
 		return d.hold(tenancyv1alpha1.InvalidRolloutReason, in.Invalid+"; no cluster changes revision until spec.rollout is fixed", true, in)
 	case in.Target == nil:
-		return d.hold(tenancyv1alpha1.RolloutResolvingReason, "waiting for Flux to resolve spec.stack to an artifact: "+in.Resolving, false, in)
+		return d.hold(tenancyv1alpha1.RolloutResolvingReason, in.Resolving, false, in)
 	}
 	t := *in.Target
 	d.Status.Target = ptr(t.Revision())

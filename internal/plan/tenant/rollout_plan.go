@@ -3,6 +3,7 @@ package tenant
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -197,6 +198,14 @@ func applier(t *tenancyv1alpha1.Tenant, existing plan.Observed, c types.Namespac
 // with selected clusters, once each has fetched for its current spec
 // (and they agree), with the rest of spec.stack. Otherwise nil, and why.
 func resolveTarget(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, existing plan.Observed, snapshots map[string]render.StackSnapshot) (*render.StackSnapshot, string) {
+	s, why := resolve(t, sel, existing, snapshots)
+	if s == nil && !strings.HasPrefix(why, "Flux cannot fetch") {
+		why = "waiting for Flux to resolve spec.stack to an artifact: " + why
+	}
+	return s, why
+}
+
+func resolve(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, existing plan.Observed, snapshots map[string]render.StackSnapshot) (*render.StackSnapshot, string) {
 	var namespaces []string
 	for _, d := range sel.Selected() {
 		if !slices.Contains(namespaces, d.Cluster.Namespace) {
@@ -215,20 +224,20 @@ func resolveTarget(t *tenancyv1alpha1.Tenant, sel render.ClusterSelection, exist
 		}
 		o, _ := existing.Get(sourcev1.OCIRepositoryKind, ns, name).(*sourcev1.OCIRepository)
 		ref := fmt.Sprintf("OCIRepository %s/%s", ns, name)
-		switch {
-		case o == nil:
+		if o == nil {
 			return nil, ref + " is not written yet"
+		}
+		ready := apimeta.FindStatusCondition(o.Status.Conditions, meta.ReadyCondition)
+		switch {
 		case !sameSourceSpec(o.Spec, want.Spec):
 			return nil, ref + " is being updated to the current spec.stack"
+		case ready != nil && ready.Status == metav1.ConditionFalse && ready.ObservedGeneration == o.Generation:
+			// Flux says why it cannot fetch: that is what to fix.
+			return nil, fmt.Sprintf("Flux cannot fetch spec.stack: %s: %s (%s)", ref, ready.Message, ready.Reason)
 		case o.Status.ObservedGeneration != o.Generation || o.Status.Artifact == nil:
 			return nil, ref + " has not fetched the current spec.stack yet"
-		}
-		if c := apimeta.FindStatusCondition(o.Status.Conditions, meta.ReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
-			msg := "is not Ready"
-			if c != nil {
-				msg = "is not Ready: " + c.Message
-			}
-			return nil, ref + " " + msg
+		case ready == nil || ready.Status != metav1.ConditionTrue:
+			return nil, ref + " is not Ready yet"
 		}
 		switch rev := o.Status.Artifact.Revision; {
 		case render.ArtifactDigest(rev) == "":
@@ -294,6 +303,10 @@ func (r *Rollout) waiting(sel render.ClusterSelection) render.ClusterSelection {
 		}
 		out.Clusters[i].Reason = tenancyv1alpha1.WaitingForWaveReason
 		out.Clusters[i].Message = fmt.Sprintf("the rollout has not reached wave %s yet, and there is no last good revision to run until then", r.Waves[c.Cluster])
+		if r.Reason == tenancyv1alpha1.RolloutResolvingReason || r.Reason == tenancyv1alpha1.InvalidRolloutReason {
+			// Nothing rolls out: say why, where the user looks first.
+			out.Clusters[i].Message = "no revision rolls out yet: " + r.Message
+		}
 	}
 	return out
 }

@@ -446,3 +446,41 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// A source that cannot fetch the stack is what the rollout, and every
+// cluster waiting for it, says.
+func TestPlanRolloutSaysWhyNothingRollsOut(t *testing.T) {
+	tn := kustomizeTenant()
+	tn.Spec.Rollout = &tenancyv1alpha1.RolloutSpec{}
+	f := facts(tn, []clusterapi.Facts{ready("team-b-clusters", "prod-1", nil)})
+	f.NoArtifactServer = true
+	d, err := Plan(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Rollout.Reason != tenancyv1alpha1.RolloutResolvingReason || !strings.Contains(d.Rollout.Message, "is not written yet") {
+		t.Fatalf("no source yet: %s %s", d.Rollout.Reason, d.Rollout.Message)
+	}
+	tracker := owned(tn, sourcev1.OCIRepositoryKind, "team-b-clusters", render.TenantSourceName(tn.Name))
+	repo := tracker.Object.(*sourcev1.OCIRepository)
+	want, err := render.TenantSource(tn, "team-b-clusters")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.Spec, repo.Generation = want.Spec, 1
+	repo.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "OCIArtifactLayerOperationFailed",
+		Message: "failed to extract layer contents from artifact: requires gzip-compressed body", ObservedGeneration: 1}}
+	f.Existing = []render.ExistingObject{tracker}
+	if d, err = Plan(f); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.Rollout.Message, "Flux cannot fetch spec.stack: OCIRepository team-b-clusters/team-b-stack: failed to extract layer contents") {
+		t.Fatalf("a source that fails: %s", d.Rollout.Message)
+	}
+	if err := Fold(tn, Reconciled{Desired: &d, Result: plan.Result{Observed: plan.Observed{}}, Now: metav1.Time{Time: f.Now}}); err != nil {
+		t.Fatal(err)
+	}
+	if l := tn.Status.Clusters[0]; l.Reason != tenancyv1alpha1.WaitingForWaveReason || !strings.Contains(l.Message, "no revision rolls out yet: Flux cannot fetch spec.stack") {
+		t.Errorf("the cluster's line: %+v", l)
+	}
+}
