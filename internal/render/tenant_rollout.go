@@ -26,7 +26,7 @@ import (
 //     tenant has (TenantSourceName), which no cluster's object uses: it
 //     tells the controller which artifact the spec resolves to now;
 //   - one OCIRepository per revision in use there, pinned to the
-//     artifact's digest (PinnedSourceName), which the clusters' objects
+//     artifact's digest (RevisionName), which the clusters' objects
 //     on that revision use.
 //
 // A revision is the artifact's digest and the rest of spec.stack (values,
@@ -93,12 +93,10 @@ func ArtifactDigest(revision string) string {
 	return revision
 }
 
-// PinnedSourceName names the OCIRepository of one revision:
-// "<tenant>-stack-<id>".
-func PinnedSourceName(tenant, id string) string { return TenantSourceName(tenant) + "-" + id }
-
-// SnapshotName names the ControllerRevision of one revision.
-func SnapshotName(tenant, id string) string { return TenantSourceName(tenant) + "-" + id }
+// RevisionName names what Capwright keeps of one revision, in their
+// different namespaces: the OCIRepository pinned to it and its
+// ControllerRevision, "<tenant>-stack-<id>".
+func RevisionName(tenant, id string) string { return TenantSourceName(tenant) + "-" + id }
 
 // Snapshot is the ControllerRevision keeping one revision of the tenant's
 // stack in its management namespace.
@@ -107,7 +105,7 @@ func Snapshot(t *tenancyv1alpha1.Tenant, s StackSnapshot) (*appsv1.ControllerRev
 	if err != nil {
 		return nil, fmt.Errorf("render: encoding revision %s of Tenant %s: %w", s.ID, t.Name, err)
 	}
-	m := tenantMeta(t, t.ManagementNamespace(), SnapshotName(t.Name, s.ID), true)
+	m := tenantMeta(t, t.ManagementNamespace(), RevisionName(t.Name, s.ID), true)
 	m.Labels[tenancyv1alpha1.RevisionLabel] = s.ID
 	return &appsv1.ControllerRevision{
 		TypeMeta:   metav1.TypeMeta{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "ControllerRevision"},
@@ -159,7 +157,7 @@ func pinnedTenant(t *tenancyv1alpha1.Tenant, s StackSnapshot) *tenancyv1alpha1.T
 // revision's repository and access, at its digest.
 func pinnedSource(t *tenancyv1alpha1.Tenant, namespace string, s StackSnapshot) *sourcev1.OCIRepository {
 	repo := tenantSource(pinnedTenant(t, s), namespace)
-	repo.Name = PinnedSourceName(t.Name, s.ID)
+	repo.Name = RevisionName(t.Name, s.ID)
 	repo.Labels[tenancyv1alpha1.RevisionLabel] = s.ID
 	repo.Spec.Reference = &sourcev1.OCIRepositoryRef{Digest: s.Digest}
 	return repo
@@ -172,7 +170,7 @@ func pinnedCluster(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName, s St
 	if err != nil {
 		return nil, err
 	}
-	source := PinnedSourceName(t.Name, s.ID)
+	source := RevisionName(t.Name, s.ID)
 	if objs.HelmRelease != nil {
 		objs.HelmRelease.Labels[tenancyv1alpha1.RevisionLabel] = s.ID
 		objs.HelmRelease.Spec.ChartRef.Name = source

@@ -149,13 +149,19 @@ func decideRollout(in rolloutInput) rolloutDecision {
 	return d.advance(t, fresh, in)
 }
 
-// has tells whether a revision can be rendered: its snapshot is kept, or
-// it is the target.
-func (in rolloutInput) has(id string) bool {
-	if _, ok := in.Snapshots[id]; ok {
-		return true
+// snapshot is a revision that can be rendered: the target, or one kept.
+func (in rolloutInput) snapshot(id string) (render.StackSnapshot, bool) {
+	if in.Target != nil && in.Target.ID == id {
+		return *in.Target, true
 	}
-	return in.Target != nil && in.Target.ID == id
+	s, ok := in.Snapshots[id]
+	return s, ok
+}
+
+// has tells whether a revision can be rendered (snapshot).
+func (in rolloutInput) has(id string) bool {
+	_, ok := in.snapshot(id)
+	return ok
 }
 
 func (in rolloutInput) anyUnpinned() bool {

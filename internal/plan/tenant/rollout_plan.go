@@ -77,7 +77,7 @@ func planRollout(f Facts, sel render.ClusterSelection) (*Rollout, *render.Tenant
 	}
 	for _, c := range eligible {
 		rc := rolloutCluster{Cluster: c, Wave: wave[c], Revision: current[c], Unpinned: unpinned[c], Phase: phase[c].Phase, Message: phase[c].Message}
-		if rc.Phase == tenancyv1alpha1.ClusterPhaseFailed && !failedOnRevision(t, existing, c, current[c], f.Snapshots, in.Target) {
+		if rc.Phase == tenancyv1alpha1.ClusterPhaseFailed && !failedOnRevision(t, existing, c, current[c], in) {
 			// Flux's passing states (a source not fetched yet) are no
 			// failure of the revision.
 			rc.Phase = tenancyv1alpha1.ClusterPhaseInstalling
@@ -91,18 +91,11 @@ func planRollout(f Facts, sel render.ClusterSelection) (*Rollout, *render.Tenant
 	for _, c := range eligible {
 		out.Waves[c] = names[wave[c]]
 	}
-	known := func(id string) (render.StackSnapshot, bool) {
-		if in.Target != nil && in.Target.ID == id {
-			return *in.Target, true
-		}
-		s, ok := f.Snapshots[id]
-		return s, ok
-	}
 	r := &render.TenantRollout{Pins: map[types.NamespacedName]render.StackSnapshot{}, Sources: map[string][]render.StackSnapshot{}}
 	keep := map[string]render.StackSnapshot{}
 	inNamespace := map[string]map[string]bool{}
 	use := func(ns, id string) {
-		s, ok := known(id)
+		s, ok := in.snapshot(id)
 		if !ok {
 			return
 		}
@@ -128,19 +121,19 @@ func planRollout(f Facts, sel render.ClusterSelection) (*Rollout, *render.Tenant
 		if id == "" {
 			continue
 		}
-		if s, ok := known(id); ok {
+		if s, ok := in.snapshot(id); ok {
 			if c.Eligible {
 				r.Pins[c.Cluster] = s
 			}
 			use(c.Cluster.Namespace, id)
-			sources[c.Cluster] = render.PinnedSourceName(t.Name, id)
+			sources[c.Cluster] = render.RevisionName(t.Name, id)
 			out.Revisions[c.Cluster] = id
 			out.Artifacts[id] = s.Artifact
 		}
 	}
 	for _, rev := range []*tenancyv1alpha1.StackRevision{d.Status.LastGood, d.Status.Target} {
 		if rev != nil {
-			if s, ok := known(rev.ID); ok {
+			if s, ok := in.snapshot(rev.ID); ok {
 				keep[rev.ID] = s
 			}
 		}
@@ -161,7 +154,7 @@ func sourceNames(t *tenancyv1alpha1.Tenant, revisions map[types.NamespacedName]s
 	out := map[types.NamespacedName]string{}
 	for c, id := range revisions {
 		if id != "" {
-			out[c] = render.PinnedSourceName(t.Name, id)
+			out[c] = render.RevisionName(t.Name, id)
 		}
 	}
 	return out
@@ -270,12 +263,8 @@ func sameSourceSpec(a, b sourcev1.OCIRepositorySpec) bool {
 // failedOnRevision tells whether Flux tried the cluster's revision and
 // failed (health.FailedAttempt); a cluster without a known revision has
 // not.
-func failedOnRevision(t *tenancyv1alpha1.Tenant, existing plan.Observed, c types.NamespacedName, id string,
-	snapshots map[string]render.StackSnapshot, target *render.StackSnapshot) bool {
-	s, ok := snapshots[id]
-	if target != nil && target.ID == id {
-		s, ok = *target, true
-	}
+func failedOnRevision(t *tenancyv1alpha1.Tenant, existing plan.Observed, c types.NamespacedName, id string, in rolloutInput) bool {
+	s, ok := in.snapshot(id)
 	if !ok {
 		return false
 	}
@@ -284,7 +273,7 @@ func failedOnRevision(t *tenancyv1alpha1.Tenant, existing plan.Observed, c types
 		kind = helmv2.HelmReleaseKind
 	}
 	apply := observation(existing, kind, c.Namespace, render.TenantClusterObjectName(t.Name, c))
-	source := observation(existing, sourcev1.OCIRepositoryKind, c.Namespace, render.PinnedSourceName(t.Name, id))
+	source := observation(existing, sourcev1.OCIRepositoryKind, c.Namespace, render.RevisionName(t.Name, id))
 	return health.FailedAttempt(apply, source, s.Digest)
 }
 

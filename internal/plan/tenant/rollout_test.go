@@ -395,10 +395,10 @@ func TestPlanRolloutPinsClustersByDigest(t *testing.T) {
 	for _, w := range d.Writes {
 		byName[plan.KindOf(w.Object)+" "+w.Object.GetName()] = w.Object
 	}
-	if _, ok := byName["ControllerRevision "+render.SnapshotName(tn.Name, id)]; !ok {
+	if _, ok := byName["ControllerRevision "+render.RevisionName(tn.Name, id)]; !ok {
 		t.Errorf("no ControllerRevision of the target revision among %v", keys(byName))
 	}
-	pinned, ok := byName[sourcev1.OCIRepositoryKind+" "+render.PinnedSourceName(tn.Name, id)].(*sourcev1.OCIRepository)
+	pinned, ok := byName[sourcev1.OCIRepositoryKind+" "+render.RevisionName(tn.Name, id)].(*sourcev1.OCIRepository)
 	if !ok || pinned.Spec.Reference.Digest != digest || pinned.Spec.Reference.Tag != "" {
 		t.Fatalf("pinned source %+v", pinned)
 	}

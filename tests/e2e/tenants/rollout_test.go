@@ -3,6 +3,7 @@ package tenants
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,12 +64,11 @@ func TestTenantRollout(t *testing.T) {
 		registerLabelled(t, ctx, c, i%2, name, cluster, rings[cluster])
 	}
 	push := func(tag string, broken bool) framework.PushedArtifact {
-		files := map[string][]byte{
-			"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rollout-settings\ndata:\n  release: " + tag + "\n"),
+		if !broken {
+			return pushRelease(t, ctx, "tenants/rollout", tag, nil)
 		}
-		if broken {
-			// No node runs it on the plane: it never becomes Available.
-			files["deployment.yaml"] = []byte(`apiVersion: apps/v1
+		// No node runs it on the plane: it never becomes Available.
+		return pushRelease(t, ctx, "tenants/rollout", tag, map[string][]byte{"deployment.yaml": []byte(`apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: broken
@@ -79,13 +79,7 @@ spec:
     metadata: {labels: {app: broken}}
     spec:
       containers: [{name: broken, image: registry.invalid/broken:1}]
-`)
-		}
-		art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/rollout", tag, files, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return art
+`)})
 	}
 	two := intstr.FromInt32(2)
 	tn := kustomizeTenant(name, push("v1.0.0", false), tenancyv1alpha1.ClusterSelector{
@@ -224,11 +218,7 @@ func TestTenantRolloutRefusesWhatCannotBeFollowed(t *testing.T) {
 	const name = "rollout-checks"
 	registerLabelled(t, ctx, c, 0, name, "check-1", "canary")
 	registerLabelled(t, ctx, c, 1, name, "check-2", "canary")
-	art, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/rollout-checks", "v1",
-		map[string][]byte{"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: checks\ndata:\n  release: v1\n")}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	art := pushRelease(t, ctx, "tenants/rollout-checks", "v1", nil)
 	tn := kustomizeTenant(name, art, tenancyv1alpha1.ClusterSelector{Names: []string{"check-1", "check-2"}, Namespaces: []string{rolloutNamespace}})
 	tn.Spec.Rollout = &tenancyv1alpha1.RolloutSpec{WaveLabel: "ring", BakeTime: &metav1.Duration{Duration: rolloutBake},
 		Waves: []tenancyv1alpha1.Wave{{Name: "canary"}, {Name: "nobody"}}}
@@ -265,10 +255,7 @@ func TestTenantRolloutRefusesWhatCannotBeFollowed(t *testing.T) {
 			tt.change(current.Spec.Rollout)
 			// A new tag with it: nothing may move to it.
 			current.Spec.Stack.Kustomize.Tag = "v2"
-			if _, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/rollout-checks", "v2",
-				map[string][]byte{"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: checks\ndata:\n  release: v2\n")}, nil); err != nil {
-				t.Fatal(err)
-			}
+			pushRelease(t, ctx, "tenants/rollout-checks", "v2", nil)
 			if err := c.Update(ctx, current); err != nil {
 				t.Fatal(err)
 			}
@@ -579,4 +566,19 @@ func applyRolloutAlert(t *testing.T, ctx context.Context, tenant string) *framew
 		t.Fatalf("applying %s: %v", rolloutAlertExample, err)
 	}
 	return hook
+}
+
+// pushRelease pushes a kustomize stack of a ConfigMap naming tag, and
+// extra files, to repository:tag on the plane's registry.
+func pushRelease(t *testing.T, ctx context.Context, repository, tag string, extra map[string][]byte) framework.PushedArtifact {
+	t.Helper()
+	files := map[string][]byte{
+		"configmap.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rollout-settings\ndata:\n  release: " + tag + "\n"),
+	}
+	maps.Copy(files, extra)
+	art, err := framework.PushFiles(ctx, env.Registry.Host, repository, tag, files, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return art
 }
