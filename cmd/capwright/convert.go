@@ -84,7 +84,7 @@ input or no operator provider CR in it; 1 the cluster could not be read.`,
 	f.StringVar(&o.report, "report", "", "write the report to this file instead of stderr")
 	f.StringVar(&o.reportFormat, "report-format", "text", "report format: text or json")
 	f.BoolVar(&o.fromCluster, "from-cluster", false, "read the operator's provider CRs and clusterctl's inventory from the cluster (kubeconfig) instead of files")
-	o.cluster.addFlags(cmd)
+	o.cluster.addFlags(cmd, "for --from-cluster ")
 	o.release.addFlags(cmd, "the installed version (clusterctl's inventory)", "the catalog's release URL")
 	return cmd
 }

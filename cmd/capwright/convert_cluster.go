@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,50 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/convert"
 	"github.com/capwright/capwright/internal/providerrelease"
 )
-
-// clusterOptions are the flags that pick a cluster, as kubectl's.
-type clusterOptions struct {
-	kubeconfig string
-	context    string
-}
-
-func (o *clusterOptions) addFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file for --from-cluster (default: $KUBECONFIG or ~/.kube/config)")
-	f.StringVar(&o.context, "context", "", "kubeconfig context for --from-cluster (default: the current context)")
-}
-
-// dynamicClient connects to the cluster the flags name.
-func (o *clusterOptions) dynamicClient() (dynamic.Interface, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	config := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context})
-	raw, err := config.RawConfig()
-	if err != nil {
-		return nil, "", usageErrorf("reading the kubeconfig: %v", err)
-	}
-	name := o.context
-	if name == "" {
-		name = raw.CurrentContext
-	}
-	rest, err := config.ClientConfig()
-	if err != nil {
-		return nil, "", usageErrorf("kubeconfig context %q: %v", name, err)
-	}
-	rest.UserAgent = "capwright/" + version
-	client, err := dynamic.NewForConfig(rest)
-	if err != nil {
-		return nil, "", fmt.Errorf("connecting to context %q: %w", name, err)
-	}
-	return client, name, nil
-}
 
 // operatorResources are the operator's provider kinds and their
 // resources.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 
+	capwrightscheme "github.com/capwright/capwright/internal/scheme"
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	runtimeclient "github.com/fluxcd/pkg/runtime/client"
@@ -19,13 +20,10 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	flag "github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	kuberecorder "k8s.io/client-go/tools/record"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
@@ -40,9 +38,6 @@ import (
 	// against the Mozilla roots this package embeds.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
-	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
-	"github.com/capwright/capwright/api/providers/v1alpha1"
-	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/clusterapi"
@@ -91,11 +86,9 @@ func run(o *options) error {
 	if err != nil {
 		return fmt.Errorf("--max-artifact-size %q: %w", o.maxSize, err)
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, v1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme, clustersv1alpha1.AddToScheme, clusterapi.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	scheme, err := capwrightscheme.New()
+	if err != nil {
+		return err
 	}
 	cfg := runtimeclient.GetConfigOrDie(o.client)
 	cfg.WarningHandlerWithContext = newAPIWarnings()
