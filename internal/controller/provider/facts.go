@@ -242,6 +242,9 @@ func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, r
 		if errors.Is(err, context.DeadlineExceeded) {
 			msg += fmt.Sprintf("; the registry did not answer within %s (the manager's --registry-timeout)", timeout)
 		}
+		if artifact.Unreachable(err) {
+			r.unreached(obj, err)
+		}
 		// Looked at again within a minute, sooner with a shorter interval.
 		return unresolved(fetchFailureReason(err), msg+accessHint(obj, err), min(time.Minute, r.resyncInterval(obj)))
 	}
@@ -268,6 +271,14 @@ func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, r
 		return providerplan.Artifact{}, fail("artifact", err)
 	}
 	return providerplan.Artifact{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa}, nil
+}
+
+// unreached tells OnUnreachable that obj's registry or release host could
+// not be asked.
+func (r *Reconciler) unreached(obj v1alpha1.Provider, err error) {
+	if r.OnUnreachable != nil {
+		r.OnUnreachable(obj, err)
+	}
 }
 
 // DefaultRegistryTimeout bounds the registry's share of one reconcile when
