@@ -24,6 +24,9 @@ const (
 	exitContract = 6
 	// exitAttention: convert wrote its CRs, but fields need a human.
 	exitAttention = 7
+	// exitNotReady: build — the manager would refuse a custom resource;
+	// status — something shown is not Ready.
+	exitNotReady = 8
 )
 
 // usageError is a bad command line or bad input file.
@@ -31,6 +34,13 @@ type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
+
+// notReadyError is a refusal the manager would make, or an object not
+// Ready: exit code 8.
+type notReadyError struct{ err error }
+
+func (e notReadyError) Error() string { return e.err.Error() }
+func (e notReadyError) Unwrap() error { return e.err }
 
 func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
@@ -56,12 +66,19 @@ func exitCode(err error) int {
 		opErr       *net.OpError
 		fromRelease *providerrelease.Error
 		attention   attentionError
+		notReady    notReadyError
+		differences differencesError
+		diffFailed  diffFailedError
 	)
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &attention):
 		return exitAttention
+	case errors.As(err, &notReady):
+		return exitNotReady
+	case errors.As(err, &differences):
+		return exitFailure
 	case errors.As(err, &fromRelease):
 		return releaseExitCode(fromRelease.Reason)
 	case errors.As(err, &usage), errors.As(err, &release):
@@ -81,6 +98,8 @@ func exitCode(err error) int {
 	case strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "accepts "),
 		strings.HasPrefix(err.Error(), "requires "):
 		return exitUsage
+	case errors.As(err, &diffFailed):
+		return exitDiffFailed
 	}
 	return exitFailure
 }
