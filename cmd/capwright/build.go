@@ -78,6 +78,7 @@ func (m *managerSettings) options(reg *registryOptions) (build.Options, error) {
 
 type buildOptions struct {
 	files, clusterFiles []string
+	layouts             []string
 	namespace           string
 	output              string
 	settings            managerSettings
@@ -97,6 +98,9 @@ artifact resolved on its registry (or its release fetched) and checked, the
 same preflight, the same plan — so what it prints is what the manager applies,
 and a refusal carries the reason and message the manager would set on the
 custom resource's conditions.
+
+With --layout, a provider artifact an OCI image layout holds is read from
+there instead of its registry: build then works offline.
 
 What only a cluster knows is filled in and said on stderr: every Cluster of
 --cluster-file is taken as provisioned (its control plane initialized and its
@@ -129,6 +133,7 @@ manager would refuse a custom resource (its objects are not printed).`,
 	f.StringArrayVar(&o.clusterFiles, "cluster-file", nil, "file or directory of objects the cluster holds and the repository does not, e.g. Cluster API Clusters (kubectl get clusters -A -o yaml): read, not built (repeatable)")
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace of the objects in the files that name none, as kubectl apply -n or a Flux Kustomization's targetNamespace puts them")
 	f.StringVarP(&o.output, "output", "o", "yaml", "yaml or json")
+	addLayoutFlag(cmd, &o.layouts)
 	o.settings.addFlags(cmd)
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
@@ -145,7 +150,7 @@ func runBuild(cmd *cobra.Command, reg *registryOptions, o *buildOptions) error {
 	if err != nil {
 		return err
 	}
-	opts.Provisioned = true
+	opts.Provisioned, opts.Layouts = true, o.layouts
 	in, err := loadInput(o.files, o.clusterFiles, o.namespace)
 	if err != nil {
 		return err
@@ -270,9 +275,20 @@ func buildOutcome(in build.Loaded, items []build.Item) error {
 // withOfflineHint adds to a host build could not reach what to do.
 func withOfflineHint(err error) error {
 	var unreached *build.UnreachableError
+	var input *build.InputError
+	if errors.As(err, &input) {
+		return usageError{err}
+	}
 	if !errors.As(err, &unreached) {
 		return err
 	}
 	return fmt.Errorf("%w; build fetches and checks each provider's artifact or release where the manager would: run it where that host is reachable, "+
-		"or give it a mirror it can reach with --registry-mirror FROM=TO or --registry-mirror-file (capwright mirror --provider TYPE/NAME:VERSION copies a provider there and writes the rules with --rules-file)", err)
+		"give it a mirror it can reach with --registry-mirror FROM=TO or --registry-mirror-file (capwright mirror --provider TYPE/NAME:VERSION copies a provider there and writes the rules with --rules-file), "+
+		"or, offline, the provider artifacts in an OCI image layout with --layout DIR (capwright publish --from-release TYPE/NAME --version VERSION --output DIR writes one)", err)
+}
+
+// addLayoutFlag adds --layout to build or diff.
+func addLayoutFlag(cmd *cobra.Command, layouts *[]string) {
+	cmd.Flags().StringArrayVar(layouts, "layout", nil, "OCI image layout holding provider artifacts, read instead of their registries (repeatable): entries named by the whole reference host/repository:tag, by the digest spec.source.oci pins, or by the version with the provider's annotations (capwright publish --output)")
+	_ = cmd.MarkFlagDirname("layout")
 }

@@ -79,6 +79,7 @@ reason.`,
 	f.StringArrayVarP(&o.files, "filename", "f", nil, "file or directory (walked for *.yaml, *.yml, *.json) holding the custom resources (repeatable)")
 	f.StringArrayVar(&o.clusterFiles, "cluster-file", nil, "file or directory of further objects to read as the cluster's (repeatable)")
 	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace of the objects in the files that name none")
+	addLayoutFlag(cmd, &o.layouts)
 	o.settings.addFlags(cmd)
 	o.cluster.addFlags(cmd, "")
 	_ = cmd.MarkFlagRequired("filename")
@@ -93,6 +94,7 @@ func runDiff(cmd *cobra.Command, reg *registryOptions, o *diffOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.Layouts = o.layouts
 	in, err := loadInput(o.files, o.clusterFiles, o.namespace)
 	if err != nil {
 		return err

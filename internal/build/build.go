@@ -67,6 +67,9 @@ type Options struct {
 	// namespaces closed to Tenants (render.TenantForbidden).
 	Sharding  render.Sharding
 	Forbidden render.ForbiddenNamespaces
+	// Layouts are OCI image layouts providers' artifacts are read from
+	// instead of their registries, when they hold them (offline).
+	Layouts []string
 	// Provisioned takes every Cluster as provisioned — its control plane
 	// initialized and its kubeconfig Secret present, as Cluster API has
 	// them once the cluster is up — so a Tenant's stack is shown for it.
@@ -140,7 +143,11 @@ func Build(ctx context.Context, crs, world []ctrl.Object, o Options) ([]Item, er
 	}
 	defer cleanup()
 
-	b := &builder_{ctx: ctx, store: store, o: o, storage: storage, preflights: provider.NewCorePreflights()}
+	layouts, err := readLayouts(o.Layouts)
+	if err != nil {
+		return nil, err
+	}
+	b := &builder_{ctx: ctx, store: store, o: o, storage: storage, preflights: provider.NewCorePreflights(), layouts: layouts}
 	items := make([]Item, len(crs))
 	order := make([]int, 0, len(crs))
 	for i, cr := range crs {
@@ -171,6 +178,7 @@ type builder_ struct {
 	o          Options
 	storage    *fluxartifact.Storage
 	preflights *provider.CorePreflights
+	layouts    []layoutEntry
 }
 
 func (b *builder_) item(obj ctrl.Object) (Item, error) {
@@ -210,7 +218,15 @@ func (b *builder_) provider(obj v1alpha1.Provider, it *Item) error {
 		Artifacts:           b.storage,
 		RESTMapper:          b.store.RESTMapper(),
 		CorePreflights:      b.preflights,
+		Resolutions:         &provider.Resolutions{},
 		BaseAccess:          &access,
+	}
+	from, err := b.preload(r, obj)
+	if err != nil {
+		return err
+	}
+	if from != "" {
+		it.Notes = append(it.Notes, from)
 	}
 	var unreached error
 	r.OnUnreachable = func(_ v1alpha1.Provider, err error) { unreached = err }

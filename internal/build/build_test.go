@@ -361,3 +361,63 @@ func TestLoadRefusesWhatItCannotRead(t *testing.T) {
 		t.Errorf("world %v, want the Secret of the List", in.World)
 	}
 }
+
+// TestBuildOffline: with the providers' artifacts in OCI image layouts —
+// one named by its whole reference, one by its version with the
+// provider's annotations (capwright publish --output) — build asks no
+// registry (the one named is not even reachable) and prints what it
+// prints from the registry; a layout that is not one is refused.
+func TestBuildOffline(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.New(t, registrytest.Options{})
+	online := push(t, reg, "core", "cluster-api", "v1.14.2", "v1beta2", coreComponents)
+	write := func(t *testing.T, tag string) string {
+		dir := t.TempDir()
+		files := map[string][]byte{artifact.MetadataFile: metadata("v1.14.2", "v1beta2"), clusterctl.ComponentsFile("core"): []byte(coreComponents)}
+		if _, err := artifact.WriteLayout(ctx, dir, tag, files, artifact.ProviderAnnotations("core", "cluster-api", "v1.14.2", "")); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	crs := func(url string) string {
+		return repository(t, map[string]string{"core.yaml": fmt.Sprintf(`apiVersion: providers.capwright.io/v1alpha1
+kind: CoreProvider
+metadata: {name: cluster-api, namespace: capi-system}
+spec: {version: v1.14.2, source: {oci: {url: %s, insecure: true}}}
+`, url)})
+	}
+	fromRegistry, _ := buildDir(t, offline(), crs(online))
+	for name, layout := range map[string]string{
+		"whole reference": write(t, "127.0.0.1:1/manifests/core-cluster-api:v1.14.2"),
+		"version":         write(t, "v1.14.2"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := offline()
+			o.Layouts = []string{layout}
+			items, _ := buildDir(t, o, crs("oci://127.0.0.1:1/manifests/core-cluster-api"))
+			it := items[0]
+			if it.Refusal != nil || len(it.Objects) != 4 {
+				t.Fatalf("refusal %v, objects %v", it.Refusal, kinds(it.Objects))
+			}
+			if len(it.Notes) != 1 || !strings.Contains(it.Notes[0], "read from the OCI image layout "+layout) {
+				t.Errorf("notes %v, want where the artifact came from", it.Notes)
+			}
+			// The same Kustomization as from the registry, but for the URL.
+			got, _, _ := unstructured.NestedMap(it.Objects[3].Object, "spec")
+			want, _, _ := unstructured.NestedMap(fromRegistry[0].Objects[3].Object, "spec")
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("the Kustomization from the layout differs from the registry's:\n%v\n%v", got, want)
+			}
+		})
+	}
+	o := offline()
+	o.Layouts = []string{t.TempDir()}
+	in, err := Load([]string{crs(online)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var input *InputError
+	if _, err := Build(ctx, in.CRs, in.World, o); !errors.As(err, &input) || !strings.Contains(err.Error(), "is not an OCI image layout") {
+		t.Errorf("an empty directory as --layout: %v, want an InputError", err)
+	}
+}
