@@ -69,6 +69,13 @@ func buildAndDiff(t *testing.T, ctx context.Context, c client.Client, tn *tenanc
 		}
 	})
 
+	t.Run("capwright diff against a cluster without Capwright says so", func(t *testing.T) {
+		out, code := diff(t, ctx, cli, "-f", repo, "--kubeconfig", workloads[0].KubeconfigPath)
+		if code != 9 || !strings.Contains(out, "does not serve Capwright's kinds") || !strings.Contains(out, "docs/install.md") {
+			t.Errorf("capwright diff against workload cluster %s: exit %d, want 9 naming what is missing:\n%s", workloads[0].Name, code, out)
+		}
+	})
+
 	t.Run("capwright diff shows a change without writing it", func(t *testing.T) {
 		changed := live.DeepCopy()
 		changed.Spec.Stack.Timeout = &metav1.Duration{Duration: 3 * time.Minute}
@@ -98,7 +105,7 @@ func buildAndDiff(t *testing.T, ctx context.Context, c client.Client, tn *tenanc
 // exit code.
 func diff(t *testing.T, ctx context.Context, cli string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, cli, append([]string{"diff", "--kubeconfig", env.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, cli, append([]string{"diff", "--kubeconfig", env.Kubeconfig}, args...)...) // a later --kubeconfig wins
 	cmd.Env = os.Environ()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
