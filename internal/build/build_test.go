@@ -19,67 +19,15 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/artifact/registrytest"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
 	"github.com/capwright/capwright/internal/render"
 )
-
-const coreComponents = `apiVersion: v1
-kind: Namespace
-metadata:
-  name: capi-system
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: capi-controller-manager
-  namespace: capi-system
-spec:
-  selector:
-    matchLabels: {control-plane: controller-manager}
-  template:
-    metadata:
-      labels: {control-plane: controller-manager}
-    spec:
-      containers:
-      - name: manager
-        image: registry.k8s.io/cluster-api/cluster-api-controller:v1.14.2
-        args: ["--leader-elect", "--diagnostics-address=${CAPI_DIAGNOSTICS_ADDRESS:=:8443}"]
-`
-
-const dockerComponents = `apiVersion: v1
-kind: Namespace
-metadata:
-  name: capd-system
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: capd-controller-manager
-  namespace: capd-system
-spec:
-  selector:
-    matchLabels: {control-plane: controller-manager}
-  template:
-    metadata:
-      labels: {control-plane: controller-manager}
-    spec:
-      containers:
-      - name: manager
-        image: registry.k8s.io/cluster-api/capd-manager:v1.14.2
-        env:
-        - name: DOCKER_TOKEN
-          value: ${DOCKER_TOKEN}
-`
-
-func metadata(version, contract string) []byte {
-	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
-	return fmt.Appendf(nil, "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n- major: %s\n  minor: %s\n  contract: %s\n", parts[0], parts[1], contract)
-}
 
 // push publishes a provider to reg and returns its oci:// URL.
 func push(t *testing.T, reg *registrytest.Registry, providerType, name, version, contract, components string) string {
 	t.Helper()
 	repo := "manifests/" + providerType + "-" + name
-	files := map[string][]byte{artifact.MetadataFile: metadata(version, contract), clusterctl.ComponentsFile(providerType): []byte(components)}
+	files := map[string][]byte{artifact.MetadataFile: clusterctltest.Metadata(version, contract), clusterctl.ComponentsFile(providerType): []byte(components)}
 	if _, err := artifact.Push(context.Background(), reg.Ref(repo, version), files, artifact.ProviderAnnotations(providerType, name, version, ""), reg.Access()); err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +87,8 @@ func offline() Options {
 // taken as Ready and said; two builds print the same objects.
 func TestBuildProviders(t *testing.T) {
 	reg := registrytest.New(t, registrytest.Options{})
-	core := push(t, reg, "core", "cluster-api", "v1.14.2", "v1beta2", coreComponents)
-	docker := push(t, reg, "infrastructure", "docker", "v1.14.2", "v1beta2", dockerComponents)
+	core := push(t, reg, "core", "cluster-api", "v1.14.2", "v1beta2", clusterctltest.CoreComponents)
+	docker := push(t, reg, "infrastructure", "docker", "v1.14.2", "v1beta2", clusterctltest.DockerComponents)
 	dir := repository(t, map[string]string{
 		// The infrastructure provider first: the core is still planned
 		// before it.
@@ -150,7 +98,7 @@ metadata: {name: docker, namespace: capd-system}
 spec:
   version: v1.14.2
   source: {oci: {url: %s, insecure: true}}
-  variables: {DOCKER_TOKEN: t0k3n}
+  variables: {DOCKER_TOKEN: t0k3n, DOCKER_REGION: eu}
   manager: {featureGates: {MachinePool: false}}
   dependsOn: [{name: cert-manager, namespace: flux-system}]
 `, docker),
@@ -201,8 +149,8 @@ spec:
 // that cannot be reached stops the build naming it.
 func TestBuildRefusesAsTheManager(t *testing.T) {
 	reg := registrytest.New(t, registrytest.Options{})
-	core := push(t, reg, "core", "cluster-api", "v1.14.2", "v1beta2", coreComponents)
-	docker := push(t, reg, "infrastructure", "docker", "v1.14.2", "v1alpha4", dockerComponents)
+	core := push(t, reg, "core", "cluster-api", "v1.14.2", "v1beta2", clusterctltest.CoreComponents)
+	docker := push(t, reg, "infrastructure", "docker", "v1.14.2", "v1alpha4", clusterctltest.DockerComponents)
 	dir := repository(t, map[string]string{"providers.yaml": fmt.Sprintf(`apiVersion: providers.capwright.io/v1alpha1
 kind: CoreProvider
 metadata: {name: cluster-api, namespace: capi-system}
@@ -211,7 +159,7 @@ spec: {version: v1.14.2, source: {oci: {url: %s, insecure: true}}}
 apiVersion: providers.capwright.io/v1alpha1
 kind: InfrastructureProvider
 metadata: {name: docker, namespace: capd-system}
-spec: {version: v1.14.2, source: {oci: {url: %s, insecure: true}}, variables: {DOCKER_TOKEN: x}}
+spec: {version: v1.14.2, source: {oci: {url: %s, insecure: true}}, variables: {DOCKER_TOKEN: x, DOCKER_REGION: eu}}
 `, core, docker)})
 	items, _ := buildDir(t, offline(), dir)
 	r := items[1].Refusal
@@ -370,10 +318,10 @@ func TestLoadRefusesWhatItCannotRead(t *testing.T) {
 func TestBuildOffline(t *testing.T) {
 	ctx := context.Background()
 	reg := registrytest.New(t, registrytest.Options{})
-	online := push(t, reg, "core", "cluster-api", "v1.14.2", "v1beta2", coreComponents)
+	online := push(t, reg, "core", "cluster-api", "v1.14.2", "v1beta2", clusterctltest.CoreComponents)
 	write := func(t *testing.T, tag string) string {
 		dir := t.TempDir()
-		files := map[string][]byte{artifact.MetadataFile: metadata("v1.14.2", "v1beta2"), clusterctl.ComponentsFile("core"): []byte(coreComponents)}
+		files := map[string][]byte{artifact.MetadataFile: clusterctltest.Metadata("v1.14.2", "v1beta2"), clusterctl.ComponentsFile("core"): []byte(clusterctltest.CoreComponents)}
 		if _, err := artifact.WriteLayout(ctx, dir, tag, files, artifact.ProviderAnnotations("core", "cluster-api", "v1.14.2", "")); err != nil {
 			t.Fatal(err)
 		}

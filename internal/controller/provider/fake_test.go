@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +33,7 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/artifact/registrytest"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
 	"github.com/capwright/capwright/internal/controller/shell"
 )
 
@@ -322,67 +322,6 @@ func kindFor(p v1alpha1.Provider) Kind {
 	panic(fmt.Sprintf("no kind for %T", p))
 }
 
-// coreComponents are a small core provider's components: its namespace
-// and its controller.
-const coreComponents = `apiVersion: v1
-kind: Namespace
-metadata:
-  name: capi-system
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: capi-controller-manager
-  namespace: capi-system
-spec:
-  selector:
-    matchLabels: {control-plane: controller-manager}
-  template:
-    metadata:
-      labels: {control-plane: controller-manager}
-    spec:
-      containers:
-      - name: manager
-        image: registry.k8s.io/cluster-api/cluster-api-controller:v1.14.2
-        args: ["--leader-elect", "--diagnostics-address=${CAPI_DIAGNOSTICS_ADDRESS:=:8443}"]
-`
-
-// dockerComponents are a small infrastructure provider's: two variables
-// without a default (DOCKER_TOKEN, DOCKER_REGION) and one with.
-const dockerComponents = `apiVersion: v1
-kind: Namespace
-metadata:
-  name: capd-system
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: capd-controller-manager
-  namespace: capd-system
-spec:
-  selector:
-    matchLabels: {control-plane: controller-manager}
-  template:
-    metadata:
-      labels: {control-plane: controller-manager}
-    spec:
-      containers:
-      - name: manager
-        image: registry.k8s.io/cluster-api/capd-manager:v1.14.2
-        args: ["--leader-elect", "--feature-gates=MachinePool=${EXP_MACHINE_POOL:=true}"]
-        env:
-        - name: DOCKER_TOKEN
-          value: ${DOCKER_TOKEN}
-        - name: DOCKER_REGION
-          value: ${DOCKER_REGION}
-`
-
-// metadataYAML maps the series of seriesVersion (v1.14.x) to contract.
-func metadataYAML(seriesVersion, contract string) []byte {
-	parts := strings.Split(strings.TrimPrefix(seriesVersion, "v"), ".")
-	return fmt.Appendf(nil, "apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n- major: %s\n  minor: %s\n  contract: %s\n", parts[0], parts[1], contract)
-}
-
 // pushed is a provider artifact pushed to the test registry.
 type pushed struct {
 	URL    string // oci://host/repository, what spec.source.oci.url takes
@@ -407,12 +346,12 @@ func pushRelease(t *testing.T, reg *registrytest.Registry, providerType, name, a
 // given contract.
 func pushCore(t *testing.T, reg *registrytest.Registry, version, contract string) pushed {
 	t.Helper()
-	return pushRelease(t, reg, v1alpha1.CoreProviderType, "cluster-api", "cluster-api", version, metadataYAML(version, contract), coreComponents)
+	return pushRelease(t, reg, v1alpha1.CoreProviderType, "cluster-api", "cluster-api", version, clusterctltest.Metadata(version, contract), clusterctltest.CoreComponents)
 }
 
 func pushDocker(t *testing.T, reg *registrytest.Registry, version, contract string) pushed {
 	t.Helper()
-	return pushRelease(t, reg, v1alpha1.InfrastructureProviderType, "docker", "docker", version, metadataYAML(version, contract), dockerComponents)
+	return pushRelease(t, reg, v1alpha1.InfrastructureProviderType, "docker", "docker", version, clusterctltest.Metadata(version, contract), clusterctltest.DockerComponents)
 }
 
 func ociSource(url string) *v1alpha1.ProviderSource {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact/registrytest"
+	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -77,7 +78,7 @@ func TestPreflightRefusals(t *testing.T) {
 		{
 			name: "artifact of another provider",
 			setup: func(t *testing.T, reg *registrytest.Registry) (v1alpha1.Provider, []ctrl.Object) {
-				p := pushRelease(t, reg, v1alpha1.InfrastructureProviderType, "docker", "aws", "v1.14.2", metadataYAML("v1.14.2", "v1beta2"), dockerComponents)
+				p := pushRelease(t, reg, v1alpha1.InfrastructureProviderType, "docker", "aws", "v1.14.2", clusterctltest.Metadata("v1.14.2", "v1beta2"), clusterctltest.DockerComponents)
 				return dockerProvider(p.URL, "v1.14.2"), []ctrl.Object{installedCore("v1beta2")}
 			},
 			condition: v1alpha1.ArtifactResolvedCondition, status: metav1.ConditionFalse, reason: v1alpha1.ArtifactInvalidReason,
@@ -100,7 +101,7 @@ func TestPreflightRefusals(t *testing.T) {
 		{
 			name: "no release series for the version",
 			setup: func(t *testing.T, reg *registrytest.Registry) (v1alpha1.Provider, []ctrl.Object) {
-				p := pushRelease(t, reg, v1alpha1.CoreProviderType, "cluster-api", "cluster-api", "v1.14.2", metadataYAML("v1.13.0", "v1beta2"), coreComponents)
+				p := pushRelease(t, reg, v1alpha1.CoreProviderType, "cluster-api", "cluster-api", "v1.14.2", clusterctltest.Metadata("v1.13.0", "v1beta2"), clusterctltest.CoreComponents)
 				return coreProvider(p.URL, "v1.14.2"), nil
 			},
 			condition: v1alpha1.CompatibleCondition, status: metav1.ConditionFalse, reason: v1alpha1.ContractUnknownReason,

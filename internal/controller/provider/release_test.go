@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
 	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/providerrelease/releasetest"
 )
@@ -24,7 +25,7 @@ import (
 func releaseEnv(t *testing.T) (*fakeEnv, *v1alpha1.CoreProvider, *releasetest.Hosts, map[string][]byte) {
 	t.Helper()
 	hosts := releasetest.New(t)
-	files := map[string][]byte{"metadata.yaml": metadataYAML("v1.14.2", "v1beta2"), "core-components.yaml": []byte(coreComponents)}
+	files := map[string][]byte{"metadata.yaml": clusterctltest.Metadata("v1.14.2", "v1beta2"), "core-components.yaml": []byte(clusterctltest.CoreComponents)}
 	hosts.GitHub("kubernetes-sigs", "cluster-api", "v1.14.2", files, "")
 	core := coreProvider("", "v1.14.2")
 	core.Spec.Source = nil
@@ -119,7 +120,7 @@ func TestProviderInstallsFromItsGitHubRelease(t *testing.T) {
 		if err := env.client.Status().Update(ctx, installed); err != nil {
 			t.Fatal(err)
 		}
-		files["core-components.yaml"] = []byte(coreComponents + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: slipped-in\n  namespace: capi-system\n")
+		files["core-components.yaml"] = []byte(clusterctltest.CoreComponents + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: slipped-in\n  namespace: capi-system\n")
 		requested := env.get(core)
 		requested.SetAnnotations(map[string]string{meta.ReconcileRequestAnnotation: "now"})
 		if err := env.client.Update(ctx, requested); err != nil {
@@ -198,7 +199,7 @@ func TestBadReleasesAreRefused(t *testing.T) {
 		{name: "metadata.yaml without the version's release series", version: "v1.14.2", reason: v1alpha1.ReleaseInvalidReason,
 			serve: func(h *releasetest.Hosts) {
 				h.GitHub("kubernetes-sigs", "cluster-api", "v1.14.2", map[string][]byte{
-					"metadata.yaml": metadataYAML("v1.13.0", "v1beta2"), "core-components.yaml": []byte(coreComponents)}, "")
+					"metadata.yaml": clusterctltest.Metadata("v1.13.0", "v1beta2"), "core-components.yaml": []byte(clusterctltest.CoreComponents)}, "")
 			},
 			says: []string{"metadata.yaml from https://github.com/kubernetes-sigs/cluster-api/releases/download/v1.14.2/metadata.yaml", "v1.14"}},
 	} {

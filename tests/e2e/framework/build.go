@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -187,22 +188,23 @@ func AssertBuildMatchesManager(t *testing.T, ctx context.Context, c client.Clien
 				strings.Join(fieldDiff("", applied.Object, live.Object), "\n"))
 		}
 	}
-	for _, list := range []client.ObjectList{&sourcev1.OCIRepositoryList{}, &sourcev1.ExternalArtifactList{}, &kustomizev1.KustomizationList{}, &helmv2.HelmReleaseList{}} {
+	for _, gvk := range []schema.GroupVersionKind{
+		sourcev1.GroupVersion.WithKind(sourcev1.OCIRepositoryKind), sourcev1.GroupVersion.WithKind(sourcev1.ExternalArtifactKind),
+		kustomizev1.GroupVersion.WithKind(kustomizev1.KustomizationKind), helmv2.GroupVersion.WithKind(helmv2.HelmReleaseKind),
+	} {
+		// Unstructured: the caller's client need not know Flux's kinds.
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := c.List(ctx, list); err != nil {
 			t.Fatal(err)
 		}
-		items, err := metaItems(list)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range items {
+		for i := range list.Items {
+			o := &list.Items[i]
 			owner := metav1.GetControllerOf(o)
 			if owner == nil || !uids[owner.UID] {
 				continue
 			}
-			gvk, _, _ := Scheme().ObjectKinds(list)
-			kind := strings.TrimSuffix(gvk[0].Kind, "List")
-			if ref := kind + " " + o.GetNamespace() + "/" + o.GetName(); !seen[ref] {
+			if ref := gvk.Kind + " " + o.GetNamespace() + "/" + o.GetName(); !seen[ref] {
 				t.Errorf("the manager keeps %s for %s, and build does not print it", ref, owner.Name)
 			}
 		}
@@ -212,23 +214,6 @@ func AssertBuildMatchesManager(t *testing.T, ctx context.Context, c client.Clien
 
 func objectRef(u *unstructured.Unstructured) string {
 	return u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
-}
-
-// metaItems are the items of a typed list.
-func metaItems(list client.ObjectList) ([]metav1.Object, error) {
-	v := reflect.ValueOf(list).Elem().FieldByName("Items")
-	if !v.IsValid() {
-		return nil, fmt.Errorf("%T has no Items", list)
-	}
-	out := make([]metav1.Object, 0, v.Len())
-	for i := 0; i < v.Len(); i++ {
-		o, ok := v.Index(i).Addr().Interface().(metav1.Object)
-		if !ok {
-			return nil, fmt.Errorf("%T items are not objects", list)
-		}
-		out = append(out, o)
-	}
-	return out, nil
 }
 
 // fieldDiff lists the fields of want whose value differs in got, and the
