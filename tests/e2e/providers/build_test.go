@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,14 +45,44 @@ func buildMatchesManager(t *testing.T, ctx context.Context, c client.Client, pro
 	for _, p := range providers {
 		owners = append(owners, p.obj.(client.Object))
 	}
-	buildSameAsManager(t, ctx, c, owners, 3*3)
+	repo := buildSameAsManager(t, ctx, c, owners, 3*3)
+
+	t.Run("offline, from OCI image layouts oras wrote, with the registry stopped", func(t *testing.T) {
+		// Each provider's installed artifact copied by oras into a layout
+		// of its own, tagged with its version as `oras cp
+		// --to-oci-layout DIR:TAG` names it.
+		oras := filepath.Join(env.RepoRoot(), "bin", "oras")
+		var layouts []string
+		for _, o := range owners {
+			a := o.(v1alpha1.Provider).GetStatus().Artifact
+			dir := filepath.Join(t.TempDir(), "layout")
+			tag := strings.SplitN(a.Revision, "@", 2)[0]
+			orasOutput(t, ctx, oras, "cp", "--from-plain-http", strings.TrimPrefix(a.URL, "oci://")+"@"+a.Digest, "--to-oci-layout", dir+":"+tag)
+			layouts = append(layouts, "--layout", dir)
+		}
+		if err := env.Registry.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := env.Registry.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		args := append(append([]string{"-f", repo}, layouts...), managerArgs...)
+		built, stderr := framework.Build(t, ctx, framework.CLI(t, ctx, env), managerEnv, args...)
+		n := framework.AssertBuildMatchesManager(t, ctx, c, owners, built)
+		if got := strings.Count(stderr, "read from the OCI image layout"); got != len(owners) || n < 3*3 {
+			t.Errorf("offline build: %d objects, %d artifacts read from the layouts, want all %d:\n%s", n, got, len(owners), stderr)
+		}
+		t.Logf("offline: %d objects, each what the manager applied, with the registry stopped; stderr:\n%s", n, stderr)
+	})
 }
 
 // buildSameAsManager writes owners, providers the manager installed, as
 // a repository holds them and checks that `capwright build`, given the
 // manager's settings, prints exactly the objects the manager applied for
-// them, at least least objects.
-func buildSameAsManager(t *testing.T, ctx context.Context, c client.Client, owners []client.Object, least int) {
+// them, at least least objects. It returns the repository's directory.
+func buildSameAsManager(t *testing.T, ctx context.Context, c client.Client, owners []client.Object, least int) string {
 	t.Helper()
 	for _, o := range owners {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
@@ -65,4 +96,5 @@ func buildSameAsManager(t *testing.T, ctx context.Context, c client.Client, owne
 		t.Errorf("build printed %d objects for %d providers, want at least %d (their installer, source and applier):\n%s", n, len(owners), least, stderr)
 	}
 	t.Logf("capwright build printed %d objects for %d providers, each what the manager applied; stderr:\n%s", n, len(owners), stderr)
+	return repo
 }
