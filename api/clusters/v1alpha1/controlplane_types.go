@@ -124,8 +124,22 @@ type CapwrightControlPlaneStatus struct {
 	// +optional
 	Initialization ControlPlaneInitializationStatus `json:"initialization,omitempty,omitzero"`
 
+	// Versions are the Kubernetes versions the control plane runs, older
+	// to newer (Cluster API v1.14's ControlPlane contract, the preferred
+	// source of truth): the one version of Version, once there is one. A
+	// hosted control plane has no replicas Cluster API counts, so none is
+	// given.
+	// +optional
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	Versions []StatusVersion `json:"versions,omitempty"`
+
 	// Version is the Kubernetes version the control plane runs: the
-	// desired version, once the backend is ready at it.
+	// desired version, once the backend is ready at it. Deprecated by
+	// Cluster API's contract in favour of Versions, and set beside it for
+	// the Cluster API releases that read only this field.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Version string `json:"version,omitempty"`
@@ -196,4 +210,20 @@ func (c *CapwrightControlPlane) GetConditions() []metav1.Condition { return c.St
 // SetConditions sets the conditions.
 func (c *CapwrightControlPlane) SetConditions(conds []metav1.Condition) {
 	c.Status.Conditions = conds
+}
+
+// StatusVersion is a Kubernetes version a control plane runs, with how
+// many replicas run it (Cluster API's StatusVersion).
+type StatusVersion struct {
+	// Version is the Kubernetes version.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Version string `json:"version"`
+
+	// Replicas is the number of replicas at this version, for a control
+	// plane that controls it.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Replicas int32 `json:"replicas,omitempty"`
 }

@@ -247,6 +247,12 @@ func FoldControlPlane(cp *clustersv1alpha1.CapwrightControlPlane, f Facts, d *De
 	if backendUp && v.Up() && (v.Version == "" || sameVersion(v.Version, cp.Spec.Version)) {
 		cp.Status.Version = cp.Spec.Version
 	}
+	// Cluster API v1.14's contract prefers status.versions; one entry,
+	// the version the control plane runs, as status.version says.
+	cp.Status.Versions = nil
+	if cp.Status.Version != "" {
+		cp.Status.Versions = []clustersv1alpha1.StatusVersion{{Version: cp.Status.Version}}
+	}
 
 	switch {
 	case !v.OK && s.backend.Status == metav1.ConditionFalse:

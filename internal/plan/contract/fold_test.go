@@ -2,6 +2,7 @@ package contract
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,19 @@ func TestFoldControlPlaneAvailable(t *testing.T) {
 	cond(t, cp, clustersv1alpha1.PausedCondition, metav1.ConditionFalse, clustersv1alpha1.NotPausedReason)
 	if !ptr.Deref(cp.Status.Initialization.ControlPlaneInitialized, false) || cp.Status.Version != "v1.31.2" || len(cp.Status.Backend) != 2 {
 		t.Fatalf("status %+v", cp.Status)
+	}
+	if want := []clustersv1alpha1.StatusVersion{{Version: "v1.31.2"}}; !reflect.DeepEqual(cp.Status.Versions, want) {
+		t.Errorf("status.versions %+v, want %+v (Cluster API v1.14's contract)", cp.Status.Versions, want)
+	}
+
+	// Upgrading: both fields keep the version it runs until the backend
+	// is ready at the new one.
+	cp.Spec.Version = "v1.32.0"
+	if _, err := FoldControlPlane(cp, f, &d, o, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cp.Status.Version != "v1.31.2" || !reflect.DeepEqual(cp.Status.Versions, []clustersv1alpha1.StatusVersion{{Version: "v1.31.2"}}) {
+		t.Errorf("while upgrading: status.version %q, status.versions %+v; want the version it runs", cp.Status.Version, cp.Status.Versions)
 	}
 }
 

@@ -111,6 +111,9 @@ func TestClusterClassTopologyUpgradesThroughTheBackend(t *testing.T) {
 		running, _, _ := unstructured.NestedString(sim.Object, "status", "version")
 		if cp.Spec.Version == "v1.32.0" && cp.Status.Version == "v1.31.0" {
 			sawUpgrading = true
+			if !versionsAre(cp, "v1.31.0") {
+				t.Errorf("while upgrading, status.versions %+v, want [v1.31.0] (Cluster API v1.14's contract)", cp.Status.Versions)
+			}
 		}
 		if cp.Status.Version == "v1.32.0" && running != "v1.32.0" {
 			t.Fatalf("the control plane reports v1.32.0 while the backend runs %q", running)
@@ -119,6 +122,9 @@ func TestClusterClassTopologyUpgradesThroughTheBackend(t *testing.T) {
 	})
 	if !sawUpgrading {
 		t.Error("never saw the control plane report the old version while the backend upgraded")
+	}
+	if !versionsAre(cp, "v1.32.0") {
+		t.Errorf("upgraded: status.versions %+v, want [v1.32.0] (Cluster API v1.14's contract)", cp.Status.Versions)
 	}
 	t.Logf("topology v1.31.0 → v1.32.0: control plane reports the new version after %s", time.Since(upgrade).Round(100*time.Millisecond))
 	cpCondition(t, ctx, c, cpKey, clustersv1alpha1.ReadyCondition, metav1.ConditionTrue, "", time.Minute)
@@ -164,4 +170,11 @@ func simulated(t *testing.T, ctx context.Context, c client.Client, namespace, na
 		t.Fatalf("SimulatedControlPlane %s/%s: %v", namespace, name, err)
 	}
 	return u
+}
+
+// versionsAre tells whether the control plane's status.versions is the
+// one entry version, without replicas (a hosted control plane counts
+// none), as Cluster API v1.14's ControlPlane contract asks.
+func versionsAre(cp *clustersv1alpha1.CapwrightControlPlane, version string) bool {
+	return len(cp.Status.Versions) == 1 && cp.Status.Versions[0].Version == version && cp.Status.Versions[0].Replicas == 0
 }
