@@ -33,6 +33,7 @@ type mirrorOptions struct {
 	fromLayout      string
 	providers       []string
 	providersFile   string
+	noCache         bool
 	release         releaseOptions
 }
 
@@ -157,6 +158,7 @@ publish --from-release.`,
 	f.StringVar(&o.fromLayout, "from-layout", "", "copy the entries of this OCI image layout (make release OUTPUT=dir) named by full references, instead of REF arguments")
 	f.StringArrayVar(&o.providers, "provider", nil, "fetch the release of a provider of clusterctl's list, TYPE/NAME:VERSION (e.g. infrastructure/aws:v2.13.0), and push it as a provider artifact with its images (repeatable)")
 	f.StringVar(&o.providersFile, "providers-file", "", "file of providers, one TYPE/NAME:VERSION per line, optionally followed by the release URL of a provider outside clusterctl's list; blank lines and # comments are ignored (- for stdin)")
+	f.BoolVar(&o.noCache, "no-cache", false, "read every artifact and walk every reference again, ignoring and not updating the cache of earlier runs")
 	o.release.addFlags(cmd, "the VERSION of TYPE/NAME:VERSION", "the release URL of --providers-file")
 	return cmd
 }
@@ -265,6 +267,14 @@ func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args [
 	}
 	targetAccess := access
 	targetAccess.PlainHTTP = access.PlainHTTP || o.targetPlainHTTP
+	var cache *mirror.Cache
+	if !o.noCache {
+		// Without a cache directory (no HOME), every run reads and walks
+		// everything, as with --no-cache.
+		if dir, err := mirror.DefaultCacheDir(); err == nil {
+			cache = mirror.NewCache(dir)
+		}
+	}
 	return mirror.Options{
 		Target:          target,
 		SourceAccess:    access,
@@ -272,6 +282,7 @@ func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args [
 		Concurrency:     o.concurrency,
 		Repack:          o.repack,
 		MaxArtifactSize: size.Value(),
+		Cache:           cache,
 	}, refs, specs, nil
 }
 
@@ -354,6 +365,8 @@ func printSummary(w io.Writer, s *mirror.Summary) {
 			fmt.Fprintf(w, "  FAILED %s%s: %v\n", r.Name(), kind, r.Err)
 		case r.Repacked:
 			fmt.Fprintf(w, "  %s -> %s (repacked: digest %s became %s)\n", r.Name(), r.Target.URL()+refSuffix(r.Target), r.SourceDigest, r.Digest)
+		case r.Cached:
+			fmt.Fprintf(w, "  %s -> %s%s (unchanged since the last complete run: tags checked, content not walked)\n", r.Name(), r.Target.URL()+refSuffix(r.Target), kind)
 		default:
 			fmt.Fprintf(w, "  %s -> %s%s\n", r.Name(), r.Target.URL()+refSuffix(r.Target), kind)
 		}
