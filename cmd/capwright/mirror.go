@@ -85,6 +85,16 @@ is written only once everything it references is in place, and an
 artifact's tag only after its images and referrers, so an interrupted run
 never looks complete; run the same command again to finish it.
 
+A re-run on the same machine reads nothing it read before: a cache under
+the user's cache directory ($XDG_CACHE_HOME/capwright/mirror) keeps what
+each artifact holds, by digest, and which references a run completed at
+which target. A reference completed before costs one request per tag: its
+tag and its images' tags at their sources must still name the digests
+recorded, and the target must still hold its tag at that digest; a moved
+tag, a target that lost the copy or a record over a day old (to pick up
+signatures added upstream) is read or walked again. --no-cache ignores
+the cache.
+
 --rules-file writes the registry mirror rules (FROM=TO per line) that send
 every mirrored artifact, provider and image to its copy; give that file to
 the Capwright controller as --registry-mirror-file.
