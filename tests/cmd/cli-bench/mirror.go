@@ -61,14 +61,23 @@ func benchMirror(h *harness, cli string, runs int, latency time.Duration) {
 		return args
 	}
 	// Each cold run gets its own cache, as a first run on a machine does.
+	var coldRequests int64
+	var coldCPU timings
 	cold := func() time.Duration {
 		target := newServer(latency)
 		defer target.close()
-		return run(h, []string{"XDG_CACHE_HOME=" + h.TempDir()}, cli, mirrorArgs(target.Host)...)
+		before := src.Requests()
+		took, cpu := runCPU(h, []string{"XDG_CACHE_HOME=" + h.TempDir()}, cli, mirrorArgs(target.Host)...)
+		coldRequests = src.Requests() - before + target.Requests()
+		coldCPU = append(coldCPU, cpu)
+		return took
 	}
+	var skopeoRequests int64
 	sequential := func() time.Duration {
 		target := newServer(latency)
 		defer target.close()
+		before := src.Requests()
+		defer func() { skopeoRequests = src.Requests() - before + target.Requests() }()
 		start := time.Now()
 		for _, ref := range append(append([]artifact.Reference{}, src.artifacts...), src.images...) {
 			run(h, nil, skopeo, "--insecure-policy", "copy", "--all", "--quiet",
@@ -105,12 +114,12 @@ func benchMirror(h *harness, cli string, runs int, latency time.Duration) {
 
 	refs := len(src.artifacts)
 	fmt.Printf("\nmirror of %d providers with their %d images (2 platforms, real size) and SBOMs, %s before every registry request:\n", refs, len(src.images), latency)
-	fmt.Printf("  capwright mirror (cold)            %s\n", mirrorTimes)
+	fmt.Printf("  capwright mirror (cold)            %s, %d requests; CPU %s\n", mirrorTimes, coldRequests, coldCPU)
 	if skopeoErr != nil {
 		fmt.Printf("  sequential skopeo copy --all       not measured: skopeo is not installed (%v); install it (apt-get install skopeo) for the comparison\n", skopeoErr)
 	} else {
 		speedup := float64(skopeoTimes.median()) / float64(mirrorTimes.median())
-		fmt.Printf("  sequential skopeo copy --all       %s  (%s, %d references, no referrers)\n", skopeoTimes, filepath.Base(skopeo), refs+len(src.images))
+		fmt.Printf("  sequential skopeo copy --all       %s, %d requests (%s, %d references, no referrers)\n", skopeoTimes, skopeoRequests, filepath.Base(skopeo), refs+len(src.images))
 		fmt.Printf("  speed-up                           %.2f× (target ≥ %.0f×)  %s\n", speedup, mirrorSpeedup, verdict(speedup >= mirrorSpeedup))
 	}
 	perRef := float64(warmRequests) / float64(refs)
