@@ -162,7 +162,7 @@ publish --from-release.`,
 	f.BoolVar(&o.targetPlainHTTP, "target-plain-http", false, "talk plain HTTP to the target registry only (an internal registry without TLS), HTTPS to the sources")
 	f.StringVar(&o.fromFile, "from-file", "", "file of artifact references, one per line; blank lines and # comments are ignored (- for stdin)")
 	f.BoolVar(&o.repack, "repack", false, "rebuild artifacts in the one-file-per-layer layout in the provider artifact contract layout (new digest)")
-	f.IntVar(&o.concurrency, "concurrency", mirror.DefaultConcurrency, "registry requests in flight at once")
+	f.IntVar(&o.concurrency, "concurrency", mirror.DefaultConcurrency, fmt.Sprintf("blob transfers in flight at once; the small requests around them (HEAD, manifests, referrers, tags) up to %d times as many", mirror.MetadataRequestsPerTransfer))
 	f.StringVar(&o.rulesFile, "rules-file", "", "write the registry mirror rules to this file, for the controller's --registry-mirror-file")
 	f.StringVar(&o.maxArtifactSize, "max-artifact-size", "64Mi", "largest provider artifact, Flux artifact or chart read, compressed or unpacked (a quantity: 64Mi, 1Gi)")
 	f.StringVar(&o.fromLayout, "from-layout", "", "copy the entries of this OCI image layout (make release OUTPUT=dir) named by full references, instead of REF arguments")

@@ -15,7 +15,7 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 )
 
-// DefaultConcurrency is how many registry requests a run keeps in flight
+// DefaultConcurrency is how many blob transfers a run keeps in flight
 // when Options.Concurrency is not set: like docker and containerd, a few
 // parallel transfers fill a link without overwhelming a registry.
 const DefaultConcurrency = 4
@@ -31,8 +31,9 @@ type Options struct {
 	// from, TargetAccess the target; the CLI gives both the same flags and
 	// credential chain.
 	SourceAccess, TargetAccess artifact.Access
-	// Concurrency bounds the registry requests in flight; 0 means
-	// DefaultConcurrency.
+	// Concurrency bounds the blob transfers in flight, and
+	// MetadataRequestsPerTransfer times it the other registry requests
+	// (HEAD, manifests, referrers, tags); 0 means DefaultConcurrency.
 	Concurrency int
 	// Repack rebuilds artifacts in the one-file-per-layer layout in the
 	// contract layout; without it they fail with *artifact.LayoutError.
