@@ -25,6 +25,9 @@ E2E_PARALLEL   ?= 2
 BENCH_TIME     ?= 3x
 # Runs per system of the side-by-side install benchmark (each on a fresh plane).
 BENCH_RUNS     ?= 3
+# Runs of each measurement of the CLI benchmark (publish, inspect, mirror
+# against sequential skopeo).
+CLI_BENCH_RUNS ?= 7
 # Size of the fleet benchmark: Tenants, and Clusters per Tenant (a quick
 # run: make bench FLEET_TENANTS=50).
 FLEET_TENANTS  ?= 1000
@@ -142,9 +145,10 @@ fuzz: ## Fuzz every parser of untrusted input, FUZZ_TIME each (default 10m); fin
 	done
 
 .PHONY: bench
-bench: tools ## Benchmarks: pure packages, the CLI, a Tenant change on 20 clusters, a fleet of 1,000 Tenants × 20 Clusters on one manager, and the three CAPI providers installed by Capwright (from OCI and from release URLs), bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side.
+bench: tools $(BIN)/capwright ## Benchmarks: pure packages, the CLI (also as a process: publish, inspect, and mirror beside sequential skopeo where installed, over 10 ms of registry latency), a Tenant change on 20 clusters, a fleet of 1,000 Tenants × 20 Clusters on one manager, and the three CAPI providers installed by Capwright (from OCI and from release URLs), bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./cmd/capwright/
+	$(GO) run ./tests/cmd/cli-bench -runs $(CLI_BENCH_RUNS) -capwright $(BIN)/capwright
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/tenants/
 	$(GO) run ./tests/cmd/install-bench -runs $(BENCH_RUNS)
 	$(GO) run ./tests/cmd/fleet-bench -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)

@@ -28,6 +28,21 @@ const (
 	testPassword = "pa55-w0rd-never-shown"
 )
 
+// TestMain gives the package's runs of the CLI a cache directory of their
+// own (capwright mirror keeps one), not the user's.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "capwright-cli-test-cache-")
+	if err != nil {
+		panic(err)
+	}
+	if err := os.Setenv("XDG_CACHE_HOME", dir); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // cliRun runs capwright in-process with args, as main does, and returns
 // what it printed and its exit code.
 func cliRun(t testing.TB, args ...string) (stdout, stderr string, code int) {

@@ -33,6 +33,7 @@ type mirrorOptions struct {
 	fromLayout      string
 	providers       []string
 	providersFile   string
+	noCache         bool
 	release         releaseOptions
 }
 
@@ -83,6 +84,16 @@ Mirroring is resumable: content the target already holds is skipped, a tag
 is written only once everything it references is in place, and an
 artifact's tag only after its images and referrers, so an interrupted run
 never looks complete; run the same command again to finish it.
+
+A re-run on the same machine reads nothing it read before: a cache under
+the user's cache directory ($XDG_CACHE_HOME/capwright/mirror) keeps what
+each artifact holds, by digest, and which references a run completed at
+which target. A reference completed before costs one request per tag: its
+tag and its images' tags at their sources must still name the digests
+recorded, and the target must still hold its tag at that digest; a moved
+tag, a target that lost the copy or a record over a day old (to pick up
+signatures added upstream) is read or walked again. --no-cache ignores
+the cache.
 
 --rules-file writes the registry mirror rules (FROM=TO per line) that send
 every mirrored artifact, provider and image to its copy; give that file to
@@ -151,12 +162,13 @@ publish --from-release.`,
 	f.BoolVar(&o.targetPlainHTTP, "target-plain-http", false, "talk plain HTTP to the target registry only (an internal registry without TLS), HTTPS to the sources")
 	f.StringVar(&o.fromFile, "from-file", "", "file of artifact references, one per line; blank lines and # comments are ignored (- for stdin)")
 	f.BoolVar(&o.repack, "repack", false, "rebuild artifacts in the one-file-per-layer layout in the provider artifact contract layout (new digest)")
-	f.IntVar(&o.concurrency, "concurrency", mirror.DefaultConcurrency, "registry requests in flight at once")
+	f.IntVar(&o.concurrency, "concurrency", mirror.DefaultConcurrency, fmt.Sprintf("blob transfers in flight at once; the small requests around them (HEAD, manifests, referrers, tags) up to %d times as many", mirror.MetadataRequestsPerTransfer))
 	f.StringVar(&o.rulesFile, "rules-file", "", "write the registry mirror rules to this file, for the controller's --registry-mirror-file")
 	f.StringVar(&o.maxArtifactSize, "max-artifact-size", "64Mi", "largest provider artifact, Flux artifact or chart read, compressed or unpacked (a quantity: 64Mi, 1Gi)")
 	f.StringVar(&o.fromLayout, "from-layout", "", "copy the entries of this OCI image layout (make release OUTPUT=dir) named by full references, instead of REF arguments")
 	f.StringArrayVar(&o.providers, "provider", nil, "fetch the release of a provider of clusterctl's list, TYPE/NAME:VERSION (e.g. infrastructure/aws:v2.13.0), and push it as a provider artifact with its images (repeatable)")
 	f.StringVar(&o.providersFile, "providers-file", "", "file of providers, one TYPE/NAME:VERSION per line, optionally followed by the release URL of a provider outside clusterctl's list; blank lines and # comments are ignored (- for stdin)")
+	f.BoolVar(&o.noCache, "no-cache", false, "read every artifact and walk every reference again, ignoring and not updating the cache of earlier runs")
 	o.release.addFlags(cmd, "the VERSION of TYPE/NAME:VERSION", "the release URL of --providers-file")
 	return cmd
 }
@@ -265,6 +277,14 @@ func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args [
 	}
 	targetAccess := access
 	targetAccess.PlainHTTP = access.PlainHTTP || o.targetPlainHTTP
+	var cache *mirror.Cache
+	if !o.noCache {
+		// Without a cache directory (no HOME), every run reads and walks
+		// everything, as with --no-cache.
+		if dir, err := mirror.DefaultCacheDir(); err == nil {
+			cache = mirror.NewCache(dir)
+		}
+	}
 	return mirror.Options{
 		Target:          target,
 		SourceAccess:    access,
@@ -272,6 +292,7 @@ func (o *mirrorOptions) options(cmd *cobra.Command, reg *registryOptions, args [
 		Concurrency:     o.concurrency,
 		Repack:          o.repack,
 		MaxArtifactSize: size.Value(),
+		Cache:           cache,
 	}, refs, specs, nil
 }
 
@@ -354,6 +375,8 @@ func printSummary(w io.Writer, s *mirror.Summary) {
 			fmt.Fprintf(w, "  FAILED %s%s: %v\n", r.Name(), kind, r.Err)
 		case r.Repacked:
 			fmt.Fprintf(w, "  %s -> %s (repacked: digest %s became %s)\n", r.Name(), r.Target.URL()+refSuffix(r.Target), r.SourceDigest, r.Digest)
+		case r.Cached:
+			fmt.Fprintf(w, "  %s -> %s%s (unchanged since the last complete run: tags checked, content not walked)\n", r.Name(), r.Target.URL()+refSuffix(r.Target), kind)
 		default:
 			fmt.Fprintf(w, "  %s -> %s%s\n", r.Name(), r.Target.URL()+refSuffix(r.Target), kind)
 		}

@@ -69,11 +69,20 @@ func TestMirrorCommand(t *testing.T) {
 		}
 	}
 
-	// Again: nothing to copy.
-	writes := dst.Writes()
+	// Again: nothing to copy, and from the cache nothing to walk either:
+	// one read at the target per reference, its tag.
+	writes, reads := dst.Writes(), dst.Reads()
 	stdout, stderr, code = cliRun(t, args...)
-	if code != exitOK || dst.Writes() != writes || !strings.Contains(stdout, "artifacts: 0 copied, 3 already present, 0 failed") {
-		t.Errorf("second run: exit %d, %d writes\nstdout:\n%s\nstderr:\n%s", code, dst.Writes()-writes, stdout, stderr)
+	if code != exitOK || dst.Writes() != writes || !strings.Contains(stdout, "artifacts: 0 copied, 3 already present, 0 failed") ||
+		strings.Count(stdout, "(unchanged since the last complete run: tags checked, content not walked)") != 3 || dst.Reads()-reads > 3 {
+		t.Errorf("second run: exit %d, %d writes, %d reads at the target\nstdout:\n%s\nstderr:\n%s", code, dst.Writes()-writes, dst.Reads()-reads, stdout, stderr)
+	}
+	// --no-cache walks everything again.
+	reads = dst.Reads()
+	stdout, stderr, code = cliRun(t, append(args, "--no-cache")...)
+	if code != exitOK || dst.Writes() != writes || !strings.Contains(stdout, "artifacts: 0 copied, 3 already present, 0 failed") ||
+		strings.Contains(stdout, "unchanged since") || dst.Reads()-reads < 10 {
+		t.Errorf("--no-cache run: exit %d, %d writes, %d reads at the target\nstdout:\n%s\nstderr:\n%s", code, dst.Writes()-writes, dst.Reads()-reads, stdout, stderr)
 	}
 }
 

@@ -130,16 +130,16 @@ func runPublish(cmd *cobra.Command, reg *registryOptions, o *publishOptions, arg
 		Type: o.providerType, Name: o.name, Version: o.version, Source: o.source,
 		Annotations: annotations, Files: files,
 	}
-	contract, err := release.Check()
+	prepared, err := release.Prepare(cmd.Context())
 	if err != nil {
 		return err
 	}
+	contract := prepared.Contract
 	stderr := cmd.ErrOrStderr()
-	manifestAnnotations := release.ManifestAnnotations()
 
 	var published string
 	if o.output != "" {
-		digest, err := artifact.WriteLayout(cmd.Context(), o.output, o.version, files, manifestAnnotations)
+		digest, err := prepared.WriteLayout(cmd.Context(), o.output)
 		if err != nil {
 			return err
 		}
@@ -153,11 +153,11 @@ func runPublish(cmd *cobra.Command, reg *registryOptions, o *publishOptions, arg
 		if err != nil {
 			return err
 		}
-		repo.Tag = o.version
-		digest, err := artifact.Push(cmd.Context(), repo, files, manifestAnnotations, access)
+		digest, err := prepared.Push(cmd.Context(), repo, access)
 		if err != nil {
 			return err
 		}
+		repo.Tag = o.version
 		repo.Digest = digest
 		published = "oci://" + repo.String()
 		fmt.Fprintf(stderr, "Published %s provider %s %s (contract %s) to %s:%s\n", o.providerType, o.name, o.version, contract, repo.URL(), o.version)

@@ -138,7 +138,13 @@ func inspect(name string, f *Fetched) (*ArtifactReport, error) {
 		report.ReleaseSeries = append(report.ReleaseSeries, ReportSeries{Major: s.Major, Minor: s.Minor, Contract: s.Contract, Current: current})
 	}
 
-	vars, err := clusterctl.ParseVariables(checked.Components)
+	// Decoded once: the variables, images and CRDs are questions about
+	// the same objects, and decoding is most of inspect's time.
+	components, err := clusterctl.Decode(checked.Components)
+	if err != nil {
+		return nil, contractErr("its %s cannot be read: %v", checked.ComponentsFile, err)
+	}
+	vars, err := components.Variables()
 	if err != nil {
 		return nil, contractErr("its %s cannot be read: %v", checked.ComponentsFile, err)
 	}
@@ -154,7 +160,7 @@ func inspect(name string, f *Fetched) (*ArtifactReport, error) {
 	}
 	// Required variables stay visible in the image names instead of
 	// failing the listing.
-	images, err := clusterctl.ResolvedImages(checked.Components, func(name string) (string, bool) {
+	images, err := components.ResolvedImages(func(name string) (string, bool) {
 		if required[name] {
 			return "${" + name + "}", true
 		}
@@ -164,10 +170,7 @@ func inspect(name string, f *Fetched) (*ArtifactReport, error) {
 		return nil, contractErr("its %s: %v", checked.ComponentsFile, err)
 	}
 	report.Images = append(report.Images, images...)
-
-	if report.CRDs, err = contractCRDs(checked.Components); err != nil {
-		return nil, contractErr("its %s: %v", checked.ComponentsFile, err)
-	}
+	report.CRDs = contractCRDs(components.CustomResourceDefinitions())
 	return report, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/content/memory"
 	"oras.land/oras-go/v2/content/oci"
 	"oras.land/oras-go/v2/errdef"
 )
@@ -27,15 +28,21 @@ func WriteLayout(ctx context.Context, dir, tag string, files map[string][]byte, 
 	if err != nil {
 		return "", err
 	}
+	return writeStaged(ctx, dir, tag, staged, manifestDesc, annotations[AnnotationTitle])
+}
+
+// writeStaged writes what Stage staged under tag into the layout dir; title
+// is the artifact's title annotation.
+func writeStaged(ctx context.Context, dir, tag string, staged *memory.Store, manifestDesc ocispec.Descriptor, title string) (string, error) {
 	store, err := oci.NewWithContext(ctx, dir)
 	if err != nil {
 		return "", fmt.Errorf("opening the OCI image layout %s: %w", dir, err)
 	}
 	if existing, err := store.Resolve(ctx, tag); err == nil && existing.Digest != manifestDesc.Digest {
-		title := layoutTitle(ctx, store, existing)
-		if title != annotations[AnnotationTitle] {
+		other := layoutTitle(ctx, store, existing)
+		if other != title {
 			return "", releaseError("write each provider into a layout directory of its own, or remove the directory first",
-				"the OCI image layout %s already holds tag %s for another artifact (%s, %s)", dir, tag, orUnknown(title), existing.Digest)
+				"the OCI image layout %s already holds tag %s for another artifact (%s, %s)", dir, tag, orUnknown(other), existing.Digest)
 		}
 	}
 	if _, err := oras.Copy(ctx, staged, tag, store, tag, oras.DefaultCopyOptions); err != nil {

@@ -33,12 +33,13 @@ func emptyConfig() ocispec.Descriptor {
 // layer, annotations). The same input always gives the same bytes, so
 // re-publishing a release gives the same digest: entries sorted by name,
 // mode 0644, uid/gid 0, mtime 0, no user names; a gzip header without name
-// or mtime; no creation timestamp in the manifest.
+// or mtime; no creation timestamp in the manifest; the gzip level
+// providerPackLevel.
 func Pack(files map[string][]byte, annotations map[string]string) (layer []byte, manifest []byte, err error) {
 	if len(files) == 0 {
 		return nil, nil, fmt.Errorf("no files to pack: a provider artifact holds at least %s and its components file", MetadataFile)
 	}
-	layer, err = PackTarGz(files)
+	layer, err = packTarGz(files, providerPackLevel)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,15 +65,46 @@ func Pack(files map[string][]byte, annotations map[string]string) (layer []byte,
 	return layer, manifest, nil
 }
 
+// providerPackLevel is the gzip level of provider artifacts (publish,
+// mirror --provider and --repack). Go's default level packs a 5 MiB
+// components file six times faster than gzip.BestCompression (70 ms
+// against 440 ms, most of publish's time) into a layer 1.6% larger, as
+// for Cluster API's core components (1.2 MB, twice as fast). The
+// stdlib's encoder rather than a faster third-party one: the digest then
+// depends on no module's version, only on the Go release Capwright is
+// built with.
+const providerPackLevel = gzip.DefaultCompression
+
 // PackTarGz writes files into a reproducible tar+gzip stream: sorted
 // entries with fixed times, owners and modes, so the same files always
-// give the same digest.
+// give the same digest. It packs the manager's own small artifacts
+// (additional manifests, a tenant's namespace) and Capwright's release at
+// gzip.BestCompression, as it always has: a new level would give every
+// such artifact of a fleet a new digest, and Flux a new revision to
+// apply, on the manager's upgrade, for nothing measurable.
 func PackTarGz(files map[string][]byte) ([]byte, error) {
+	return packTarGz(files, gzip.BestCompression)
+}
+
+// PackProviderTarGz is PackTarGz at the level of provider artifacts
+// (providerPackLevel), for a provider's release files packed elsewhere
+// than in a provider artifact: the manager's artifact of a release fetched
+// from its URL, packed again on each fetch to find its digest.
+func PackProviderTarGz(files map[string][]byte) ([]byte, error) {
+	return packTarGz(files, providerPackLevel)
+}
+
+func packTarGz(files map[string][]byte, level int) ([]byte, error) {
 	if len(files) == 0 {
 		return nil, errors.New("no files to pack")
 	}
+	size := 0
+	for _, data := range files {
+		size += len(data)
+	}
 	var buf bytes.Buffer
-	gz, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	buf.Grow(size/4 + 4096)
+	gz, err := gzip.NewWriterLevel(&buf, level)
 	if err != nil {
 		return nil, err
 	}

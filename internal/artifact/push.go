@@ -16,16 +16,28 @@ import (
 // with ref.Tag (an existing tag moves to the new content). It returns the
 // manifest digest. Blobs the registry already has are not uploaded again.
 func Push(ctx context.Context, ref Reference, files map[string][]byte, annotations map[string]string, access Access) (string, error) {
-	if ref.Tag == "" {
-		return "", fmt.Errorf("cannot push to %s: a tag (the version) is required", ref)
-	}
-	if ref.Digest != "" {
-		return "", fmt.Errorf("cannot push to %s: the digest follows from the content, give only a tag", ref)
+	if err := checkPushRef(ref); err != nil {
+		return "", err
 	}
 	staged, manifestDesc, err := Stage(ctx, files, annotations, ref.Tag)
 	if err != nil {
 		return "", err
 	}
+	return pushStaged(ctx, ref, staged, manifestDesc, access)
+}
+
+func checkPushRef(ref Reference) error {
+	if ref.Tag == "" {
+		return fmt.Errorf("cannot push to %s: a tag (the version) is required", ref)
+	}
+	if ref.Digest != "" {
+		return fmt.Errorf("cannot push to %s: the digest follows from the content, give only a tag", ref)
+	}
+	return nil
+}
+
+// pushStaged pushes what Stage staged under ref.Tag to ref.
+func pushStaged(ctx context.Context, ref Reference, staged *memory.Store, manifestDesc ocispec.Descriptor, access Access) (string, error) {
 	repo, release, err := access.Repository(ref, DefaultMaxArtifactSize)
 	if err != nil {
 		return "", err

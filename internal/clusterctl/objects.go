@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,20 +36,45 @@ func (o object) String() string {
 // empty documents. Variables are left as they are: `${VAR:=x}` is a valid
 // YAML string, and the structure Flux's kustomize build sees is the raw one
 // (Flux substitutes variables after the build).
+//
+// Splitting is cheap and sequential; the documents are then decoded on
+// every CPU, which is most of the time for a large provider (a 5 MiB
+// components file: about 100 ms of CPU). Errors name the first failing
+// document, as a sequential decode would.
 func decodeObjects(components []byte) ([]object, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(components)))
-	var objs []object
+	var docs [][]byte
+	// readErr, when set, comes after the documents read before it.
+	var readErr error
 	for doc := 1; ; doc++ {
 		data, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return objs, nil
+			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading YAML document %d: %w", doc, err)
+			readErr = fmt.Errorf("reading YAML document %d: %w", doc, err)
+			break
 		}
-		content, err := decodeDocument(data)
-		if err != nil {
-			return nil, fmt.Errorf("decoding YAML document %d: %w", doc, err)
+		docs = append(docs, data)
+	}
+	decoded := make([]map[string]any, len(docs))
+	errs := make([]error, len(docs))
+	workers := min(runtime.GOMAXPROCS(0), len(docs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(docs); i = int(next.Add(1) - 1) {
+				decoded[i], errs[i] = decodeDocument(docs[i])
+			}
+		})
+	}
+	wg.Wait()
+	var objs []object
+	for i, content := range decoded {
+		doc := i + 1
+		if errs[i] != nil {
+			return nil, fmt.Errorf("decoding YAML document %d: %w", doc, errs[i])
 		}
 		if len(content) == 0 {
 			continue
@@ -57,6 +85,10 @@ func decodeObjects(components []byte) ([]object, error) {
 		}
 		objs = append(objs, o)
 	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	return objs, nil
 }
 
 // decodeDocument decodes one YAML document into the JSON-like values an
@@ -287,6 +319,18 @@ func (c *Components) Deployments() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for i := range c.objs {
 		if c.objs[i].GetKind() == "Deployment" {
+			out = append(out, &c.objs[i].Unstructured)
+		}
+	}
+	return out
+}
+
+// CustomResourceDefinitions are the components' CRDs, in the file's
+// order, as the file holds them.
+func (c *Components) CustomResourceDefinitions() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for i := range c.objs {
+		if isCRD(c.objs[i]) {
 			out = append(out, &c.objs[i].Unstructured)
 		}
 	}

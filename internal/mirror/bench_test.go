@@ -38,7 +38,7 @@ import (
 // same references (artifacts and images) one after another with
 // oras.ExtendedCopy, which also copies the referrers of each root, like the
 // mirror; BenchmarkMirrorAgain runs the mirror when the target holds
-// everything. Each iteration of the first two gets a fresh target
+// everything, without and with the cache of the first run. Each iteration of the first two gets a fresh target
 // registry, set up outside the timer. Both registries run in process; with
 // latency=10ms each request to them waits 10 ms first, as over a WAN. They
 // report MB/op: megabytes (10^6) of blobs uploaded.
@@ -176,27 +176,37 @@ func BenchmarkOrasExtendedCopy(b *testing.B) {
 func BenchmarkMirrorAgain(b *testing.B) {
 	src := realSizeSource(b)
 	for _, latency := range latencies {
-		b.Run(fmt.Sprintf("latency=%s", latency), func(b *testing.B) {
-			src.setLatency(latency)
-			host, access, stop := benchTarget(b, latency)
-			defer stop()
-			opts := mirror.Options{Target: mirror.Target{Host: host, Prefix: "mirror"}, SourceAccess: src.access, TargetAccess: access}
-			if _, err := mirror.Run(context.Background(), src.artifacts, opts); err != nil {
-				b.Fatal(err)
-			}
-			var copied int64
-			b.ResetTimer()
-			for range b.N {
-				summary, err := mirror.Run(context.Background(), src.artifacts, opts)
-				if err != nil {
+		// With a cache, the re-run checks tags instead of reading the
+		// artifacts and walking their content again.
+		for _, cached := range []bool{false, true} {
+			b.Run(fmt.Sprintf("latency=%s/cache=%v", latency, cached), func(b *testing.B) {
+				src.setLatency(latency)
+				host, access, stop := benchTarget(b, latency)
+				defer stop()
+				opts := mirror.Options{Target: mirror.Target{Host: host, Prefix: "mirror"}, SourceAccess: src.access, TargetAccess: access}
+				if cached {
+					opts.Cache = mirror.NewCache(b.TempDir())
+				}
+				if _, err := mirror.Run(context.Background(), src.artifacts, opts); err != nil {
 					b.Fatal(err)
 				}
-				copied += summary.Blobs.BytesCopied
-				if summary.Blobs.Copied+summary.Manifests.Copied != 0 {
-					b.Fatalf("the repeated run copied: %+v", summary.Blobs)
+				var copied int64
+				b.ResetTimer()
+				for range b.N {
+					summary, err := mirror.Run(context.Background(), src.artifacts, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					copied += summary.Blobs.BytesCopied
+					if summary.Blobs.Copied+summary.Manifests.Copied != 0 {
+						b.Fatalf("the repeated run copied: %+v", summary.Blobs)
+					}
+					if cached && summary.Artifacts.Skipped != len(src.artifacts) {
+						b.Fatalf("the cached re-run: artifacts %+v", summary.Artifacts)
+					}
 				}
-			}
-			b.ReportMetric(float64(copied)/1e6/float64(b.N), "MB/op")
-		})
+				b.ReportMetric(float64(copied)/1e6/float64(b.N), "MB/op")
+			})
+		}
 	}
 }

@@ -147,10 +147,10 @@ func (c *copier) placed(d digest.Digest, repo string) {
 // upload, which oras-go completes with the source content; uploaded
 // reports that. A failed mount falls back to an upload.
 func (c *copier) mount(ctx context.Context, r route, desc ocispec.Descriptor, from string) (uploaded bool, err error) {
-	if err := c.acquire(ctx); err != nil {
+	if err := c.acquireTransfer(ctx); err != nil {
 		return false, err
 	}
-	defer c.release()
+	defer c.releaseTransfer()
 	fromRepo := strings.TrimPrefix(from, r.dstRef.Host+"/")
 	err = r.dst.Mount(ctx, desc, fromRepo, func() (io.ReadCloser, error) {
 		uploaded = true
@@ -171,10 +171,10 @@ func (c *copier) mount(ctx context.Context, r route, desc ocispec.Descriptor, fr
 }
 
 func (c *copier) upload(ctx context.Context, r route, desc ocispec.Descriptor) error {
-	if err := c.acquire(ctx); err != nil {
+	if err := c.acquireTransfer(ctx); err != nil {
 		return err
 	}
-	defer c.release()
+	defer c.releaseTransfer()
 	return c.pushBlob(ctx, r, desc)
 }
 

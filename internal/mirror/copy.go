@@ -48,10 +48,15 @@ func isForeignLayer(desc ocispec.Descriptor) bool {
 // copier copies content graphs into target repositories. Each (target
 // repository, digest) is handled once per run, whoever asks for it; a blob
 // that reached another target repository earlier in the run is mounted
-// from there instead of uploaded again. Every registry request holds one
-// of the slots, so Concurrency bounds the requests in flight across the
-// run; nobody holds a slot while waiting for other work.
+// from there instead of uploaded again. Every blob transfer holds one of
+// the transfer slots, so Concurrency bounds the transfers in flight across
+// the run; every other request (a HEAD, a manifest, a referrers list, a
+// tag) holds one of MetadataRequestsPerTransfer times as many request
+// slots: they move next to no bytes, and a run of three providers makes
+// ten of them per transfer, each waiting a round trip. Nobody holds a slot
+// while waiting for other work.
 type copier struct {
+	transfers   chan struct{}
 	slots       chan struct{}
 	maxMetadata int64
 	rec         *recorder
@@ -63,7 +68,8 @@ type copier struct {
 
 func newCopier(concurrency int, maxMetadata int64, rec *recorder) *copier {
 	return &copier{
-		slots:       make(chan struct{}, concurrency),
+		transfers:   make(chan struct{}, concurrency),
+		slots:       make(chan struct{}, concurrency*MetadataRequestsPerTransfer),
 		maxMetadata: maxMetadata,
 		rec:         rec,
 		nodes:       map[nodeKey]*node{},
@@ -111,16 +117,28 @@ func atDigest(ref artifact.Reference, d digest.Digest) artifact.Reference {
 	return ref
 }
 
-func (c *copier) acquire(ctx context.Context) error {
+// MetadataRequestsPerTransfer is how many requests that move no blob may
+// be in flight per blob transfer (Options.Concurrency).
+const MetadataRequestsPerTransfer = 4
+
+// acquire takes a request slot.
+func (c *copier) acquire(ctx context.Context) error { return take(ctx, c.slots) }
+
+func (c *copier) release() { <-c.slots }
+
+// acquireTransfer takes a transfer slot, for a request that moves a blob.
+func (c *copier) acquireTransfer(ctx context.Context) error { return take(ctx, c.transfers) }
+
+func (c *copier) releaseTransfer() { <-c.transfers }
+
+func take(ctx context.Context, slots chan struct{}) error {
 	select {
-	case c.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
-
-func (c *copier) release() { <-c.slots }
 
 // once runs fn for key unless another caller did or does; all callers get
 // the same outcome.

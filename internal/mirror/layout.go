@@ -39,6 +39,8 @@ import (
 // unreadable layout, or an entry named by something else than a full
 // reference, is a *BundleError before anything is copied.
 func RunLayout(ctx context.Context, dir string, opts Options) (*Summary, error) {
+	// A layout is local: reading it again costs no registry requests.
+	opts.Cache = nil
 	r, summary := newRunner(opts)
 	defer r.close()
 	store, entries, err := openBundle(ctx, dir, r.opts.MaxMetadataSize)

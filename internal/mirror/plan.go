@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content/memory"
 
@@ -69,13 +70,53 @@ func (r *runner) planAll(ctx context.Context, refs []artifact.Reference) []*plan
 // read fetches the artifact (bounded by the artifact size limit), repacks
 // it when asked and needed, and lists the images it runs: those of its
 // components for a provider artifact, of its YAML for a Flux artifact, of
-// its artifacthub.io/images annotation for a Helm chart.
+// its artifacthub.io/images annotation for a Helm chart. With a cache, an
+// artifact listed before (by digest) is only resolved, not read again.
 func (r *runner) read(ctx context.Context, p *plan) error {
 	ref := p.result.Source
 	if ref.Tag == "" && ref.Digest == "" {
 		return fmt.Errorf("%s: give the artifact's tag (its version) or digest", ref)
 	}
-	desc, manifest, err := r.peek(ctx, ref)
+	// A reference by digest alone names content that never changes: with
+	// its listing, the source is not asked.
+	if ref.Tag == "" {
+		if l, ok := r.opts.Cache.listing(digest.Digest(ref.Digest)); ok && l.MediaType != "" {
+			return r.listed(p, ocispec.Descriptor{MediaType: l.MediaType, Digest: digest.Digest(ref.Digest), Size: l.Size}, l)
+		}
+	}
+	desc, err := r.resolveSource(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if l, ok := r.opts.Cache.listing(desc.Digest); ok {
+		return r.listed(p, desc, l)
+	}
+	if err := r.readContent(ctx, p, desc); err != nil {
+		return err
+	}
+	if p.staged == nil {
+		l := listing{Kind: p.result.Kind, MediaType: p.desc.MediaType, Size: p.desc.Size, Images: []string{}, Notes: p.result.Notes}
+		for _, img := range p.images {
+			l.Images = append(l.Images, img.Written)
+		}
+		r.opts.Cache.putListing(p.desc.Digest, l)
+	}
+	return nil
+}
+
+// listed plans the artifact desc from its listing.
+func (r *runner) listed(p *plan, desc ocispec.Descriptor, l *listing) error {
+	p.desc = desc
+	p.result.Kind = l.Kind
+	p.result.SourceDigest = desc.Digest.String()
+	p.result.Notes = l.Notes
+	return r.addImages(p, l.Images)
+}
+
+// readContent reads the artifact desc that ref resolved to.
+func (r *runner) readContent(ctx context.Context, p *plan, desc ocispec.Descriptor) error {
+	ref := p.result.Source
+	manifest, err := r.readManifest(ctx, ref, desc)
 	if err != nil {
 		return err
 	}
@@ -114,14 +155,12 @@ func (r *runner) read(ctx context.Context, p *plan) error {
 	return r.addImages(p, written)
 }
 
-// peek resolves a reference and reads its manifest when it is an image
-// manifest within the metadata limit (nil otherwise: the provider
-// artifact reader names what it is). With a tag and a digest, the tag must
-// still name the digest.
-func (r *runner) peek(ctx context.Context, ref artifact.Reference) (ocispec.Descriptor, *ocispec.Manifest, error) {
+// resolveSource resolves a reference at its source. With a tag and a
+// digest, the tag must still name the digest.
+func (r *runner) resolveSource(ctx context.Context, ref artifact.Reference) (ocispec.Descriptor, error) {
 	repo, err := r.repository(false, ref)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, err
+		return ocispec.Descriptor{}, err
 	}
 	want := ref.Tag
 	if want == "" {
@@ -129,20 +168,30 @@ func (r *runner) peek(ctx context.Context, ref artifact.Reference) (ocispec.Desc
 	}
 	desc, err := repo.Resolve(ctx, want)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, artifact.RegistryError(ref, "resolving", err)
+		return ocispec.Descriptor{}, artifact.RegistryError(ref, "resolving", err)
 	}
 	if ref.Digest != "" && desc.Digest.String() != ref.Digest {
-		return ocispec.Descriptor{}, nil, &artifact.DigestMismatchError{Ref: ref.Host + "/" + ref.Repository + ":" + ref.Tag, Expected: ref.Digest, Actual: desc.Digest.String()}
+		return ocispec.Descriptor{}, &artifact.DigestMismatchError{Ref: ref.Host + "/" + ref.Repository + ":" + ref.Tag, Expected: ref.Digest, Actual: desc.Digest.String()}
 	}
+	return desc, nil
+}
+
+// readManifest reads the manifest desc when it is an image manifest
+// within the metadata limit (nil otherwise: the provider artifact reader
+// names what it is).
+func (r *runner) readManifest(ctx context.Context, ref artifact.Reference, desc ocispec.Descriptor) (*ocispec.Manifest, error) {
 	if desc.MediaType != ocispec.MediaTypeImageManifest || desc.Size > r.opts.MaxMetadataSize {
-		return desc, nil, nil
+		return nil, nil
+	}
+	repo, err := r.repository(false, ref)
+	if err != nil {
+		return nil, err
 	}
 	data, err := readBlob(ctx, repo.Manifests(), ref, "manifest", desc, r.opts.MaxMetadataSize)
 	if err != nil {
-		return ocispec.Descriptor{}, nil, err
+		return nil, err
 	}
-	manifest, err := decodeManifest(ref.String(), desc, data)
-	return desc, manifest, err
+	return decodeManifest(ref.String(), desc, data)
 }
 
 // readRelease lists the images of a Flux artifact or a Helm chart, read

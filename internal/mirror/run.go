@@ -15,7 +15,7 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 )
 
-// DefaultConcurrency is how many registry requests a run keeps in flight
+// DefaultConcurrency is how many blob transfers a run keeps in flight
 // when Options.Concurrency is not set: like docker and containerd, a few
 // parallel transfers fill a link without overwhelming a registry.
 const DefaultConcurrency = 4
@@ -31,8 +31,9 @@ type Options struct {
 	// from, TargetAccess the target; the CLI gives both the same flags and
 	// credential chain.
 	SourceAccess, TargetAccess artifact.Access
-	// Concurrency bounds the registry requests in flight; 0 means
-	// DefaultConcurrency.
+	// Concurrency bounds the blob transfers in flight, and
+	// MetadataRequestsPerTransfer times it the other registry requests
+	// (HEAD, manifests, referrers, tags); 0 means DefaultConcurrency.
 	Concurrency int
 	// Repack rebuilds artifacts in the one-file-per-layer layout in the
 	// contract layout; without it they fail with *artifact.LayoutError.
@@ -45,6 +46,11 @@ type Options struct {
 	MaxMetadataSize int64
 	// Progress, when set, receives the events of the run.
 	Progress Progress
+	// Cache, when set, spares a re-run the reading of artifacts listed
+	// before and the walk of references completed before (see Cache); nil
+	// reads and walks everything. Run uses it for references; provider
+	// releases and layouts are always read and walked.
+	Cache *Cache
 }
 
 // Run mirrors each artifact reference (a tag, a digest or both) with its
@@ -74,6 +80,7 @@ func (r *runner) mirrorAll(ctx context.Context, plans []*plan) {
 		}
 	}
 	wg.Wait()
+	r.countCachedImages()
 }
 
 // newRunner applies the defaults of opts and returns the runner of a run
@@ -91,12 +98,13 @@ func newRunner(opts Options) (*runner, *Summary) {
 	summary := &Summary{Target: opts.Target}
 	rec := &recorder{summary: summary, progress: opts.Progress}
 	return &runner{
-		opts:    opts,
-		rec:     rec,
-		copier:  newCopier(opts.Concurrency, opts.MaxMetadataSize, rec),
-		fetcher: &artifact.Fetcher{MaxArtifactSize: opts.MaxArtifactSize},
-		repos:   map[string]*remote.Repository{},
-		images:  map[string]*imageJob{},
+		opts:         opts,
+		rec:          rec,
+		copier:       newCopier(opts.Concurrency, opts.MaxMetadataSize, rec),
+		fetcher:      &artifact.Fetcher{MaxArtifactSize: opts.MaxArtifactSize},
+		repos:        map[string]*remote.Repository{},
+		images:       map[string]*imageJob{},
+		cachedImages: map[string]imageRef{},
 	}, summary
 }
 
@@ -142,6 +150,9 @@ type runner struct {
 	repos    map[string]*remote.Repository
 	releases []func()
 	images   map[string]*imageJob
+	// cachedImages are the images of references the cache found
+	// complete, by source reference and as written.
+	cachedImages map[string]imageRef
 }
 
 func (r *runner) close() {
@@ -206,6 +217,9 @@ func (r *runner) routeFrom(from content.ReadOnlyGraphStorage, src artifact.Refer
 // mirror copies one planned artifact: its images and its own graph with
 // referrers at once, then, when all of them are in place, its tag.
 func (r *runner) mirror(ctx context.Context, p *plan) {
+	if r.complete(ctx, p) {
+		return
+	}
 	var wrote atomic.Bool
 	imageErrs := make([]error, len(p.images))
 	imagesWrote := make([]bool, len(p.images))
@@ -257,6 +271,7 @@ func (r *runner) finish(ctx context.Context, p *plan, rt route, root *node, wrot
 	res.Target.Digest = p.desc.Digest.String()
 	res.Digest = p.desc.Digest.String()
 	res.Skipped = !wrote.Load() && !imagesWrote
+	r.recordCompletion(p)
 	r.rec.emit(Event{Kind: RefDone, Ref: p.name(), ArtifactKind: res.Kind, Repository: rt.repo(), Digest: res.Digest, Skipped: res.Skipped})
 }
 
@@ -288,6 +303,8 @@ type imageJob struct {
 	done  chan struct{}
 	wrote bool
 	err   error
+	// digest is the manifest the image reference resolved to.
+	digest string
 }
 
 // image copies an image with all its platforms and referrers and writes
@@ -312,30 +329,34 @@ func (r *runner) image(ctx context.Context, img imageRef) (bool, error) {
 	}
 	defer close(job.done)
 	var wrote atomic.Bool
-	job.err = r.copyImage(ctx, img, &wrote)
+	job.digest, job.err = r.copyImage(ctx, img, &wrote)
 	job.wrote = wrote.Load()
 	r.rec.emit(Event{Kind: ImageDone, Subject: img.Written, Repository: r.opts.Target.Host + "/" + r.opts.Target.Repository(img.Source.Repository),
 		Skipped: !job.wrote, Err: job.err})
 	return job.wrote, job.err
 }
 
-func (r *runner) copyImage(ctx context.Context, img imageRef, wrote *atomic.Bool) error {
+// copyImage copies an image and returns the digest its reference
+// resolved to.
+func (r *runner) copyImage(ctx context.Context, img imageRef, wrote *atomic.Bool) (string, error) {
 	rt, err := r.route(img.Source, img.Written, wrote)
 	if err != nil {
-		return err
+		return "", err
 	}
 	desc, err := r.resolve(ctx, img.Source)
 	if err != nil {
-		return err
+		return "", err
 	}
 	root, err := r.copier.tree(ctx, rt, desc)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if img.Source.Tag == "" {
-		return nil
+	if img.Source.Tag != "" {
+		if err := r.copier.tag(ctx, rt, desc, root.data, img.Source.Tag); err != nil {
+			return "", err
+		}
 	}
-	return r.copier.tag(ctx, rt, desc, root.data, img.Source.Tag)
+	return desc.Digest.String(), nil
 }
 
 // resolve finds the manifest an image reference names in the source: its

@@ -37,6 +37,10 @@ type Result struct {
 	Repacked bool
 	// Skipped says that the target held everything already.
 	Skipped bool
+	// Cached says that the cache's record of an earlier run vouched for
+	// the reference (see Cache): its tags were checked, its content not
+	// walked. Skipped too.
+	Cached bool
 	// Kind is what the reference is; "" when it could not be read.
 	Kind Kind
 	// Images are the container images it runs: those its components, its
