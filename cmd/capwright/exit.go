@@ -56,12 +56,15 @@ func exitCode(err error) int {
 		opErr       *net.OpError
 		fromRelease *providerrelease.Error
 		attention   attentionError
+		missing     clusterMissingError
 	)
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &attention):
 		return exitAttention
+	case errors.As(err, &missing):
+		return exitNotFound
 	case errors.As(err, &fromRelease):
 		return releaseExitCode(fromRelease.Reason)
 	case errors.As(err, &usage), errors.As(err, &release):
