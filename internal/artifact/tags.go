@@ -46,4 +46,3 @@ func (f *Fetcher) Tags(ctx context.Context, ref Reference, access Access) (tags 
 	}
 	return tags, false, nil
 }
-
