@@ -58,9 +58,10 @@ func (u *UpgradeChecks) due(obj v1alpha1.Provider, requested bool, now time.Time
 	}
 	share := spread(string(obj.GetUID()))
 	if st.LastUpgradeCheck == nil {
-		// Never checked: somewhere in the first interval, so a manager
-		// start does not check every provider at once.
-		return !now.Before(u.Started.Add(time.Duration(float64(u.Interval) * share)))
+		// Never checked: somewhere in the first interval after its first
+		// tenth, so a manager start (or a restart loop) does not check
+		// every provider at once.
+		return !now.Before(u.Started.Add(time.Duration(float64(u.Interval) * (upgradeJitter + (1-upgradeJitter)*share))))
 	}
 	return !now.Before(st.LastUpgradeCheck.Add(u.Interval + time.Duration(float64(u.Interval)*upgradeJitter*share)))
 }
@@ -87,6 +88,19 @@ func (r *Reconciler) checkUpgrades(ctx context.Context, obj v1alpha1.Provider, r
 	defer cancel()
 	st := obj.GetStatus()
 	st.LastUpgradeCheck = &metav1.Time{Time: now}
+	// What is installed now is no upgrade, whatever the check says: a
+	// check that fails then keeps only what is still newer, and is not
+	// due again before its interval.
+	kept := st.Upgrades[:0:0]
+	for _, up := range st.Upgrades {
+		if upgrades.Newer(up.Version, st.InstalledVersion) {
+			kept = append(kept, up)
+		}
+	}
+	st.Upgrades = kept
+	if len(kept) == 0 {
+		st.Upgrades = nil
+	}
 	set := func(status metav1.ConditionStatus, reason, message string) {
 		conditions.Put(obj, metav1.Condition{Type: v1alpha1.UpgradeAvailableCondition, Status: status, Reason: reason,
 			Message: message, ObservedGeneration: obj.GetGeneration(), LastTransitionTime: metav1.NewTime(now)})
