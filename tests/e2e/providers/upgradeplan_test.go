@@ -134,9 +134,18 @@ func upgradePlanShown(t *testing.T, ctx context.Context, c client.Client, provid
 	if err != nil {
 		t.Fatalf("capwright upgrade plan: %v", err)
 	}
-	for _, want := range []string{"Core provider: capi-system/cluster-api (contract v1beta2)", "InfrastructureProvider  upgradeplan  upgradeplan  v0.1.0",
-		"v0.2.0   v0.2    v1beta9   blocked: ContractMismatch", "v0.2.0: ContractMismatch: v0.2.0 implements contract v1beta9"} {
-		if !strings.Contains(string(table), want) {
+	// Columns are aligned with spaces: compare words.
+	var words []string
+	for _, line := range strings.Split(string(table), "\n") {
+		words = append(words, strings.Join(strings.Fields(line), " "))
+	}
+	flat := strings.Join(words, "\n")
+	for _, want := range []string{"Core provider: capi-system/cluster-api (contract v1beta2)",
+		"InfrastructureProvider upgradeplan upgradeplan v0.1.0 v1beta2 v0.1.1",
+		"CoreProvider capi-system cluster-api " + installedVersion + " v1beta2 " + available,
+		"InfrastructureProvider upgradeplan/upgradeplan v0.2.0 v0.2 v1beta9 blocked: ContractMismatch",
+		"v0.2.0: ContractMismatch: v0.2.0 implements contract v1beta9"} {
+		if !strings.Contains(flat, want) {
 			t.Errorf("the table has no %q:\n%s", want, table)
 		}
 	}
