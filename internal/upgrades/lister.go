@@ -19,9 +19,9 @@ const maxCachedMetadata = 256
 // check it makes, for an OCI repository: one tag-list request per page of
 // artifact.TagPageSize tags (one for any real provider), one manifest
 // request resolving the newest tag, and — only when that digest's
-// metadata.yaml is not cached yet — the manifest and the layer holding
-// metadata.yaml (the registry's token exchange, when it has one, comes on
-// top). The zero value is ready to use; it is safe for concurrent use.
+// metadata.yaml is not cached yet — three more: the tag resolved again,
+// the manifest and the layer holding metadata.yaml (the registry's token
+// exchange, when it has one, comes on top). The zero value is ready to use; it is safe for concurrent use.
 type Lister struct {
 	// Fetcher reads artifacts (its MaxArtifactSize bounds every read).
 	Fetcher *artifact.Fetcher
