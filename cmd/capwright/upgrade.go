@@ -223,7 +223,7 @@ func runUpgradePlan(cmd *cobra.Command, reg *registryOptions, o *upgradePlanOpti
 		}
 	}
 	if first != nil {
-		return sourceError{failed: failed, total: len(planned), first: withRegistryHint(first)}
+		return sourceError{failed: failed, total: len(planned), first: first}
 	}
 	return nil
 }
@@ -263,5 +263,5 @@ func withRegistryHint(err error) error {
 	if !artifact.Unreachable(err) {
 		return err
 	}
-	return fmt.Errorf("%w: the registry cannot be reached from here; run upgrade plan where it can be (the manager reports the same in each provider's UpgradeAvailable condition), or point it at a mirror (--registry-mirror rules of the manager show in status.artifact.url)", err)
+	return fmt.Errorf("%w: the registry cannot be reached from here, and upgrade plan has no offline form (only the registry knows which versions exist): run it where the registry can be reached, or read the UpgradeAvailable condition the manager sets on each provider", err)
 }
