@@ -11,6 +11,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/providerrelease"
 	"github.com/capwright/capwright/internal/upgrades"
 )
 
@@ -45,6 +46,7 @@ func newUpgradeCommand(reg *registryOptions) *cobra.Command {
 
 type upgradePlanOptions struct {
 	cluster clusterOptions
+	release releaseOptions
 	output  string
 }
 
@@ -55,9 +57,12 @@ func newUpgradePlanCommand(reg *registryOptions) *cobra.Command {
 		Short: "Show the newer versions of the installed providers, and which can be installed",
 		Long: `upgrade plan reads the providers installed in the management cluster (the
 seven provider kinds, every namespace) and, for each, the newer versions its
-source offers: the version tags of its OCI repository (the one its
-status.artifact records, mirror rules applied). The metadata.yaml of the
-newest tag gives each version's release series and Cluster API contract.
+source offers, from where its status.artifact says it was installed: the
+version tags of its OCI repository (mirror rules applied), or for a release
+URL (GitHub, or a plain HTTPS mirror) the latest release, as the host's
+link to it names it (release hosts' APIs are not asked: GitHub allows 60
+requests an hour without a token). The metadata.yaml of the newest version
+gives each version's release series and Cluster API contract.
 
 The rules are clusterctl's "upgrade plan": the core provider drives the
 plan. A newer version of a provider is available when its contract is one
@@ -73,8 +78,9 @@ spec.version). The manager reports the same as the UpgradeAvailable
 condition and status.upgrades of each provider.
 
 Registries are reached with the registry flags and the docker credential
-chain; a provider whose spec.source.oci sets insecure is read over plain
-HTTP. Providers installed from a Helm chart or a release URL are listed
+chain, release hosts with the --release-* flags (as publish --from-release),
+never with the cluster's Secrets; a provider whose spec.source sets insecure
+is read over plain HTTP. Providers installed from a Helm chart are listed
 with a note and not checked.
 
 Exit codes: 0 when every provider was checked (whether or not upgrades
@@ -91,6 +97,7 @@ credentials, 5 connection or TLS), after printing the plan of the others.`,
 		},
 	}
 	o.cluster.addFlags(cmd, "")
+	o.release.addFlags(cmd, "the provider's status.installedVersion", "the provider's spec.source.release.url")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
@@ -172,18 +179,18 @@ func runUpgradePlan(cmd *cobra.Command, reg *registryOptions, o *upgradePlanOpti
 				continue
 			}
 			w := upgrades.SourceOf(p)
-			switch {
-			case w.Unsupported != "":
+			if w.Unsupported != "" {
 				report.Skipped = append(report.Skipped, skippedProvider{k.kind, p.GetNamespace(), p.GetName(), w.Unsupported})
-				continue
-			case w.Release != "":
-				report.Skipped = append(report.Skipped, skippedProvider{k.kind, p.GetNamespace(), p.GetName(), upgrades.ReleaseNotListed(w.Release)})
 				continue
 			}
 			planned = append(planned, plannedProvider{kind: k.kind, obj: p, where: w})
 		}
 	}
-	inputs, errs := listSources(ctx, planned, access)
+	releases, err := o.release.fetcher(artifact.DefaultMaxArtifactSize)
+	if err != nil {
+		return err
+	}
+	inputs, errs := listSources(ctx, planned, access, releases)
 	report.Plan = upgrades.Compute(inputs)
 	if report.Skipped == nil {
 		report.Skipped = []skippedProvider{}
@@ -228,8 +235,9 @@ func runUpgradePlan(cmd *cobra.Command, reg *registryOptions, o *upgradePlanOpti
 	return nil
 }
 
-// listSources reads every provider's source, a few at a time.
-func listSources(ctx context.Context, planned []plannedProvider, access artifact.Access) ([]upgrades.Provider, []error) {
+// listSources reads every provider's source, a few at a time: the tags
+// of an OCI repository, the latest release of a release URL.
+func listSources(ctx context.Context, planned []plannedProvider, access artifact.Access, releases *providerrelease.Fetcher) ([]upgrades.Provider, []error) {
 	lister := &upgrades.Lister{Fetcher: &artifact.Fetcher{}}
 	inputs := make([]upgrades.Provider, len(planned))
 	errs := make([]error, len(planned))
@@ -240,15 +248,26 @@ func listSources(ctx context.Context, planned []plannedProvider, access artifact
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			a := access
-			if src := p.obj.GetSpec().Source; src != nil && src.OCI != nil && src.OCI.Insecure {
-				a.PlainHTTP = true
+			var (
+				listing upgrades.Listing
+				err     error
+				source  = p.where.OCI
+			)
+			src := p.obj.GetSpec().Source
+			if p.where.Release != "" {
+				source = p.where.Release
+				f := *releases
+				f.AllowPlainHTTP = f.AllowPlainHTTP || (src != nil && src.Release != nil && src.Release.Insecure)
+				listing, err = lister.Release(ctx, p.where.Release, &f)
+			} else {
+				a := access
+				a.PlainHTTP = a.PlainHTTP || (src != nil && src.OCI != nil && src.OCI.Insecure)
+				listing, err = lister.OCI(ctx, p.where.OCI, a)
 			}
-			listing, err := lister.OCI(ctx, p.where.OCI, a)
 			if err != nil {
 				err = fmt.Errorf("%s %s/%s: %w", p.kind, p.obj.GetNamespace(), p.obj.GetName(), withRegistryHint(err))
 			}
-			inputs[i] = upgrades.Input(p.kind, p.obj, p.where.OCI, listing, err)
+			inputs[i] = upgrades.Input(p.kind, p.obj, source, listing, err)
 			errs[i] = err
 		}()
 	}

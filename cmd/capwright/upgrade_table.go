@@ -69,6 +69,17 @@ func printUpgradePlan(w io.Writer, r upgradePlanReport) error {
 	}
 	first := true
 	for _, p := range r.Providers {
+		if !p.LatestOnly || p.Error != "" {
+			continue
+		}
+		if first {
+			ew.printf("\nFrom a release URL, only the latest release is known:\n")
+			first = false
+		}
+		ew.printf("  %s %s/%s: %s\n", p.Kind, p.Namespace, p.Name, p.Source)
+	}
+	first = true
+	for _, p := range r.Providers {
 		if p.Error == "" {
 			continue
 		}

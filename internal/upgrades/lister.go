@@ -6,17 +6,22 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/providerrelease"
 )
 
 // maxCachedMetadata bounds the metadata files Lister keeps: one per
 // provider repository is what it needs (the newest tag's).
 const maxCachedMetadata = 256
 
-// Lister reads what Plan needs from a provider's source. Per provider and
-// check it makes, for an OCI repository: one tag-list request per page of
+// Lister reads what Plan needs from a provider's source. For a release
+// URL it makes one request (the host's latest link) and, for a release it
+// has not seen, one download of metadata.yaml. Per provider and check it
+// makes, for an OCI repository: one tag-list request per page of
 // artifact.TagPageSize tags (one for any real provider), one manifest
 // request resolving the newest tag, and — only when that digest's
 // metadata.yaml is not cached yet — three more: the tag resolved again,
@@ -26,8 +31,9 @@ type Lister struct {
 	// Fetcher reads artifacts (its MaxArtifactSize bounds every read).
 	Fetcher *artifact.Fetcher
 
+	inflight singleflight.Group
 	mu       sync.Mutex
-	metadata map[string]*clusterctl.Metadata // by manifest digest
+	metadata map[string]*clusterctl.Metadata // by manifest digest, or release project and version
 	order    []string
 	hits     int
 }
@@ -42,6 +48,9 @@ type Listing struct {
 	Metadata       *clusterctl.Metadata
 	// Truncated tells that the repository has more tags than were listed.
 	Truncated bool
+	// LatestOnly tells that the source names its latest release only (a
+	// release host), not every version.
+	LatestOnly bool
 }
 
 // OCI lists the version tags of the oci:// repository url and reads the
@@ -64,23 +73,30 @@ func (l *Lister) OCI(ctx context.Context, url string, access artifact.Access) (L
 	if out.Digest, err = l.Fetcher.Resolve(ctx, ref, access); err != nil {
 		return out, err
 	}
-	if m := l.cached(out.Digest); m != nil {
-		out.Metadata = m
-		return out, nil
-	}
 	ref.Digest = out.Digest
-	fetched, err := l.Fetcher.Fetch(ctx, ref, access)
+	m, err, _ := l.inflight.Do(out.Digest, func() (any, error) {
+		if m := l.cached(out.Digest); m != nil {
+			return m, nil
+		}
+		fetched, err := l.Fetcher.Fetch(ctx, ref, access)
+		if err != nil {
+			return nil, err
+		}
+		data, ok := fetched.Files["metadata.yaml"]
+		if !ok {
+			return nil, &artifact.LayoutError{Ref: ref.String(), Problem: "it holds no metadata.yaml, so the contracts of the versions are unknown"}
+		}
+		m, err := clusterctl.ParseMetadata(data)
+		if err != nil {
+			return nil, &artifact.LayoutError{Ref: ref.String(), Problem: err.Error()}
+		}
+		l.put(out.Digest, m)
+		return m, nil
+	})
 	if err != nil {
 		return out, err
 	}
-	data, ok := fetched.Files["metadata.yaml"]
-	if !ok {
-		return out, &artifact.LayoutError{Ref: ref.String(), Problem: "it holds no metadata.yaml, so the contracts of the versions are unknown"}
-	}
-	if out.Metadata, err = clusterctl.ParseMetadata(data); err != nil {
-		return out, &artifact.LayoutError{Ref: ref.String(), Problem: err.Error()}
-	}
-	l.put(out.Digest, out.Metadata)
+	out.Metadata = m.(*clusterctl.Metadata)
 	return out, nil
 }
 
@@ -153,18 +169,52 @@ func SourceOf(p v1alpha1.Provider) Where {
 	return Where{Unsupported: "the provider records no source yet (status.artifact is empty): wait for its first install"}
 }
 
-// ReleaseNotListed is the error of a provider installed from a release
-// URL: Capwright does not list release hosts' versions (GitHub's API
-// allows 60 unauthenticated requests an hour).
-func ReleaseNotListed(url string) string {
-	return fmt.Sprintf("the versions of release %s are not listed: Capwright lists the tags of OCI repositories only; publish or mirror the provider's releases to a registry (capwright mirror --provider TYPE/NAME:VERSION) and install from there to have its upgrades planned", url)
+// Release reads the latest release of the project of the release URL
+// url: its version, from the host's link to its latest release (one
+// request that downloads nothing; never the host's API, which GitHub
+// rate-limits), and its metadata.yaml (one download, cached by project
+// and version). A release host tells only its latest release, so that is
+// the one version offered.
+func (l *Lister) Release(ctx context.Context, url string, f *providerrelease.Fetcher) (Listing, error) {
+	src, err := providerrelease.ParseURLWith(url, providerrelease.URLOptions{AllowPlainHTTP: f.AllowPlainHTTP, Fields: f.Fields})
+	if err != nil {
+		return Listing{}, err
+	}
+	newest, err := f.Latest(ctx, src)
+	if err != nil {
+		return Listing{}, err
+	}
+	out := Listing{Versions: []string{newest}, Newest: newest, LatestOnly: true}
+	key := "release " + src.ProjectURL() + " " + newest
+	// Providers of one project (core, kubeadm bootstrap and control
+	// plane) are checked at the same moment: one of them downloads.
+	m, err, _ := l.inflight.Do(key, func() (any, error) {
+		if m := l.cached(key); m != nil {
+			return m, nil
+		}
+		file, err := f.Metadata(ctx, src, newest)
+		if err != nil {
+			return nil, err
+		}
+		m, err := clusterctl.ParseMetadata(file.Data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file.URL, err)
+		}
+		l.put(key, m)
+		return m, nil
+	})
+	if err != nil {
+		return out, err
+	}
+	out.Metadata = m.(*clusterctl.Metadata)
+	return out, nil
 }
 
 // Input is the Plan input for an installed provider whose source was
 // listed (listing) or failed (err).
 func Input(kind string, p v1alpha1.Provider, source string, listing Listing, err error) Provider {
 	in := Provider{Kind: kind, Namespace: p.GetNamespace(), Name: p.GetName(), Type: p.ProviderType(),
-		Version: p.GetStatus().InstalledVersion, Source: source, Versions: listing.Versions, Metadata: listing.Metadata}
+		Version: p.GetStatus().InstalledVersion, Source: source, Versions: listing.Versions, Metadata: listing.Metadata, LatestOnly: listing.LatestOnly}
 	if err != nil {
 		in.Error = err.Error()
 	}

@@ -48,6 +48,9 @@ type Provider struct {
 	Versions []string
 	// Metadata is the metadata.yaml of the newest version offered.
 	Metadata *clusterctl.Metadata
+	// LatestOnly tells that the source names its latest release only (a
+	// release host): older newer versions are not known.
+	LatestOnly bool
 	// Error says why the source could not be read; Versions and Metadata
 	// are then ignored.
 	Error string
@@ -78,6 +81,9 @@ type Result struct {
 	Type      string `json:"type"`
 	Version   string `json:"version"`
 	Source    string `json:"source,omitempty"`
+	// LatestOnly tells that the source names its latest release only (a
+	// release URL): other newer versions may exist.
+	LatestOnly bool `json:"latestOnly,omitempty"`
 	// Contract is the installed version's contract.
 	Contract string `json:"contract,omitempty"`
 	// Next is the newest version that can be installed now; "" when none.
@@ -145,7 +151,7 @@ func Compute(providers []Provider) Plan {
 	}
 	for i := range ps {
 		r := Result{Kind: ps[i].Kind, Namespace: ps[i].Namespace, Name: ps[i].Name, Type: ps[i].Type,
-			Version: ps[i].Version, Source: ps[i].Source, Contract: infos[i].contract, Error: infos[i].err, Candidates: []Candidate{}}
+			Version: ps[i].Version, Source: ps[i].Source, LatestOnly: ps[i].LatestOnly, Contract: infos[i].contract, Error: infos[i].err, Candidates: []Candidate{}}
 		if r.Error == "" {
 			r.Candidates = infos[i].candidates
 			for j := range r.Candidates {

@@ -106,31 +106,19 @@ func (r *Reconciler) checkUpgrades(ctx context.Context, obj v1alpha1.Provider, r
 			Message: message, ObservedGeneration: obj.GetGeneration(), LastTransitionTime: metav1.NewTime(now)})
 	}
 	where := upgrades.SourceOf(obj)
-	switch {
-	case where.Unsupported != "":
+	if where.Unsupported != "" {
 		st.Upgrades = nil
 		set(metav1.ConditionUnknown, v1alpha1.UpgradeNotCheckedReason, where.Unsupported)
 		return
-	case where.Release != "":
-		st.Upgrades = nil
-		set(metav1.ConditionUnknown, v1alpha1.UpgradeNotCheckedReason, upgrades.ReleaseNotListed(where.Release))
-		return
 	}
-	var (
-		listing upgrades.Listing
-		err     error
-	)
-	access, err := r.registryAccess(ctx, obj)
-	if err == nil {
-		listing, err = r.Upgrades.Lister.OCI(ctx, where.OCI, access)
-	}
+	listing, source, err := r.listVersions(ctx, obj, where)
 	if err != nil {
-		log.FromContext(ctx).V(1).Info("cannot check for newer versions", "source", where.OCI, "error", err.Error())
+		log.FromContext(ctx).V(1).Info("cannot check for newer versions", "source", source, "error", err.Error())
 		set(metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason,
-			fmt.Sprintf("cannot list the versions of %s: %v; status.upgrades keeps what the last check found", where.OCI, err))
+			fmt.Sprintf("cannot list the versions of %s: %v; status.upgrades keeps what the last check found", source, err))
 		return
 	}
-	inputs := append(r.upgradePeers(ctx, obj), upgrades.Input(r.Kind.Name, obj, where.OCI, listing, nil))
+	inputs := append(r.upgradePeers(ctx, obj), upgrades.Input(r.Kind.Name, obj, source, listing, nil))
 	var res upgrades.Result
 	for _, p := range upgrades.Compute(inputs).Providers {
 		if p.Kind == r.Kind.Name && p.Namespace == obj.GetNamespace() && p.Name == obj.GetName() {
@@ -143,6 +131,27 @@ func (r *Reconciler) checkUpgrades(ctx context.Context, obj v1alpha1.Provider, r
 	}
 	st.Upgrades = upgrades.Statuses(res.Candidates)
 	set(upgradeCondition(obj, res))
+}
+
+// listVersions reads what the provider's source offers: the tags of its
+// OCI repository, with the provider's registry access, or the latest
+// release of its release URL, with its release settings (mirror rules,
+// credentials).
+func (r *Reconciler) listVersions(ctx context.Context, obj v1alpha1.Provider, where upgrades.Where) (upgrades.Listing, string, error) {
+	if where.Release != "" {
+		f, err := r.releaseFetcher(ctx, obj)
+		if err != nil {
+			return upgrades.Listing{}, where.Release, err
+		}
+		l, err := r.Upgrades.Lister.Release(ctx, where.Release, f)
+		return l, where.Release, err
+	}
+	access, err := r.registryAccess(ctx, obj)
+	if err != nil {
+		return upgrades.Listing{}, where.OCI, err
+	}
+	l, err := r.Upgrades.Lister.OCI(ctx, where.OCI, access)
+	return l, where.OCI, err
 }
 
 // upgradeCondition is the UpgradeAvailable condition of a provider's plan.

@@ -243,3 +243,66 @@ func upgradesCleared(t *testing.T, ctx context.Context, c client.Client, provide
 		}
 	}
 }
+
+// releaseUpgradeShown: providers installed from GitHub release URLs (the
+// stand-in, through the manager's mirror rule) are checked too: the
+// host's latest release link names newVersion, its metadata.yaml gives the
+// contract, and the manager and `capwright upgrade plan` (with the same
+// mirror rule as --release-mirror) say it can be installed.
+func releaseUpgradeShown(t *testing.T, ctx context.Context, c client.Client, providers []installed, available string) {
+	since := time.Now()
+	for _, p := range providers {
+		requestReconcile(t, ctx, c, p.obj)
+	}
+	for _, p := range providers {
+		waitUpgradeCondition(t, ctx, c, p.obj, metav1.ConditionTrue)
+		want := []v1alpha1.AvailableUpgrade{{Version: available, Series: series(available), Contract: "v1beta2"}}
+		if got := p.obj.GetStatus().Upgrades; !sameUpgrades(got, want) {
+			t.Errorf("%s/%s status.upgrades = %+v, want %+v", p.obj.GetNamespace(), p.obj.GetName(), got, want)
+		}
+	}
+	// Per provider one request for the latest link; the latest release's
+	// metadata.yaml once for the three, which share a project. (A
+	// reconcile request also has the manager fetch the installed release
+	// again: those are the installed version's files.)
+	var latest, metadata int
+	for _, r := range releases.Requests(since) {
+		switch {
+		case strings.Contains(r.Path, "/releases/latest/"):
+			latest++
+		case strings.HasSuffix(r.Path, "/"+available+"/metadata.yaml"):
+			metadata++
+		}
+	}
+	t.Logf("the checks asked the release host %d times for the latest release and %d times for its metadata.yaml", latest, metadata)
+	if latest != len(providers) || metadata != 1 {
+		t.Errorf("%d latest-link requests and %d requests for the metadata.yaml of %s, for %d providers of one project; want %d and 1",
+			latest, metadata, available, len(providers), len(providers))
+	}
+
+	cli, err := env.BuildCLI(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := releases.WriteCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"upgrade", "plan", "--kubeconfig", env.Kubeconfig, "-o", "json", "--plain-http",
+		"--release-mirror", "github.com=https://" + releases.Host, "--release-ca-file", ca, "--release-redirect-host", releases.DownloadHost}
+	out, err := exec.CommandContext(ctx, cli, args...).Output()
+	t.Logf("capwright %s:\n%s", strings.Join(args, " "), out)
+	if err != nil {
+		t.Fatalf("capwright upgrade plan: %v", err)
+	}
+	var plan upgrades.Plan
+	if err := json.Unmarshal(out, &plan); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range providers {
+		r := planOf(plan, p.obj)
+		if r == nil || r.Next != available || !r.LatestOnly || !sameUpgrades(upgrades.Statuses(r.Candidates), p.obj.GetStatus().Upgrades) {
+			t.Errorf("upgrade plan of %s/%s: %+v; the manager's status.upgrades: %+v", p.obj.GetNamespace(), p.obj.GetName(), r, p.obj.GetStatus().Upgrades)
+		}
+	}
+}
