@@ -131,11 +131,12 @@ const (
 	// UpgradeBlockedReason: the source offers newer versions, none of
 	// which can be installed now (status.upgrades says why).
 	UpgradeBlockedReason = "UpgradeBlocked"
-	// UpgradeCheckFailedReason: the source could not be read (registry
-	// unreachable, credentials refused, no version tags).
+	// UpgradeCheckFailedReason: the source could not be read (registry or
+	// release host unreachable, credentials refused, no version tags or
+	// latest release).
 	UpgradeCheckFailedReason = "UpgradeCheckFailed"
-	// UpgradeNotCheckedReason: the source's versions are not listed (a
-	// release URL or a Helm chart).
+	// UpgradeNotCheckedReason: the provider is installed from a Helm
+	// chart, whose versions carry no metadata.yaml.
 	UpgradeNotCheckedReason = "UpgradeNotChecked"
 
 	// Deleting.
