@@ -409,10 +409,11 @@ type ProviderStatus struct {
 	FluxObjects []FluxObjectStatus `json:"fluxObjects,omitempty"`
 
 	// Upgrades are the newer versions the provider's source offers, the
-	// newest of each newer release series, oldest first, as the manager
-	// last checked them (every --upgrade-check-interval, and on a
-	// reconcile request), with what blocks those that cannot be installed
-	// now. Empty when the provider is up to date or was not checked.
+	// newest of each newer release series, oldest first (for a release
+	// URL, its latest release only), as the manager last checked them
+	// (every --upgrade-check-interval, and on a reconcile request), with
+	// what blocks those that cannot be installed now. Empty when the
+	// provider is up to date or was not checked.
 	// +optional
 	// +listType=atomic
 	Upgrades []AvailableUpgrade `json:"upgrades,omitempty"`
