@@ -7,8 +7,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
@@ -145,6 +148,12 @@ func TestUpgradePlan(t *testing.T) {
 	if infra.Next != "" || len(infra.Candidates) != 1 || infra.Candidates[0].Blocked != upgrades.BlockedCoreFirst ||
 		!strings.Contains(infra.Candidates[0].Message, "upgrade the core provider to v1.15.0 (contract v1beta3) first") {
 		t.Errorf("infrastructure: %+v", infra)
+	}
+
+	yamlOut, _, code := cliRun(t, "upgrade", "plan", "--kubeconfig", kubeconfig, "-o", "yaml")
+	var fromYAML upgrades.Plan
+	if err := yaml.Unmarshal([]byte(yamlOut), &fromYAML); code != exitOK || err != nil || !reflect.DeepEqual(fromYAML, plan) {
+		t.Errorf("-o yaml (exit %d, %v) says otherwise than -o json:\n%s", code, err, yamlOut)
 	}
 
 	table, _, code := cliRun(t, "upgrade", "plan", "--kubeconfig", kubeconfig)
