@@ -117,3 +117,33 @@ func TestCheckUpgrades(t *testing.T) {
 		t.Errorf("registry gone: %+v, upgrades %d", cond, len(p.Status.Upgrades))
 	}
 }
+
+// TestUpgradeEvent: a Normal event when a version first becomes
+// available, none while it stays, another for a newer one.
+func TestUpgradeEvent(t *testing.T) {
+	kinds := Kinds()
+	steps := providerSteps{&Reconciler{Kind: kinds[3]}}
+	with := func(version string) v1alpha1.Provider {
+		p := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "up"},
+			Status: v1alpha1.ProviderStatus{InstalledVersion: "v0.1.0"}}
+		if version != "" {
+			p.Status.Upgrades = []v1alpha1.AvailableUpgrade{{Version: version}, {Version: "v9.0.0", Blocked: upgrades.BlockedContract}}
+			p.Status.Conditions = []metav1.Condition{{Type: v1alpha1.UpgradeAvailableCondition, Status: metav1.ConditionTrue,
+				Reason: v1alpha1.UpgradeAvailableReason, Message: version + " can be installed"}}
+		}
+		return p
+	}
+	if evs := steps.Events(with(""), with("v0.1.1")); len(evs) != 1 || evs[0].Reason != v1alpha1.UpgradeAvailableReason ||
+		evs[0].Type != "Normal" || !strings.Contains(evs[0].Message, "InfrastructureProvider ns/up: v0.1.1 can be installed") {
+		t.Errorf("first appearance: %+v", evs)
+	}
+	if evs := steps.Events(with("v0.1.1"), with("v0.1.1")); len(evs) != 0 {
+		t.Errorf("unchanged: %+v", evs)
+	}
+	if evs := steps.Events(with("v0.1.1"), with("v0.1.2")); len(evs) != 1 {
+		t.Errorf("a newer one: %+v", evs)
+	}
+	if st := steps.State(with("v0.1.1")); st.Upgrade != "v0.1.1" {
+		t.Errorf("metric state: %+v", st)
+	}
+}
