@@ -262,9 +262,10 @@ func releaseUpgradeShown(t *testing.T, ctx context.Context, c client.Client, pro
 		}
 	}
 	// Per provider one request for the latest link; the latest release's
-	// metadata.yaml once for the three, which share a project. (A
-	// reconcile request also has the manager fetch the installed release
-	// again: those are the installed version's files.)
+	// metadata.yaml at most once for the three, which share a project (not
+	// at all when an earlier check of the suite cached it). (A reconcile
+	// request also has the manager fetch the installed release again:
+	// those are the installed version's files.)
 	var latest, metadata int
 	for _, r := range releases.Requests(since) {
 		switch {
@@ -275,8 +276,8 @@ func releaseUpgradeShown(t *testing.T, ctx context.Context, c client.Client, pro
 		}
 	}
 	t.Logf("the checks asked the release host %d times for the latest release and %d times for its metadata.yaml", latest, metadata)
-	if latest != len(providers) || metadata != 1 {
-		t.Errorf("%d latest-link requests and %d requests for the metadata.yaml of %s, for %d providers of one project; want %d and 1",
+	if latest != len(providers) || metadata > 1 {
+		t.Errorf("%d latest-link requests and %d requests for the metadata.yaml of %s, for %d providers of one project; want %d and at most 1",
 			latest, metadata, available, len(providers), len(providers))
 	}
 
