@@ -69,6 +69,7 @@ func exitCode(err error) int {
 		notReady    notReadyError
 		differences differencesError
 		diffFailed  diffFailedError
+		missing     clusterMissingError
 	)
 	switch {
 	case err == nil:
@@ -79,6 +80,8 @@ func exitCode(err error) int {
 		return exitNotReady
 	case errors.As(err, &differences):
 		return exitFailure
+	case errors.As(err, &missing):
+		return exitNotFound
 	case errors.As(err, &fromRelease):
 		return releaseExitCode(fromRelease.Reason)
 	case errors.As(err, &usage), errors.As(err, &release):

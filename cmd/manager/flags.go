@@ -41,6 +41,7 @@ type options struct {
 	catalogOCI                           bool
 	releaseRedirectHosts                 []string
 	releaseRecheck                       time.Duration
+	upgradeCheck                         time.Duration
 
 	client         client.Options
 	log            logger.Options
@@ -66,6 +67,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.catalogOCI, "catalog-oci-artifacts", false, "Install the providers Cluster API publishes as OCI provider artifacts (core cluster-api, bootstrap and control-plane kubeadm) from registry.k8s.io/cluster-api/manifests instead of their GitHub release assets. Off until Cluster API publishes there; a --registry-mirror rule for that path switches it on for the providers it covers.")
 	fs.StringArrayVar(&o.releaseRedirectHosts, "release-redirect-host", nil, "HOST[:PORT] a release host may redirect a download to, besides GitHub's own download hosts (repeatable), e.g. the storage host of an internal release mirror.")
 	fs.DurationVar(&o.releaseRecheck, "release-recheck-interval", provider.DefaultReleaseRecheck, "How often an installed release is fetched again to notice files re-uploaded under the same version; a resync in between makes no request to the release host (a reconcile request does).")
+	fs.DurationVar(&o.upgradeCheck, "upgrade-check-interval", provider.DefaultUpgradeCheckInterval, "How often each installed provider's source is asked for newer versions (status.upgrades, the UpgradeAvailable condition): for an OCI repository a tag list and a manifest request per provider and check, plus the newest tag's metadata.yaml when its digest is new; for a release URL one request for the latest release, plus its metadata.yaml when new. Each provider's check comes up to a tenth of the interval late, and a reconcile request checks at once. 0 turns the checks off.")
 	fs.StringVar(&o.storagePath, "artifact-storage-path", "", "The directory where the manager keeps the artifacts of providers' additional manifests for Flux to fetch; empty refuses spec.additionalManifests.")
 	fs.StringVar(&o.storageAddr, "artifact-bind-address", ":9090", "The address the artifact server listens on.")
 	fs.StringVar(&o.storageURL, "artifact-advertise-url", "", "The base URL kustomize-controller fetches artifacts from, e.g. http://capwright-artifacts.capwright-system.svc.cluster.local. (default: http:// and --artifact-bind-address, when that names a host).")
@@ -91,6 +93,9 @@ func parseFlags(args []string) (*options, error) {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return nil, fmt.Errorf("--tenant-forbidden-namespaces: %q is not a namespace name (%s); list namespace names, comma-separated", ns, strings.Join(errs, "; "))
 		}
+	}
+	if o.upgradeCheck < 0 {
+		return nil, fmt.Errorf("--upgrade-check-interval: %s is negative; give a duration such as 6h, or 0 to turn the checks off", o.upgradeCheck)
 	}
 	sharding, err := render.ParseSharding(o.fluxSharding)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	capwrightscheme "github.com/capwright/capwright/internal/scheme"
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -47,6 +48,7 @@ import (
 	"github.com/capwright/capwright/internal/controller/tenant"
 	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/metrics"
+	"github.com/capwright/capwright/internal/upgrades"
 )
 
 const controllerName = "capwright"
@@ -144,6 +146,7 @@ func run(o *options) error {
 	recorderMetrics := metrics.NewRecorder(ctrlmetrics.Registry)
 	kinds := provider.Kinds()
 	corePreflights := provider.NewCorePreflights()
+	upgradeChecks := &provider.UpgradeChecks{Interval: o.upgradeCheck, Lister: &upgrades.Lister{Fetcher: fetcher}, Started: time.Now()}
 	var reconcilers []*provider.Reconciler
 	for _, k := range kinds {
 		r := &provider.Reconciler{
@@ -169,6 +172,7 @@ func run(o *options) error {
 			Resolutions:     resolutions,
 			Metrics:         recorderMetrics,
 			CorePreflights:  corePreflights,
+			Upgrades:        upgradeChecks,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)

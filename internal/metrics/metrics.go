@@ -7,6 +7,9 @@
 //   - capwright_resource_info{kind,name,namespace,ready,reason,suspended,version,revision}:
 //     1 per object, its Ready status and reason, whether it is suspended,
 //     the installed version and the revision;
+//   - capwright_provider_upgrade_available{kind,name,namespace,version}:
+//     1 per provider whose source offers a newer version that can be
+//     installed now, the newest such version as label;
 //   - capwright_tenant_clusters{name,namespace,phase}: a tenant's selected
 //     clusters per phase;
 //   - capwright_tenant_rollout_clusters{name,namespace,wave,state}: for a
@@ -34,6 +37,9 @@ type ObjectState struct {
 	// Version is the installed version (providers); Revision the checked
 	// artifact's tag@digest.
 	Version, Revision string
+	// Upgrade is the newest version a provider can be upgraded to now
+	// (status.upgrades), "" when none.
+	Upgrade string
 }
 
 // TenantPhases are the phases capwright_tenant_clusters always reports,
@@ -44,6 +50,7 @@ var TenantPhases = []string{"Pending", "Installing", "Ready", "Failed"}
 type Recorder struct {
 	duration *prometheus.HistogramVec
 	info     *prometheus.GaugeVec
+	upgrade  *prometheus.GaugeVec
 	clusters *prometheus.GaugeVec
 	waves    *prometheus.GaugeVec
 	rollback *prometheus.CounterVec
@@ -68,6 +75,10 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 			Name: "capwright_resource_info",
 			Help: "The current state of a Capwright resource: its Ready status and reason, whether it is suspended, its installed version and revision.",
 		}, []string{"kind", "name", "namespace", "ready", "reason", "suspended", "version", "revision"}),
+		upgrade: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "capwright_provider_upgrade_available",
+			Help: "1 when the provider's source offers a newer version that can be installed now; version is the newest such version.",
+		}, []string{"kind", "name", "namespace", "version"}),
 		clusters: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "capwright_tenant_clusters",
 			Help: "The number of a tenant's selected clusters in each phase.",
@@ -82,7 +93,7 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 		}, []string{"name", "namespace"}),
 		last: map[objectKey]prometheus.Labels{},
 	}
-	reg.MustRegister(r.duration, r.info, r.clusters, r.waves, r.rollback)
+	reg.MustRegister(r.duration, r.info, r.upgrade, r.clusters, r.waves, r.rollback)
 	return r
 }
 
@@ -110,6 +121,20 @@ func (r *Recorder) ObjectState(s ObjectState) {
 	}
 	r.info.With(labels).Set(1)
 	r.last[key] = labels
+	r.providerUpgrade(s)
+}
+
+// providerUpgrade keeps one capwright_provider_upgrade_available series
+// per provider with an installable newer version, none otherwise.
+func (r *Recorder) providerUpgrade(s ObjectState) {
+	match := prometheus.Labels{"kind": s.Kind, "name": s.Name, "namespace": s.Namespace}
+	if s.Upgrade == "" {
+		r.upgrade.DeletePartialMatch(match)
+		return
+	}
+	labels := prometheus.Labels{"kind": s.Kind, "name": s.Name, "namespace": s.Namespace, "version": s.Upgrade}
+	r.upgrade.DeletePartialMatch(match)
+	r.upgrade.With(labels).Set(1)
 }
 
 // TenantClusters sets a tenant's cluster counts per phase; the phases of
@@ -162,6 +187,7 @@ func (r *Recorder) Forget(kind, namespace, name string) {
 	match := prometheus.Labels{"kind": kind, "name": name, "namespace": namespace}
 	r.duration.DeletePartialMatch(match)
 	r.info.DeletePartialMatch(match)
+	r.upgrade.DeletePartialMatch(match)
 	if kind == "Tenant" {
 		r.clusters.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
 		r.waves.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})

@@ -75,3 +75,30 @@ capwright_tenant_rollout_clusters{name="acme",namespace="",state="updated",wave=
 		t.Errorf("%d rollout series left after Forget", n)
 	}
 }
+
+func TestProviderUpgradeSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r := NewRecorder(reg)
+	st := ObjectState{Kind: "CoreProvider", Namespace: "capi", Name: "cluster-api", Ready: "True", Version: "v1.13.6", Upgrade: "v1.14.1"}
+	r.ObjectState(st)
+	st.Upgrade = "v1.14.2"
+	r.ObjectState(st)
+	want := `# HELP capwright_provider_upgrade_available 1 when the provider's source offers a newer version that can be installed now; version is the newest such version.
+# TYPE capwright_provider_upgrade_available gauge
+capwright_provider_upgrade_available{kind="CoreProvider",name="cluster-api",namespace="capi",version="v1.14.2"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "capwright_provider_upgrade_available"); err != nil {
+		t.Error(err)
+	}
+	st.Upgrade = ""
+	r.ObjectState(st)
+	if n := testutil.CollectAndCount(r.upgrade); n != 0 {
+		t.Errorf("%d series once nothing is available, want 0", n)
+	}
+	st.Upgrade = "v1.14.2"
+	r.ObjectState(st)
+	r.Forget(st.Kind, st.Namespace, st.Name)
+	if n := testutil.CollectAndCount(r.upgrade); n != 0 {
+		t.Errorf("%d series after Forget, want 0", n)
+	}
+}

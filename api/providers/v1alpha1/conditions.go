@@ -29,6 +29,15 @@ const (
 	// message names what blocks the deletion.
 	DeletingCondition = "Deleting"
 
+	// UpgradeAvailableCondition is True when the provider's source offers
+	// a newer version that can be installed now (its contract works with
+	// the core provider's), checked at a low rate
+	// (--upgrade-check-interval) and on a reconcile request; False when
+	// none can (up to date, or every newer version blocked: see
+	// status.upgrades); Unknown when the source could not be checked. It
+	// is informational: Ready does not summarise it.
+	UpgradeAvailableCondition = "UpgradeAvailable"
+
 	// ReconcilingCondition is True, with the step as reason and message,
 	// while Capwright or Flux is working towards the current generation
 	// (kstatus: the object is in progress). It is absent otherwise.
@@ -114,6 +123,21 @@ const (
 	InstallFailedReason = "InstallFailed"
 	AvailableReason     = "Available"
 	NotAvailableReason  = "NotAvailable"
+
+	// UpgradeAvailable.
+	UpgradeAvailableReason = "UpgradeAvailable"
+	// UpToDateReason: the source offers no newer version.
+	UpToDateReason = "UpToDate"
+	// UpgradeBlockedReason: the source offers newer versions, none of
+	// which can be installed now (status.upgrades says why).
+	UpgradeBlockedReason = "UpgradeBlocked"
+	// UpgradeCheckFailedReason: the source could not be read (registry or
+	// release host unreachable, credentials refused, no version tags or
+	// latest release).
+	UpgradeCheckFailedReason = "UpgradeCheckFailed"
+	// UpgradeNotCheckedReason: the provider is installed from a Helm
+	// chart, whose versions carry no metadata.yaml.
+	UpgradeNotCheckedReason = "UpgradeNotChecked"
 
 	// Deleting.
 	DeletionBlockedReason = "DeletionBlocked"

@@ -407,6 +407,49 @@ type ProviderStatus struct {
 	// readiness.
 	// +optional
 	FluxObjects []FluxObjectStatus `json:"fluxObjects,omitempty"`
+
+	// Upgrades are the newer versions the provider's source offers, the
+	// newest of each newer release series, oldest first (for a release
+	// URL, its latest release only), as the manager last checked them
+	// (every --upgrade-check-interval, and on a reconcile request), with
+	// what blocks those that cannot be installed now. Empty when the
+	// provider is up to date or was not checked.
+	// +optional
+	// +listType=atomic
+	Upgrades []AvailableUpgrade `json:"upgrades,omitempty"`
+
+	// LastUpgradeCheck is when the manager last checked the source for
+	// newer versions.
+	// +optional
+	LastUpgradeCheck *metav1.Time `json:"lastUpgradeCheck,omitempty"`
+}
+
+// AvailableUpgrade is a newer version of a provider, by Cluster API's
+// clusterctl upgrade plan rules: the core provider's contract decides.
+type AvailableUpgrade struct {
+	// Version is the newest version of its release series, e.g. v1.14.3.
+	Version string `json:"version"`
+
+	// Series is the release series, vMAJOR.MINOR.
+	Series string `json:"series"`
+
+	// Contract is the series' Cluster API contract, from the metadata.yaml
+	// of the newest version offered.
+	// +optional
+	Contract string `json:"contract,omitempty"`
+
+	// Blocked is empty when the version can be installed now (a change of
+	// spec.version); otherwise why not: ContractMismatch (no core version
+	// works with its contract), CoreUpgradeRequired (upgrade the core
+	// provider first), ProvidersBehind (a core version with a new contract
+	// some providers have no release for), SeriesUnknown (its contract is
+	// unknown) or NoCoreProvider.
+	// +optional
+	Blocked string `json:"blocked,omitempty"`
+
+	// Message says what blocks the version and what to do.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ResolvedArtifact identifies the checked artifact.

@@ -98,6 +98,9 @@ type Reconciler struct {
 	// kinds the moment its preflight passes, shared by the reconcilers of
 	// all kinds; nil leaves them to read it from the core's status.
 	CorePreflights *CorePreflights
+	// Upgrades checks the providers' sources for newer versions at a low
+	// rate; nil never checks.
+	Upgrades *UpgradeChecks
 
 	// written keeps the shell from acting on a read older than its own
 	// last write.
@@ -143,7 +146,10 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	}
 	desired, err := providerplan.Plan(facts)
 	synced, err := r.sync(ctx, obj, desired, request, err)
-	return r.fold(ctx, obj, desired, synced, err)
+	out, err := r.fold(ctx, obj, desired, synced, err)
+	// Nothing is read unless a check is due (see UpgradeChecks.due).
+	r.checkUpgrades(ctx, obj, request != "")
+	return out, err
 }
 
 // Facts gathers what the plan of obj needs, as a reconcile does, without

@@ -46,17 +46,24 @@ func (s providerSteps) Status(obj v1alpha1.Provider) *meta.ReconcileRequestStatu
 	return &obj.GetStatus().ReconcileRequestStatus
 }
 
-// Events: a new installed version.
+// Events: a new installed version, and a newer version that can be
+// installed, when it first appears.
 func (s providerSteps) Events(before, after v1alpha1.Provider) []events.Event {
+	var out []events.Event
+	if next := upgradeAvailable(after); next != "" && next != upgradeAvailable(before) {
+		c := apimeta.FindStatusCondition(after.GetConditions(), v1alpha1.UpgradeAvailableCondition)
+		out = append(out, events.Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.UpgradeAvailableReason,
+			Message: fmt.Sprintf("%s %s/%s: %s", s.r.Kind.Name, after.GetNamespace(), after.GetName(), c.Message)})
+	}
 	v, old := after.GetStatus().InstalledVersion, before.GetStatus().InstalledVersion
 	if v == "" || v == old {
-		return nil
+		return out
 	}
 	msg := fmt.Sprintf("%s %s/%s installed %s", s.r.Kind.Name, after.GetNamespace(), after.GetName(), v)
 	if old != "" {
 		msg = fmt.Sprintf("%s %s/%s upgraded from %s to %s", s.r.Kind.Name, after.GetNamespace(), after.GetName(), old, v)
 	}
-	return []events.Event{{Type: corev1.EventTypeNormal, Reason: v1alpha1.InstalledReason, Message: msg}}
+	return append(out, events.Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.InstalledReason, Message: msg})
 }
 
 // EventMetadata is the revision the event is about, as Flux's events
@@ -91,7 +98,8 @@ func (s providerSteps) Warning(c metav1.Condition) bool { return isWarning(c) }
 
 func isWarning(c metav1.Condition) bool {
 	switch c.Type {
-	case v1alpha1.PausedCondition:
+	case v1alpha1.PausedCondition, v1alpha1.UpgradeAvailableCondition:
+		// UpgradeAvailable is news, never trouble: its own event says so.
 		return false
 	case v1alpha1.DeletingCondition:
 		return c.Reason == v1alpha1.DeletionBlockedReason
@@ -111,7 +119,8 @@ func isWarning(c metav1.Condition) bool {
 // State is the provider's line in capwright_resource_info.
 func (s providerSteps) State(obj v1alpha1.Provider) metrics.ObjectState {
 	st := metrics.ObjectState{Kind: s.r.Kind.Name, Namespace: obj.GetNamespace(), Name: obj.GetName(),
-		Ready: metav1.ConditionUnknown, Suspended: obj.GetSpec().Suspend, Version: obj.GetStatus().InstalledVersion}
+		Ready: metav1.ConditionUnknown, Suspended: obj.GetSpec().Suspend, Version: obj.GetStatus().InstalledVersion,
+		Upgrade: upgradeAvailable(obj)}
 	if c := apimeta.FindStatusCondition(obj.GetConditions(), v1alpha1.ReadyCondition); c != nil {
 		st.Ready, st.Reason = c.Status, c.Reason
 	}

@@ -85,6 +85,10 @@ func TestProviderLifecycle(t *testing.T) {
 	}
 	t.Run("Flux starts at once and skips substituting CRDs", func(t *testing.T) { fluxStartedAtOnce(t, ctx, c, start, providers) })
 
+	t.Run("upgrade plan and UpgradeAvailable name v1.14 and block an incompatible contract", func(t *testing.T) {
+		upgradePlanShown(t, ctx, c, providers, oldVersion, newVersion)
+	})
+
 	t.Run("upgrade to v1.14 moves all three and prunes what v1.14 dropped", func(t *testing.T) {
 		dropped := droppedObjects(t, oldVersion, newVersion)
 		for _, p := range providers {
@@ -94,6 +98,7 @@ func TestProviderLifecycle(t *testing.T) {
 			waitCondition(t, ctx, c, p.obj, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 5*time.Minute)
 			assertInstalled(t, ctx, c, p, newVersion, "v1beta2")
 		}
+		upgradesCleared(t, ctx, c, providers)
 		for _, d := range dropped {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(d.GroupVersionKind())

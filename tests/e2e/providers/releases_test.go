@@ -89,6 +89,10 @@ func TestProvidersFromReleases(t *testing.T) {
 		t.Errorf("aws came from %s, want clusterctl's release URL for it", got)
 	}
 
+	t.Run("the latest release shows as an upgrade, in the status and in upgrade plan", func(t *testing.T) {
+		releaseUpgradeShown(t, ctx, c, kubeadmFamily, newVersion)
+	})
+
 	t.Run("upgrade to v1.14.2 by changing spec.version", func(t *testing.T) {
 		for _, p := range kubeadmFamily {
 			updateProvider(t, ctx, c, p.obj, func() { p.obj.GetSpec().Version = newVersion })
