@@ -24,6 +24,8 @@ const (
 	exitContract = 6
 	// exitAttention: convert wrote its CRs, but fields need a human.
 	exitAttention = 7
+	// exitNotReady: status showed something that is not Ready.
+	exitNotReady = 8
 )
 
 // usageError is a bad command line or bad input file.
@@ -56,12 +58,22 @@ func exitCode(err error) int {
 		opErr       *net.OpError
 		fromRelease *providerrelease.Error
 		attention   attentionError
+		notReady    *notReadyError
+		kubeAuth    kubeAuthError
+		absent      *notFoundInClusterError
+		uninstalled *notInstalledError
 	)
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &attention):
 		return exitAttention
+	case errors.As(err, &notReady):
+		return exitNotReady
+	case errors.As(err, &kubeAuth):
+		return exitAuth
+	case errors.As(err, &absent), errors.As(err, &uninstalled):
+		return exitNotFound
 	case errors.As(err, &fromRelease):
 		return releaseExitCode(fromRelease.Reason)
 	case errors.As(err, &usage), errors.As(err, &release):
