@@ -29,48 +29,11 @@ import (
 // status gives. `version -o json` gives the CLI's version and says why no
 // manager is shown: the plane runs the manager as a process, not as the
 // Deployment manifests/ installs.
-func statusShowsProviders(t *testing.T, ctx context.Context, c client.Client, providers []installed) {
+func statusShowsProviders(t *testing.T, ctx context.Context, providers []installed) {
 	cli := framework.CLI(t, ctx, env)
-	// A client that knows every Flux kind the CLI shows (HelmRelease too).
-	s, err := scheme.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, err = client.New(env.Config, client.Options{Scheme: s}); err != nil {
-		t.Fatal(err)
-	}
+	c := statusClient(t)
 	for _, p := range providers {
-		kind := p.obj.GetObjectKind().GroupVersionKind().Kind
-		if kind == "" {
-			kind = kindOf(t, c, p.obj)
-		}
-		arg := strings.ToLower(kind) + "/" + p.obj.GetName()
-		var diffs []string
-		// Flux re-reconciles on its own schedule: the tree and the API are
-		// read one after the other, so give them a few tries to agree.
-		for try := 0; try < 5; try++ {
-			stdout, stderr, code, err := framework.RunCLI(ctx, cli, "status", arg, "-o", "json", "--kubeconfig", env.Kubeconfig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			diffs = nil
-			if code != 0 {
-				diffs = append(diffs, fmt.Sprintf("exit code %d: %s", code, stderr))
-			}
-			r, err := framework.ParseStatus(stdout)
-			if err != nil {
-				t.Fatal(err)
-			}
-			diffs = append(diffs, compareProviderTree(ctx, c, p.obj, kind, r)...)
-			if len(diffs) == 0 {
-				t.Logf("%s: %d Flux objects, %d objects applied, all Ready", arg, len(r.Objects[0].Children), countApplied(r.Objects[0]))
-				break
-			}
-			time.Sleep(time.Second)
-		}
-		for _, d := range diffs {
-			t.Errorf("capwright status %s: %s", arg, d)
-		}
+		statusMatchesProvider(t, ctx, c, cli, p.obj)
 	}
 
 	// The tree as text: the same objects, by line.
@@ -216,4 +179,53 @@ func countApplied(n *framework.StatusNode) int {
 		total += len(c.Children)
 	}
 	return total
+}
+
+// statusClient is a client that knows every Flux kind the CLI shows
+// (HelmRelease too).
+func statusClient(t *testing.T) client.Client {
+	t.Helper()
+	s, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// statusMatchesProvider runs `capwright status KIND/NAME -o json` on a
+// Ready provider and compares the tree with the API server.
+func statusMatchesProvider(t *testing.T, ctx context.Context, c client.Client, cli string, p v1alpha1.Provider) {
+	t.Helper()
+	kind := kindOf(t, c, p)
+	arg := strings.ToLower(kind) + "/" + p.GetName()
+	var diffs []string
+	// Flux re-reconciles on its own schedule: the tree and the API are
+	// read one after the other, so give them a few tries to agree.
+	for try := 0; try < 5; try++ {
+		stdout, stderr, code, err := framework.RunCLI(ctx, cli, "status", arg, "-o", "json", "--kubeconfig", env.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diffs = nil
+		if code != 0 {
+			diffs = append(diffs, fmt.Sprintf("exit code %d: %s", code, stderr))
+		}
+		r, err := framework.ParseStatus(stdout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diffs = append(diffs, compareProviderTree(ctx, c, p, kind, r)...)
+		if len(diffs) == 0 {
+			t.Logf("%s: %d Flux objects, %d objects applied, all Ready", arg, len(r.Objects[0].Children), countApplied(r.Objects[0]))
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	for _, d := range diffs {
+		t.Errorf("capwright status %s: %s", arg, d)
+	}
 }
