@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -409,5 +412,77 @@ func TestStatusCompletion(t *testing.T) {
 		if !strings.Contains(stdout, want+"\n") {
 			t.Errorf("-o completion lacks %s:\n%s", want, stdout)
 		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while watchStatus writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestStatusWatchUntilReady(t *testing.T) {
+	objs := coreProviderObjects()
+	p := objs[0].(*v1alpha1.CoreProvider)
+	p.Status.Conditions = readyCond(metav1.ConditionFalse, "Installing", "Flux is applying v1.14.2", 1)
+	c := newFakeClient(t, nil, objs...)
+	g := &statusGatherer{c: c, context: "test", warn: io.Discard}
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- watchStatus(context.Background(), &out, &statusOptions{output: "tree", watch: true, untilReady: true, timeout: 30 * time.Second}, g, statusSelection{})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "Installing") {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch printed nothing:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(p), p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Conditions = readyCond(metav1.ConditionTrue, "Installed", "v1.14.2 installed", 1)
+	if err := c.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("--until-ready ended with %v once Ready", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("--until-ready did not stop once everything was Ready")
+	}
+	trees := strings.Split(out.String(), "\n\nNAME")
+	if len(trees) != 2 || !strings.Contains(trees[1], "True   Installed") {
+		t.Errorf("want the tree twice, not Ready then Ready, separated by a blank line:\n%s", out.String())
+	}
+}
+
+func TestStatusWatchTimesOutNotReady(t *testing.T) {
+	objs := coreProviderObjects()
+	objs[0].(*v1alpha1.CoreProvider).Status.Conditions = readyCond(metav1.ConditionFalse, "Installing", "Flux is applying v1.14.2", 1)
+	g := &statusGatherer{c: newFakeClient(t, nil, objs...), context: "test", warn: io.Discard}
+	var out syncBuffer
+	start := time.Now()
+	err := watchStatus(context.Background(), &out, &statusOptions{output: "yaml", watch: true, untilReady: true, timeout: time.Second}, g, statusSelection{})
+	if exitCode(err) != exitNotReady || time.Since(start) > 5*time.Second {
+		t.Errorf("after --timeout 1s: exit code %d (%v) after %s, want 8 at once", exitCode(err), err, time.Since(start))
+	}
+	if strings.Count(out.String(), "ready: false") != 1 || strings.Contains(out.String(), "---") {
+		t.Errorf("an unchanged tree is printed once:\n%s", out.String())
 	}
 }
