@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -484,5 +486,33 @@ func TestStatusWatchTimesOutNotReady(t *testing.T) {
 	}
 	if strings.Count(out.String(), "ready: false") != 1 || strings.Contains(out.String(), "---") {
 		t.Errorf("an unchanged tree is printed once:\n%s", out.String())
+	}
+}
+
+// closedKubeconfig is a kubeconfig of an API server nobody serves.
+func closedKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	config := `apiVersion: v1
+kind: Config
+clusters: [{name: gone, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: admin, user: {token: not-a-secret}}]
+contexts: [{name: gone, context: {cluster: gone, user: admin}}]
+current-context: gone
+`
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestStatusAndVersionOnAnUnreachableCluster(t *testing.T) {
+	kubeconfig := closedKubeconfig(t)
+	if _, stderr, code := cliRun(t, "status", "--kubeconfig", kubeconfig); code != exitNetwork || !strings.Contains(stderr, "127.0.0.1:1") {
+		t.Errorf("status of an unreachable cluster: exit code %d, want 5: %s", code, stderr)
+	}
+	stdout, stderr, code := cliRun(t, "version", "--kubeconfig", kubeconfig)
+	if code != 0 || !strings.Contains(stdout, `manager: not shown: context "gone" not reachable or not readable`) {
+		t.Errorf("version with an unreachable cluster: exit code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
