@@ -170,12 +170,15 @@ func (g *statusGatherer) list(ctx context.Context, k statusKind, namespace strin
 	return out, nil
 }
 
-// fluxKinds are the Flux kinds Capwright writes, in the order the tree
-// shows them: sources, then appliers.
-var fluxKinds = []struct {
+// fluxKind is a Flux kind Capwright writes.
+type fluxKind struct {
 	kind    string
 	newList func() client.ObjectList
-}{
+}
+
+// fluxKinds are the Flux kinds Capwright writes, in the order the tree
+// shows them: sources, then appliers.
+var fluxKinds = []fluxKind{
 	{sourcev1.OCIRepositoryKind, func() client.ObjectList { return &sourcev1.OCIRepositoryList{} }},
 	{sourcev1.ExternalArtifactKind, func() client.ObjectList { return &sourcev1.ExternalArtifactList{} }},
 	{kustomizev1.KustomizationKind, func() client.ObjectList { return &kustomizev1.KustomizationList{} }},
@@ -183,12 +186,8 @@ var fluxKinds = []struct {
 }
 
 func fluxKindOrder(o client.Object) int {
-	return slices.IndexFunc(fluxKinds, func(k struct {
-		kind    string
-		newList func() client.ObjectList
-	}) bool {
-		return k.kind == fluxKindOf(o)
-	})
+	kind := fluxKindOf(o)
+	return slices.IndexFunc(fluxKinds, func(k fluxKind) bool { return k.kind == kind })
 }
 
 func fluxKindOf(o client.Object) string {

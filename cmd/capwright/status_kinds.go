@@ -112,8 +112,12 @@ type notInstalledError struct {
 }
 
 func (e *notInstalledError) Error() string {
+	missing := strings.Join(e.missing, ", ")
+	if len(e.missing) > 2 {
+		missing = fmt.Sprintf("%s and %d other Capwright kinds", e.missing[0], len(e.missing)-1)
+	}
 	return fmt.Sprintf("context %q: the cluster does not serve %s: Capwright is not installed there (its CRDs are missing); install it as docs/install.md says (Flux applies Capwright's release), or pick the management cluster with --context or --kubeconfig",
-		e.context, strings.Join(e.missing, ", "))
+		e.context, missing)
 }
 
 // notReadyError is exit code 8: something shown is not Ready.
