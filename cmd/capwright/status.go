@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,7 +69,8 @@ error asking for -n).
 -o yaml and -o json print the same tree as data. --watch reads the tree
 again every 2 seconds and prints it when it changes, until interrupted,
 or with --until-ready until everything shown is Ready (for a script
-waiting for an upgrade to land, with --timeout).
+waiting for an upgrade to land, with --timeout); a read that fails (an
+API server restarting) is noted on stderr and tried again.
 
 Exit codes: 0 everything shown is Ready; 8 something shown is not Ready
 (with --watch: at the end); 3 KIND/NAME not found, or the cluster does
@@ -149,9 +151,10 @@ func watchStatus(ctx context.Context, out io.Writer, o *statusOptions, g *status
 	}
 	tty := isTerminal(out)
 	var (
-		last   []byte
-		result error
-		shown  bool
+		last    []byte
+		result  error
+		shown   bool
+		failing string
 	)
 	for {
 		report, err := g.gather(ctx, sel)
@@ -161,9 +164,25 @@ func watchStatus(ctx context.Context, out io.Writer, o *statusOptions, g *status
 				return kubeError(err)
 			}
 			return result
+		case err != nil && shown && transient(err):
+			// An API server restarting (an upgrade of the management
+			// cluster) should not end a watch: say so once, read again.
+			if err.Error() != failing {
+				fmt.Fprintf(g.warn, "Note: reading the tree failed, trying again every %s: %v\n", statusPollInterval, err)
+				failing = err.Error()
+			}
 		case err != nil:
 			return kubeError(err)
 		}
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return result
+			case <-time.After(statusPollInterval):
+			}
+			continue
+		}
+		failing = ""
 		var buf bytes.Buffer
 		if err := printStatus(&buf, o.output, report); err != nil {
 			return err
@@ -193,6 +212,18 @@ func watchStatus(ctx context.Context, out io.Writer, o *statusOptions, g *status
 		case <-time.After(statusPollInterval):
 		}
 	}
+}
+
+// transient tells whether a failed read of the tree may pass: anything
+// but the selected object or Capwright's kinds being gone, or refused
+// credentials.
+func transient(err error) bool {
+	var (
+		absent      *notFoundInClusterError
+		uninstalled *notInstalledError
+		usage       usageError
+	)
+	return !errors.As(err, &absent) && !errors.As(err, &uninstalled) && !errors.As(err, &usage) && !isKubeAuthError(err)
 }
 
 func readyOrNot(r *statusReport) error {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -514,5 +516,55 @@ func TestStatusAndVersionOnAnUnreachableCluster(t *testing.T) {
 	stdout, stderr, code := cliRun(t, "version", "--kubeconfig", kubeconfig)
 	if code != 0 || !strings.Contains(stdout, `manager: not shown: context "gone" not reachable or not readable`) {
 		t.Errorf("version with an unreachable cluster: exit code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestStatusWatchOutlivesAFailingRead(t *testing.T) {
+	objs := coreProviderObjects()
+	p := objs[0].(*v1alpha1.CoreProvider)
+	p.Status.Conditions = readyCond(metav1.ConditionFalse, "Installing", "Flux is applying v1.14.2", 1)
+	var failing atomic.Bool
+	funcs := interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if failing.Load() {
+			return apierrors.NewServiceUnavailable("the API server is restarting")
+		}
+		return c.List(ctx, list, opts...)
+	}}
+	c := newFakeClient(t, &funcs, objs...)
+	var out, warn syncBuffer
+	g := &statusGatherer{c: c, context: "test", warn: &warn}
+	done := make(chan error, 1)
+	go func() {
+		done <- watchStatus(context.Background(), &out, &statusOptions{output: "tree", watch: true, untilReady: true, timeout: 30 * time.Second}, g, statusSelection{})
+	}()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s; stdout:\n%s\nstderr:\n%s", what, out.String(), warn.String())
+			}
+		}
+	}
+	waitFor("first tree", func() bool { return strings.Contains(out.String(), "Installing") })
+	failing.Store(true)
+	waitFor("note of the failed read", func() bool { return strings.Contains(warn.String(), "the API server is restarting") })
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(p), p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Conditions = readyCond(metav1.ConditionTrue, "Installed", "v1.14.2 installed", 1)
+	if err := c.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the watch ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not go on after the failed read")
+	}
+	if n := strings.Count(warn.String(), "trying again"); n != 1 {
+		t.Errorf("the failed read is noted %d times, want once:\n%s", n, warn.String())
 	}
 }
