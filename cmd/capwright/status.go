@@ -28,6 +28,11 @@ func init() { subcommands = append(subcommands, newStatusCommand) }
 // seconds cost the API server little.
 const statusPollInterval = 2 * time.Second
 
+// statusRequestTimeout bounds each request to the API server: one that
+// hangs fails the command (or, with --watch, is tried again) instead of
+// holding it forever.
+const statusRequestTimeout = 30 * time.Second
+
 type statusOptions struct {
 	cluster    clusterOptions
 	output     string
@@ -122,7 +127,7 @@ func runStatus(cmd *cobra.Command, o *statusOptions, args []string) error {
 		}
 		sel.kind, sel.name = &k, name
 	}
-	c, name, err := o.cluster.statusClient(0)
+	c, name, err := o.cluster.statusClient(statusRequestTimeout)
 	if err != nil {
 		return err
 	}
@@ -260,7 +265,7 @@ func printStatus(w io.Writer, output string, r *statusReport) error {
 // statusClient connects to the cluster the flags name with Capwright's
 // scheme, allowed more requests per second than client-go's default (5):
 // the tree reads every applied object, as kubectl get would with -A.
-// timeout bounds each request (0: client-go's default).
+// timeout bounds each request.
 func (o *clusterOptions) statusClient(timeout time.Duration) (ctrl.Client, string, error) {
 	cfg, name, err := o.restConfig()
 	if err != nil {
