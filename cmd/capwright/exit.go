@@ -24,7 +24,8 @@ const (
 	exitContract = 6
 	// exitAttention: convert wrote its CRs, but fields need a human.
 	exitAttention = 7
-	// exitNotReady: status showed something that is not Ready.
+	// exitNotReady: build — the manager would refuse a custom resource;
+	// status — something shown is not Ready.
 	exitNotReady = 8
 )
 
@@ -33,6 +34,13 @@ type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
+
+// notReadyError is a refusal the manager would make, or an object not
+// Ready: exit code 8.
+type notReadyError struct{ err error }
+
+func (e notReadyError) Error() string { return e.err.Error() }
+func (e notReadyError) Unwrap() error { return e.err }
 
 func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
@@ -58,7 +66,9 @@ func exitCode(err error) int {
 		opErr       *net.OpError
 		fromRelease *providerrelease.Error
 		attention   attentionError
-		notReady    *notReadyError
+		notReady    notReadyError
+		differences differencesError
+		diffFailed  diffFailedError
 		kubeAuth    kubeAuthError
 		absent      *notFoundInClusterError
 		uninstalled *notInstalledError
@@ -70,6 +80,8 @@ func exitCode(err error) int {
 		return exitAttention
 	case errors.As(err, &notReady):
 		return exitNotReady
+	case errors.As(err, &differences):
+		return exitFailure
 	case errors.As(err, &kubeAuth):
 		return exitAuth
 	case errors.As(err, &absent), errors.As(err, &uninstalled):
@@ -93,6 +105,8 @@ func exitCode(err error) int {
 	case strings.HasPrefix(err.Error(), "unknown command"), strings.HasPrefix(err.Error(), "accepts "),
 		strings.HasPrefix(err.Error(), "requires "):
 		return exitUsage
+	case errors.As(err, &diffFailed):
+		return exitDiffFailed
 	}
 	return exitFailure
 }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -16,7 +17,11 @@ func main() {
 	cmd := newRootCommand()
 	err := cmd.ExecuteContext(ctx)
 	stop()
-	if err != nil {
+	var differences differencesError
+	switch {
+	case errors.As(err, &differences):
+		fmt.Fprintln(os.Stderr, err) // diff's finding, not a failure
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "Error: %s\n", err)
 	}
 	os.Exit(exitCode(err))

@@ -102,7 +102,9 @@ Exit codes:
      unsafe tar entries, annotations contradicting its tag)
   7  convert: the CRs were converted, but some fields need a human (see
      its report)
-  8  status: something shown is not Ready`,
+  8  build, diff: the manager would refuse a custom resource; status:
+     something shown is not Ready
+  9  diff could not compare (1 is diff's differences, as kubectl diff)`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -235,7 +235,7 @@ func readyOrNot(r *statusReport) error {
 	if r.Ready {
 		return nil
 	}
-	return &notReadyError{objects: r.notReady()}
+	return notReadyError{&notReadyObjects{objects: r.notReady()}}
 }
 
 func printStatus(w io.Writer, output string, r *statusReport) error {

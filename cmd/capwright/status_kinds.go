@@ -120,10 +120,11 @@ func (e *notInstalledError) Error() string {
 		e.context, missing)
 }
 
-// notReadyError is exit code 8: something shown is not Ready.
-type notReadyError struct{ objects []*statusNode }
+// notReadyObjects names what is not Ready; wrapped in a notReadyError,
+// it is exit code 8.
+type notReadyObjects struct{ objects []*statusNode }
 
-func (e *notReadyError) Error() string {
+func (e *notReadyObjects) Error() string {
 	const most = 5
 	names := make([]string, 0, most)
 	for i, n := range e.objects {

@@ -21,11 +21,6 @@ import (
 // refused at start-up.
 var features = map[string]bool{}
 
-// defaultTenantForbiddenNamespaces hold Flux's and cert-manager's
-// credentials and controllers on a management cluster that `flux
-// bootstrap` made, where no tenant has Clusters.
-var defaultTenantForbiddenNamespaces = []string{"flux-system", "cert-manager"}
-
 // options are the manager's flags: Flux's runtime options (logging, the
 // Kubernetes client, leader election, feature gates), named as Flux's
 // controllers name them, and Capwright's own.
@@ -74,7 +69,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.storagePath, "artifact-storage-path", "", "The directory where the manager keeps the artifacts of providers' additional manifests for Flux to fetch; empty refuses spec.additionalManifests.")
 	fs.StringVar(&o.storageAddr, "artifact-bind-address", ":9090", "The address the artifact server listens on.")
 	fs.StringVar(&o.storageURL, "artifact-advertise-url", "", "The base URL kustomize-controller fetches artifacts from, e.g. http://capwright-artifacts.capwright-system.svc.cluster.local. (default: http:// and --artifact-bind-address, when that names a host).")
-	fs.StringSliceVar(&o.tenantForbidden, "tenant-forbidden-namespaces", defaultTenantForbiddenNamespaces,
+	fs.StringSliceVar(&o.tenantForbidden, "tenant-forbidden-namespaces", render.DefaultTenantForbiddenNamespaces,
 		"Namespaces of the management cluster no Tenant may select Clusters in (spec.clusters.namespaces), comma-separated or repeated; "+
 			"setting it replaces the default. A Tenant listing one is refused with reason NamespaceNotAllowed and nothing is written for its clusters. "+
 			"Kubernetes' own namespaces, every other Tenant's management namespace and the manager's own namespace (RUNTIME_NAMESPACE) are refused whatever it says.")
@@ -108,18 +103,9 @@ func parseFlags(args []string) (*options, error) {
 	return o, nil
 }
 
-// tenantForbiddenNamespaces are the namespaces closed to Tenants besides
-// Kubernetes' own and other Tenants' (which the controller always
-// refuses): those of --tenant-forbidden-namespaces and the manager's own
-// namespace (RUNTIME_NAMESPACE; none when it runs outside the cluster),
-// which no flag opens, each with why for the refusal's message.
+// tenantForbiddenNamespaces are the namespaces closed to Tenants
+// (render.TenantForbidden) with the manager's own namespace
+// (RUNTIME_NAMESPACE; none when it runs outside the cluster).
 func (o *options) tenantForbiddenNamespaces(runtimeNamespace string) render.ForbiddenNamespaces {
-	out := render.ForbiddenNamespaces{}
-	for _, ns := range o.tenantForbidden {
-		out[ns] = "listed in the manager's --tenant-forbidden-namespaces"
-	}
-	if runtimeNamespace != "" {
-		out[runtimeNamespace] = "the Capwright manager's own namespace"
-	}
-	return out
+	return render.TenantForbidden(o.tenantForbidden, runtimeNamespace)
 }

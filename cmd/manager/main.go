@@ -78,7 +78,7 @@ func main() {
 }
 
 func run(o *options) error {
-	rules, err := mirrorRules(o.mirrors, o.mirrorFile)
+	rules, err := catalog.MirrorRules(o.mirrors, o.mirrorFile)
 	if err != nil {
 		return err
 	}
@@ -237,25 +237,6 @@ func artifactStorage(mgr ctrlruntime.Manager, o *options) (*fluxartifact.Storage
 		return nil, err
 	}
 	return storage, nil
-}
-
-func mirrorRules(flags []string, file string) (catalog.Mirrors, error) {
-	var rules catalog.Mirrors
-	if file != "" {
-		fromFile, err := catalog.ReadMirrorFile(file)
-		if err != nil {
-			return nil, err
-		}
-		rules = append(rules, fromFile...)
-	}
-	for _, f := range flags {
-		r, err := catalog.ParseMirrorRule(f)
-		if err != nil {
-			return nil, fmt.Errorf("--registry-mirror: %w", err)
-		}
-		rules = append(rules, r)
-	}
-	return rules, nil
 }
 
 // setupTenants sets up the Tenant controller, which hands Flux the target

@@ -125,6 +125,28 @@ func checkProviderRule(r MirrorRule) error {
 	return nil
 }
 
+// MirrorRules are the rules of a --registry-mirror-file (file, "" for
+// none) followed by those of --registry-mirror flags, as the manager and
+// `capwright build` take them.
+func MirrorRules(flags []string, file string) (Mirrors, error) {
+	var rules Mirrors
+	if file != "" {
+		fromFile, err := ReadMirrorFile(file)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, fromFile...)
+	}
+	for _, f := range flags {
+		r, err := ParseMirrorRule(f)
+		if err != nil {
+			return nil, fmt.Errorf("--registry-mirror: %w", err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}
+
 // ReadMirrorFile reads rules from a file, one FROM=TO per line; blank lines
 // and lines starting with # are ignored. `capwright mirror` writes this
 // format.

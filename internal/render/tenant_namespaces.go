@@ -20,6 +20,28 @@ var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 // refusal.
 type ForbiddenNamespaces map[string]string
 
+// DefaultTenantForbiddenNamespaces are the manager's default
+// --tenant-forbidden-namespaces: they hold Flux's and cert-manager's
+// credentials and controllers on a management cluster that `flux
+// bootstrap` made, where no tenant has Clusters.
+var DefaultTenantForbiddenNamespaces = []string{"flux-system", "cert-manager"}
+
+// TenantForbidden are the namespaces closed to Tenants besides
+// Kubernetes' own and other Tenants' (which the controller always
+// refuses): those listed (--tenant-forbidden-namespaces) and the
+// manager's own namespace, which no flag opens ("" for none), each with
+// why for the refusal's message.
+func TenantForbidden(listed []string, managerNamespace string) ForbiddenNamespaces {
+	out := ForbiddenNamespaces{}
+	for _, ns := range listed {
+		out[ns] = "listed in the manager's --tenant-forbidden-namespaces"
+	}
+	if managerNamespace != "" {
+		out[managerNamespace] = "the Capwright manager's own namespace"
+	}
+	return out
+}
+
 // CheckTenantNamespaces refuses a tenant whose spec.clusters.namespaces
 // lists a namespace no tenant may select Clusters in: Kubernetes' own, a
 // forbidden one, or the management namespace of another of tenants (the

@@ -69,3 +69,20 @@ func (s *Shared) ownerCluster(ctx context.Context, f contractplan.Facts) (*clust
 	}
 	return nil, nil
 }
+
+// Facts gathers what the plan of obj (a CapwrightControlPlane or a
+// CapwrightCluster) needs, as a reconcile does: `capwright build` plans
+// from them what the manager would write.
+func (s *Shared) Facts(ctx context.Context, obj ctrl.Object) (contractplan.Facts, error) {
+	var f contractplan.Facts
+	switch o := obj.(type) {
+	case *clustersv1alpha1.CapwrightControlPlane:
+		f = controlPlaneFacts(o)
+	case *clustersv1alpha1.CapwrightCluster:
+		f = clusterFacts(o)
+	default:
+		return f, fmt.Errorf("%T is not a contract kind", obj)
+	}
+	f, _, err := s.readFacts(ctx, f, "")
+	return f, err
+}

@@ -29,17 +29,23 @@ import (
 // appear in errors.
 func (r *Reconciler) registryAccess(ctx context.Context, obj v1alpha1.Provider) (artifact.Access, error) {
 	access := artifact.Access{UserAgent: "capwright"}
+	if r.BaseAccess != nil {
+		access = *r.BaseAccess
+	}
 	loc, err := catalog.Locate(obj, r.catalogOptions())
 	if err != nil {
 		return access, err
 	}
 	url := loc.OCI
-	access.PlainHTTP = r.insecureRegistry(url)
+	access.PlainHTTP = access.PlainHTTP || r.insecureRegistry(url)
 	field, src := registrySource(obj)
 	if src == nil {
 		return access, nil
 	}
 	access.PlainHTTP = access.PlainHTTP || src.Insecure
+	if r.BaseAccess != nil {
+		return access, nil
+	}
 	if src.SecretRef != nil {
 		host := providerplan.RegistryHost(url)
 		cred, err := r.registryCredential(ctx, field+".secretRef", obj.GetNamespace(), src.SecretRef.Name, host)

@@ -53,7 +53,7 @@ func TestCoreContractFromThisManager(t *testing.T) {
 		if c := compatible(t, env, docker); c == nil || c.Reason != v1alpha1.WaitingForCoreReason || wroteKustomization(env) {
 			t.Fatalf("before the core's preflight passed: Compatible = %+v, Kustomization written %v; want waiting, nothing applied", c, wroteKustomization(env))
 		}
-		env.r.CorePreflights.pass(core, "v1beta2")
+		env.r.CorePreflights.Pass(core, "v1beta2")
 		if c := compatible(t, env, docker); c == nil || c.Status != metav1.ConditionTrue || !wroteKustomization(env) {
 			t.Fatalf("once the core's preflight passed here: Compatible = %+v, Kustomization written %v; want True and written", c, wroteKustomization(env))
 		}
@@ -65,7 +65,7 @@ func TestCoreContractFromThisManager(t *testing.T) {
 		env, docker := setup(t, "v1beta2", core)
 		older := core.DeepCopy()
 		older.Generation = core.Generation - 1
-		env.r.CorePreflights.pass(older, "v1beta2")
+		env.r.CorePreflights.Pass(older, "v1beta2")
 		if c := compatible(t, env, docker); c == nil || c.Reason != v1alpha1.WaitingForCoreReason || wroteKustomization(env) {
 			t.Fatalf("Compatible = %+v, Kustomization written %v; want waiting: the pass was for generation %d", c, wroteKustomization(env), older.Generation)
 		}
@@ -78,7 +78,7 @@ func TestCoreContractFromThisManager(t *testing.T) {
 		if c := compatible(t, env, docker); c == nil || c.Reason != v1alpha1.IncompatibleContractReason {
 			t.Fatalf("against the installed core: Compatible = %+v, want IncompatibleContract", c)
 		}
-		env.r.CorePreflights.pass(core, "v1beta2")
+		env.r.CorePreflights.Pass(core, "v1beta2")
 		if c := compatible(t, env, docker); c == nil || c.Status != metav1.ConditionTrue {
 			t.Fatalf("against the core's new version: Compatible = %+v, want True", c)
 		}
@@ -143,11 +143,11 @@ func TestCorePreflightsWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	core := installedCore("v1beta2")
-	cp.pass(core, "v1beta2")
-	cp.pass(core, "v1beta2") // no news
+	cp.Pass(core, "v1beta2")
+	cp.Pass(core, "v1beta2") // no news
 	next := core.DeepCopy()
 	next.Generation++
-	cp.pass(next, "v1beta2")
+	cp.Pass(next, "v1beta2")
 	for i := range 2 {
 		select {
 		case <-woken:

@@ -189,7 +189,6 @@ func (r *Reconciler) resyncInterval(obj v1alpha1.Provider) time.Duration {
 // resolveArtifact finds, fetches and checks the desired version's
 // artifact: from its release files (release tells) or its OCI repository.
 func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider) (a providerplan.Artifact, release bool, refusal *plan.Refusal) {
-	spec := obj.GetSpec()
 	loc, err := catalog.Locate(obj, r.catalogOptions())
 	if err != nil {
 		return providerplan.Artifact{}, false, unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0)
@@ -198,13 +197,9 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 		a, refusal := r.resolveRelease(ctx, obj, loc.Release)
 		return a, true, refusal
 	}
-	ref, err := artifact.ParseURL(loc.OCI)
+	ref, err := ociReference(obj, loc.OCI)
 	if err != nil {
-		return providerplan.Artifact{}, false, unresolved(v1alpha1.ResolveFailedReason, fmt.Sprintf("artifact URL %s: %v", loc.OCI, err), 0)
-	}
-	ref.Tag = spec.Version
-	if spec.Source != nil && spec.Source.OCI != nil {
-		ref.Digest = spec.Source.OCI.Digest
+		return providerplan.Artifact{}, false, unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0)
 	}
 	if res, ok := r.recentlyResolved(obj, ref); ok {
 		return res, false, nil
@@ -214,6 +209,62 @@ func (r *Reconciler) resolveArtifact(ctx context.Context, obj v1alpha1.Provider)
 		r.Resolutions.put(obj, ref.String(), res.Digest, kept{reason: res.KeptReason, message: res.Unreachable}, time.Now(), 0)
 	}
 	return res, false, refusal
+}
+
+// ociReference is what the desired version of obj is fetched as from
+// the OCI repository url: its tag, and the digest spec.source.oci pins.
+func ociReference(obj v1alpha1.Provider, url string) (artifact.Reference, error) {
+	ref, err := artifact.ParseURL(url)
+	if err != nil {
+		return ref, fmt.Errorf("artifact URL %s: %v", url, err)
+	}
+	spec := obj.GetSpec()
+	ref.Tag = spec.Version
+	if spec.Source != nil && spec.Source.OCI != nil {
+		ref.Digest = spec.Source.OCI.Digest
+	}
+	return ref, nil
+}
+
+// ArtifactReference is where obj's artifact is fetched from, after the
+// catalog and mirror rules; release is set instead for a provider
+// installed from release files (its release URL), and the reference is
+// then empty.
+func (r *Reconciler) ArtifactReference(obj v1alpha1.Provider) (ref artifact.Reference, release string, err error) {
+	loc, err := catalog.Locate(obj, r.catalogOptions())
+	if err != nil || loc.Release != "" {
+		return ref, loc.Release, err
+	}
+	ref, err = ociReference(obj, loc.OCI)
+	return ref, "", err
+}
+
+// Preload takes fetched — obj's artifact read elsewhere than from its
+// registry: an OCI image layout, for capwright build offline — as what
+// the registry answers for it: checked as a fetched artifact is, and
+// remembered as what obj's reference resolves to, so gathering obj's
+// facts asks no registry. A chart, or a digest other than the one
+// spec.source.oci pins, is refused.
+func (r *Reconciler) Preload(obj v1alpha1.Provider, fetched *artifact.Fetched) error {
+	ref, release, err := r.ArtifactReference(obj)
+	switch {
+	case err != nil:
+		return err
+	case release != "":
+		return fmt.Errorf("%s installs from the release files at %s, not from an OCI artifact", obj.GetName(), release)
+	case isChart(obj):
+		return fmt.Errorf("%s is a Helm chart, which the manager does not read", obj.GetName())
+	case ref.Digest != "" && ref.Digest != fetched.Digest:
+		return &artifact.DigestMismatchError{Ref: ref.String(), Expected: ref.Digest, Actual: fetched.Digest}
+	}
+	at := *fetched
+	at.Ref, at.Revision = ref, ref.Tag+"@"+fetched.Digest
+	spec := obj.GetSpec()
+	if _, err := r.Cache.check(&at, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace(), nil); err != nil {
+		return err
+	}
+	r.Resolutions.put(obj, ref.String(), fetched.Digest, kept{}, time.Now(), 0)
+	return nil
 }
 
 // catalogOptions are the manager's settings for where providers come
@@ -242,6 +293,9 @@ func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, r
 		if errors.Is(err, context.DeadlineExceeded) {
 			msg += fmt.Sprintf("; the registry did not answer within %s (the manager's --registry-timeout)", timeout)
 		}
+		if artifact.Unreachable(err) {
+			r.unreached(obj, err)
+		}
 		// Looked at again within a minute, sooner with a shorter interval.
 		return unresolved(fetchFailureReason(err), msg+accessHint(obj, err), min(time.Minute, r.resyncInterval(obj)))
 	}
@@ -268,6 +322,14 @@ func (r *Reconciler) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, r
 		return providerplan.Artifact{}, fail("artifact", err)
 	}
 	return providerplan.Artifact{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa}, nil
+}
+
+// unreached tells OnUnreachable that obj's registry or release host could
+// not be asked.
+func (r *Reconciler) unreached(obj v1alpha1.Provider, err error) {
+	if r.OnUnreachable != nil {
+		r.OnUnreachable(obj, err)
+	}
 }
 
 // DefaultRegistryTimeout bounds the registry's share of one reconcile when

@@ -238,9 +238,9 @@ func NewCorePreflights() *CorePreflights {
 	return &CorePreflights{passed: map[types.UID]corePassed{}}
 }
 
-// pass records that core's preflight passed for its current generation
+// Pass records that core's preflight passed for its current generation
 // with contract, and wakes the other kinds' providers when that is news.
-func (c *CorePreflights) pass(core v1alpha1.Provider, contract string) {
+func (c *CorePreflights) Pass(core v1alpha1.Provider, contract string) {
 	if c == nil || contract == "" {
 		return
 	}

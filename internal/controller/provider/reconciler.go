@@ -83,6 +83,17 @@ type Reconciler struct {
 	// Metrics records reconcile durations and each provider's state; nil
 	// records nothing.
 	Metrics *metrics.Recorder
+	// BaseAccess, when set, is the registry access every provider's
+	// artifact is fetched with, and the Secrets of spec.source (registry
+	// and release credentials, CAs) are not read: `capwright build`,
+	// which has the CLI's flags and the docker credential chain instead
+	// of the cluster's Secrets.
+	BaseAccess *artifact.Access
+	// OnUnreachable, when set, is told of every provider whose registry
+	// or release host could not be asked (down, unknown, hanging), not
+	// that it answered no: `capwright build` then stops with the offline
+	// alternative rather than reporting a refusal.
+	OnUnreachable func(obj v1alpha1.Provider, err error)
 	// CorePreflights hands the core provider's contract to the other
 	// kinds the moment its preflight passes, shared by the reconcilers of
 	// all kinds; nil leaves them to read it from the core's status.
@@ -133,6 +144,18 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	desired, err := providerplan.Plan(facts)
 	synced, err := r.sync(ctx, obj, desired, request, err)
 	return r.fold(ctx, obj, desired, synced, err)
+}
+
+// Facts gathers what the plan of obj needs, as a reconcile does, without
+// writing anything (no source is written ahead): the artifact resolved
+// and checked and, once the quick checks pass, the slower facts.
+// `capwright build` plans from them what the manager would write.
+func (r *Reconciler) Facts(ctx context.Context, obj v1alpha1.Provider) providerplan.Facts {
+	facts := r.resolve(ctx, obj)
+	if _, more := providerplan.Ahead(facts); more {
+		facts = r.gather(ctx, facts)
+	}
+	return facts
 }
 
 func objectName(obj v1alpha1.Provider) string {

@@ -77,6 +77,7 @@ func (r *Reconciler) resolveRelease(ctx context.Context, obj v1alpha1.Provider, 
 	if err != nil {
 		msg := err.Error()
 		if releaseUnreachable(err) {
+			r.unreached(obj, err)
 			if errors.Is(err, context.DeadlineExceeded) {
 				msg += fmt.Sprintf("; the release host did not answer within %s (the manager's --registry-timeout)", timeout)
 			}
@@ -173,6 +174,10 @@ func (r *Reconciler) releaseFetcher(ctx context.Context, obj v1alpha1.Provider) 
 	if r.Fetcher != nil {
 		f.MaxSize = r.Fetcher.MaxArtifactSize
 	}
+	if r.BaseAccess != nil {
+		// The CLI's own TLS settings.
+		f.RootCAs, f.InsecureSkipVerify = r.BaseAccess.RootCAs, r.BaseAccess.InsecureSkipVerify
+	}
 	if len(r.Mirrors) > 0 {
 		mirrors := r.Mirrors
 		f.Rewrite = func(u string) string {
@@ -186,6 +191,9 @@ func (r *Reconciler) releaseFetcher(ctx context.Context, obj v1alpha1.Provider) 
 	}
 	rs, ns := src.Release, obj.GetNamespace()
 	f.AllowPlainHTTP = rs.Insecure
+	if r.BaseAccess != nil {
+		return f, nil // no Secret of the cluster is read
+	}
 	if rs.SecretRef != nil {
 		const field = "spec.source.release.secretRef"
 		secret, err := r.registrySecret(ctx, field, ns, rs.SecretRef.Name,

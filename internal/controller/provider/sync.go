@@ -81,7 +81,7 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 		return r.observed(obj, d, syncer.Observe(ctx, d.Sync.Observe)), nil
 	}
 	if obj.ProviderType() == v1alpha1.CoreProviderType {
-		r.CorePreflights.pass(obj, d.Status.Contract)
+		r.CorePreflights.Pass(obj, d.Status.Contract)
 	}
 	if err != nil {
 		return synced{}, err // the Flux objects cannot be rendered

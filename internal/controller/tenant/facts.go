@@ -41,6 +41,12 @@ func NewSecretMetadata() *metav1.PartialObjectMetadata {
 	return m
 }
 
+// Facts gathers what the plan of t needs, as a reconcile does (facts):
+// `capwright build` plans from them what the manager would write.
+func (r *Reconciler) Facts(ctx context.Context, t *tenancyv1alpha1.Tenant) (tenantplan.Facts, error) {
+	return r.facts(ctx, t)
+}
+
 // facts gathers what the plan of t needs. Before anything is read there,
 // the namespaces are checked: a namespace the tenant may not use is never
 // looked at on its behalf (the plan refuses the tenant then).

@@ -303,6 +303,14 @@ func indexes() []index {
 	return out
 }
 
+// Index registers the controller's field indexes with add: a manager's
+// field indexer, or the in-memory store `capwright build` reads from.
+func Index(add func(obj ctrl.Object, field string, extract ctrl.IndexerFunc)) {
+	for _, i := range indexes() {
+		add(i.obj, i.field, i.extract)
+	}
+}
+
 // fluxKinds are the Flux kinds a tenant writes, all watched.
 func fluxKinds() []ctrl.Object {
 	return []ctrl.Object{&sourcev1.OCIRepository{}, &sourcev1.ExternalArtifact{}, &kustomizev1.Kustomization{}, &helmv2.HelmRelease{}}

@@ -172,6 +172,10 @@ func TestACommittedClusterGetsTheTeamsStack(t *testing.T) {
 	time.Sleep(32 * time.Second)
 	framework.NoManagerWrites(t, env, since, "the manager while nothing changed")
 
+	t.Run("capwright build prints what the manager applied", func(t *testing.T) {
+		buildMatchesManager(t, ctx, c, []client.Object{tenant, infra, cp}, cluster)
+	})
+
 	// Paused: Paused=True once, then no write at all, and a spec change
 	// waits.
 	if err := c.Get(ctx, key, cluster); err != nil {

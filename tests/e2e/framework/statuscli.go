@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
-	"testing"
 
 	"github.com/fluxcd/cli-utils/pkg/object"
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -20,8 +18,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/capwright/capwright/tests/plane"
 )
 
 // StatusNode is one object of `capwright status -o json` (cmd/capwright
@@ -65,27 +61,6 @@ func (n *StatusNode) Child(kind, name string) *StatusNode {
 		}
 	}
 	return nil
-}
-
-var cliBuilds sync.Map // *plane.Plane → *cliBuild
-
-type cliBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// CLI builds the capwright CLI from the working tree once per plane and
-// returns its path.
-func CLI(t testing.TB, ctx context.Context, p *plane.Plane) string {
-	t.Helper()
-	b, _ := cliBuilds.LoadOrStore(p, &cliBuild{})
-	build := b.(*cliBuild)
-	build.once.Do(func() { build.path, build.err = p.BuildCLI(ctx) })
-	if build.err != nil {
-		t.Fatal(build.err)
-	}
-	return build.path
 }
 
 // RunCLI runs the CLI binary and returns stdout, stderr and the exit code.

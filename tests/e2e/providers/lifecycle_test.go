@@ -145,6 +145,7 @@ func TestProviderLifecycle(t *testing.T) {
 	t.Run("spec.dependsOn holds the install until the dependency is Ready", func(t *testing.T) { waitsForDependsOn(t, ctx, c) })
 	t.Run("cosign signatures are verified, also at a mirror", func(t *testing.T) { signatures(t, ctx, c) })
 	charts(t, ctx, c)
+	t.Run("capwright build prints what the manager applied", func(t *testing.T) { buildMatchesManager(t, ctx, c, providers) })
 
 	t.Run("deleting the core provider waits for other providers and clusters", func(t *testing.T) {
 		manager, err := env.StartCAPIManager(ctx, plane.CAPIManagerOptions{Namespace: "capi-system"})

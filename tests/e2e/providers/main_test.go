@@ -27,6 +27,9 @@ var (
 	// GitHub's redirect to a download host; a mirror rule sends the
 	// manager there.
 	releases *plane.ReleaseServer
+	// managerArgs and managerEnv are what the manager runs with, which
+	// capwright build is given too.
+	managerArgs, managerEnv []string
 )
 
 // registryTimeout is the manager's --registry-timeout here: shorter than
@@ -52,13 +55,16 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return err
 		}
-		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: append([]string{
-			"--resync-interval=30s",
-			"--registry-timeout=" + registryTimeout.String(),
-			"--events-addr=" + notification.EventsURL,
+		managerArgs = append([]string{
 			"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 			"--insecure-registry=" + p.Registry.Host,
-		}, releaseArgs...), Env: releaseEnv})
+			"--registry-timeout=" + registryTimeout.String(),
+		}, releaseArgs...)
+		managerEnv = releaseEnv
+		manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: append([]string{
+			"--resync-interval=30s",
+			"--events-addr=" + notification.EventsURL,
+		}, managerArgs...), Env: releaseEnv})
 		return err
 	}, func(p *plane.Plane) { env = p }))
 }

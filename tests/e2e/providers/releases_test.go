@@ -99,6 +99,14 @@ func TestProvidersFromReleases(t *testing.T) {
 		}
 	})
 
+	t.Run("capwright build prints what the manager applied from the releases", func(t *testing.T) {
+		var owners []client.Object
+		for _, p := range all {
+			owners = append(owners, p.obj.(client.Object))
+		}
+		buildSameAsManager(t, ctx, c, owners, 4*3)
+	})
+
 	t.Run("a resync asks the release host nothing", func(t *testing.T) {
 		since := time.Now()
 		for _, p := range all {

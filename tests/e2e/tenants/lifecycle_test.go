@@ -187,6 +187,8 @@ func TestTenantLifecycle(t *testing.T) {
 		})
 	})
 
+	t.Run("capwright build prints what the manager applied, and diff what would change", func(t *testing.T) { buildAndDiff(t, ctx, c, tn) })
+
 	t.Run("a resync with nothing changed writes nothing", func(t *testing.T) {
 		since := time.Now()
 		if err := framework.Poke(ctx, c, tn); err != nil {

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/build"
+	"github.com/capwright/capwright/internal/plan"
+)
+
+func init() { subcommands = append(subcommands, newDiffCommand) }
+
+// exitDiffFailed: diff could not compare, for a reason not covered by
+// codes 2–6 (1 means it found differences).
+const exitDiffFailed = 9
+
+// differencesError is diff finding differences: exit code 1, as kubectl
+// diff.
+type differencesError struct{ n int }
+
+func (e differencesError) Error() string {
+	return fmt.Sprintf("%d objects would change", e.n)
+}
+
+// diffFailedError is a failure of diff not covered by codes 2–6.
+type diffFailedError struct{ err error }
+
+func (e diffFailedError) Error() string { return e.err.Error() }
+func (e diffFailedError) Unwrap() error { return e.err }
+
+type diffOptions struct {
+	buildOptions
+	cluster clusterOptions
+}
+
+func newDiffCommand(reg *registryOptions) *cobra.Command {
+	o := &diffOptions{}
+	cmd := &cobra.Command{
+		Use:   "diff -f FILE|DIR... [--cluster-file FILE|DIR...]",
+		Short: "Show what the Capwright manager would change on a cluster for the custom resources in files",
+		Long: `diff builds the custom resources in the files as capwright build does —
+with what the cluster says in place of what build fills in: the custom
+resources' status, the Cluster API Clusters and their kubeconfig Secrets (names
+only), the Flux objects the manager keeps — and shows, as a unified diff
+readable in a pull request's comment, what applying each object would change
+on the cluster: a server-side dry-run apply with the manager's field manager
+(capwright), against the live object. Objects the manager would create show as
+added, objects it would prune as removed. Nothing is written.
+
+The kubeconfig's user needs get and list on what is read and patch on what is
+dry-run applied (a dry run is authorized as the write it stands for).
+
+Exit codes: 0 nothing would change; 1 something would change (as kubectl
+diff); 2 the input cannot be read; 3, 4, 5 as for the other commands; 8 the
+manager would refuse a custom resource; 9 diff could not compare, for another
+reason.`,
+		Example: `  # In a pull request's CI job, with the management cluster's kubeconfig
+  capwright diff -f clusters/management/ --kubeconfig mgmt.kubeconfig > capwright.diff; test $? -le 1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDiff(cmd, reg, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.files, "filename", "f", nil, "file or directory (walked for *.yaml, *.yml, *.json) holding the custom resources (repeatable)")
+	f.StringArrayVar(&o.clusterFiles, "cluster-file", nil, "file or directory of further objects to read as the cluster's (repeatable)")
+	f.StringVarP(&o.namespace, "namespace", "n", "default", "namespace of the objects in the files that name none")
+	addLayoutFlag(cmd, &o.layouts)
+	o.settings.addFlags(cmd)
+	o.cluster.addFlags(cmd, "")
+	_ = cmd.MarkFlagRequired("filename")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.MarkFlagFilename("cluster-file", "yaml", "yml", "json")
+	return cmd
+}
+
+func runDiff(cmd *cobra.Command, reg *registryOptions, o *diffOptions) error {
+	ctx := cmd.Context()
+	opts, err := o.settings.options(reg)
+	if err != nil {
+		return err
+	}
+	opts.Layouts = o.layouts
+	in, err := loadInput(o.files, o.clusterFiles, o.namespace)
+	if err != nil {
+		return err
+	}
+	c, name, err := o.cluster.client()
+	if err != nil {
+		return err
+	}
+	cfg, _, err := o.cluster.restConfig()
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return diffFailedError{err}
+	}
+	live, err := liveWorld(ctx, c, in.CRs)
+	if err != nil {
+		if notInstalled(err) {
+			return diffFailedError{fmt.Errorf("context %q does not serve Capwright's kinds (%v): install Capwright there first (docs/install.md), or point --kubeconfig/--context at the management cluster", name, err)}
+		}
+		return diffFailedError{fmt.Errorf("reading context %q: %w", name, err)}
+	}
+	items, err := build.Build(ctx, in.CRs, append(in.World, live...), opts)
+	if err != nil {
+		return withOfflineHint(err)
+	}
+	report(cmd.ErrOrStderr(), in, items)
+	changed := 0
+	for _, it := range items {
+		n, err := diffItem(ctx, cmd.OutOrStdout(), c, dyn, it)
+		if err != nil {
+			return diffFailedError{fmt.Errorf("%s: %w", it.Ref(), err)}
+		}
+		changed += n
+	}
+	if err := buildOutcome(in, items); err != nil {
+		return err
+	}
+	if changed > 0 {
+		return differencesError{changed}
+	}
+	return nil
+}
+
+// liveWorld is what the cluster says that build would otherwise fill in:
+// each custom resource's identity and status (carried onto crs), the
+// Clusters and the names of kubeconfig Secrets, the Flux objects of the
+// custom resources' namespaces and those labelled for Tenants, and the
+// revisions Tenants keep.
+func liveWorld(ctx context.Context, c ctrl.Client, crs []ctrl.Object) ([]ctrl.Object, error) {
+	var core v1alpha1.CoreProviderList
+	if err := c.List(ctx, &core, ctrl.Limit(1)); err != nil {
+		return nil, err
+	}
+	namespaces := map[string]bool{}
+	var tenants []string
+	for _, cr := range crs {
+		live := cr.DeepCopyObject().(ctrl.Object)
+		err := c.Get(ctx, ctrl.ObjectKeyFromObject(cr), live)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, err
+		default:
+			carryLive(cr, live)
+		}
+		if t, ok := cr.(*tenancyv1alpha1.Tenant); ok {
+			tenants = append(tenants, t.Name)
+			namespaces[t.ManagementNamespace()] = true
+			for _, ns := range t.Spec.Clusters.Namespaces {
+				namespaces[ns] = true
+			}
+		} else {
+			namespaces[cr.GetNamespace()] = true
+		}
+	}
+	var out []ctrl.Object
+	add := func(list ctrl.ObjectList, opts ...ctrl.ListOption) error {
+		if err := c.List(ctx, list, opts...); err != nil && !notInstalled(err) {
+			return err
+		}
+		items, err := listItems(list)
+		out = append(out, items...)
+		return err
+	}
+	for ns := range namespaces {
+		for _, list := range fluxLists() {
+			if err := add(list, ctrl.InNamespace(ns)); err != nil {
+				return nil, err
+			}
+		}
+		if err := add(newClusterList(), ctrl.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		if err := addSecretNames(ctx, c, ns, &out); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range tenants {
+		sel := ctrl.MatchingLabels{tenancyv1alpha1.TenantLabel: t}
+		for _, list := range append(fluxLists(), tenantManagementLists()...) {
+			if err := add(list, sel); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return dedupe(out), nil
+}
+
+// carryLive gives the custom resource of the files the live one's
+// identity and status: what the manager's facts read.
+func carryLive(cr, live ctrl.Object) {
+	cr.SetUID(live.GetUID())
+	cr.SetCreationTimestamp(live.GetCreationTimestamp())
+	cr.SetGeneration(live.GetGeneration())
+	cr.SetResourceVersion(live.GetResourceVersion())
+	setStatusFrom(cr, live)
+}
+
+// diffItem prints what applying it's objects, and pruning its Prune,
+// would change, and returns how many would.
+func diffItem(ctx context.Context, w io.Writer, c ctrl.Client, dyn dynamic.Interface, it build.Item) (int, error) {
+	changed := 0
+	for _, want := range it.Objects {
+		gvk := want.GroupVersionKind()
+		m, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return changed, err
+		}
+		var res dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if want.GetNamespace() != "" {
+			res = dyn.Resource(m.Resource).Namespace(want.GetNamespace())
+		}
+		before, err := res.Get(ctx, want.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			before = nil
+		} else if err != nil {
+			return changed, err
+		}
+		after, err := res.Apply(ctx, want.GetName(), want, metav1.ApplyOptions{FieldManager: plan.FieldOwner, Force: true, DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return changed, fmt.Errorf("dry-run applying %s %s: %w", want.GetKind(), plan.ObjectRef(want), err)
+		}
+		n, err := printDiff(w, want, before, after)
+		if err != nil {
+			return changed, err
+		}
+		changed += n
+	}
+	for _, p := range it.Prune {
+		u, err := toUnstructured(c, p)
+		if err != nil {
+			return changed, err
+		}
+		n, err := printDiff(w, u, u, nil)
+		if err != nil {
+			return changed, err
+		}
+		changed += n
+	}
+	return changed, nil
+}
+
+// printDiff prints a unified diff of an object from before to after (nil:
+// absent), server-set metadata aside; it returns 1 when they differ.
+func printDiff(w io.Writer, ref *unstructured.Unstructured, before, after *unstructured.Unstructured) (int, error) {
+	a, err := comparable(before)
+	if err != nil {
+		return 0, err
+	}
+	b, err := comparable(after)
+	if err != nil {
+		return 0, err
+	}
+	if a == b {
+		return 0, nil
+	}
+	path := strings.ToLower(ref.GetKind()) + "/"
+	if ref.GetNamespace() != "" {
+		path += ref.GetNamespace() + "/"
+	}
+	path += ref.GetName()
+	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+		FromFile: "live/" + path, ToFile: "capwright/" + path, Context: 3,
+	})
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.WriteString(w, text)
+	return 1, err
+}
+
+// comparable is the YAML of obj without what the API server and
+// controllers set (managedFields, resourceVersion, generation, uid,
+// creationTimestamp, status); "" for nil.
+func comparable(obj *unstructured.Unstructured) (string, error) {
+	if obj == nil {
+		return "", nil
+	}
+	u := obj.DeepCopy()
+	delete(u.Object, "status")
+	for _, f := range []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp"} {
+		unstructured.RemoveNestedField(u.Object, "metadata", f)
+	}
+	data, err := yaml.Marshal(u.Object)
+	return string(data), err
+}
+
+// dedupe drops repeated objects (listed by namespace and by label).
+func dedupe(objs []ctrl.Object) []ctrl.Object {
+	seen := map[string]bool{}
+	return slices.DeleteFunc(objs, func(o ctrl.Object) bool {
+		key := fmt.Sprintf("%T %s/%s", o, o.GetNamespace(), o.GetName())
+		if seen[key] {
+			return true
+		}
+		seen[key] = true
+		return false
+	})
+}
