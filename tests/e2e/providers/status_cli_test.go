@@ -49,6 +49,15 @@ func statusShowsProviders(t *testing.T, ctx context.Context, providers []install
 		}
 	}
 
+	// Shell completion reads the names from the cluster.
+	stdout, _, code, err = framework.RunCLI(ctx, cli, "__complete", "status", "--kubeconfig", env.Kubeconfig, "bootstrapprovider/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || !strings.HasPrefix(stdout, "bootstrapprovider/kubeadm\n:4\n") {
+		t.Errorf("completing bootstrapprovider/: exit code %d:\n%s", code, stdout)
+	}
+
 	// A provider whose version is nowhere.
 	ensureNamespace(t, ctx, c, "status-missing")
 	missing := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "status-missing", Name: "missing"},
