@@ -65,7 +65,8 @@ The kubeconfig's user needs get and list on what is read and patch on what is
 dry-run applied (a dry run is authorized as the write it stands for).
 
 Exit codes: 0 nothing would change; 1 something would change (as kubectl
-diff); 2 the input cannot be read; 3, 4, 5 as for the other commands; 8 the
+diff); 2 the input cannot be read; 3 the cluster does not serve Capwright's
+kinds; 4, 5 as for the other commands; 8 the
 manager would refuse a custom resource; 9 diff could not compare, for another
 reason.`,
 		Example: `  # In a pull request's CI job, with the management cluster's kubeconfig
@@ -114,7 +115,7 @@ func runDiff(cmd *cobra.Command, reg *registryOptions, o *diffOptions) error {
 	live, err := liveWorld(ctx, c, in.CRs)
 	if err != nil {
 		if notInstalled(err) {
-			return diffFailedError{fmt.Errorf("context %q does not serve Capwright's kinds (%v): install Capwright there first (docs/install.md), or point --kubeconfig/--context at the management cluster", name, err)}
+			return &notInstalledError{context: name, missing: []string{"coreproviders." + v1alpha1.GroupVersion.Group}}
 		}
 		return diffFailedError{fmt.Errorf("reading context %q: %w", name, err)}
 	}

@@ -69,7 +69,9 @@ func exitCode(err error) int {
 		notReady    notReadyError
 		differences differencesError
 		diffFailed  diffFailedError
-		missing     clusterMissingError
+		kubeAuth    kubeAuthError
+		absent      *notFoundInClusterError
+		uninstalled *notInstalledError
 	)
 	switch {
 	case err == nil:
@@ -80,7 +82,9 @@ func exitCode(err error) int {
 		return exitNotReady
 	case errors.As(err, &differences):
 		return exitFailure
-	case errors.As(err, &missing):
+	case errors.As(err, &kubeAuth):
+		return exitAuth
+	case errors.As(err, &absent), errors.As(err, &uninstalled):
 		return exitNotFound
 	case errors.As(err, &fromRelease):
 		return releaseExitCode(fromRelease.Reason)

@@ -93,13 +93,19 @@ Exit codes:
   1  failure not covered below (for mirror: some references failed)
   2  invalid command line or input (flags, arguments, versions, release
      files, --annotation contradicting the flags of publish)
-  3  not found (tag, digest or repository)
-  4  the registry refused the credentials (HTTP 401/403)
+  3  not found (tag, digest or repository; for status: KIND/NAME; for
+     status, diff and upgrade plan: Capwright's kinds, not installed on
+     the cluster)
+  4  the registry (or the API server) refused the credentials
+     (HTTP 401/403)
   5  connection or TLS failure (also --plain-http to a TLS registry)
   6  the artifact breaks the provider artifact contract (layout, size,
      unsafe tar entries, annotations contradicting its tag)
   7  convert: the CRs were converted, but some fields need a human (see
-     its report)`,
+     its report)
+  8  build, diff: the manager would refuse a custom resource; status:
+     something shown is not Ready
+  9  diff could not compare (1 is diff's differences, as kubectl diff)`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,

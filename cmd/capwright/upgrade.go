@@ -105,11 +105,6 @@ credentials, 5 connection or TLS), after printing the plan of the others.`,
 	return cmd
 }
 
-// clusterMissingError: the cluster does not serve the provider kinds.
-type clusterMissingError struct{ msg string }
-
-func (e clusterMissingError) Error() string { return e.msg }
-
 // sourceError is why some providers' sources could not be read; its
 // exit code is that of the first failure.
 type sourceError struct {
@@ -168,8 +163,7 @@ func runUpgradePlan(cmd *cobra.Command, reg *registryOptions, o *upgradePlanOpti
 		list := k.list()
 		if err := c.List(ctx, list); err != nil {
 			if notInstalled(err) {
-				return clusterMissingError{fmt.Sprintf("context %q does not serve %s.%s (Capwright's provider CRDs, %s and six more, are missing): Capwright is not installed in this cluster; install it (docs/install.md), or pick the management cluster with --kubeconfig or --context",
-					context, k.resource, v1alpha1.GroupVersion.Group, k.kind)}
+				return &notInstalledError{context: context, missing: []string{k.resource + "." + v1alpha1.GroupVersion.Group}}
 			}
 			return fmt.Errorf("listing the %ss of context %q: %w", k.kind, context, err)
 		}

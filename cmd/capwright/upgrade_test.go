@@ -174,7 +174,7 @@ func TestUpgradePlanBadInput(t *testing.T) {
 	noDockerCredentials(t)
 	_, stderr, code := cliRun(t, "upgrade", "plan", "--kubeconfig", fakeAPIServer(t, nil))
 	if code != exitNotFound || !strings.Contains(stderr, "does not serve coreproviders.providers.capwright.io") ||
-		!strings.Contains(stderr, "Capwright is not installed in this cluster") || !strings.Contains(stderr, "--context") {
+		!strings.Contains(stderr, "Capwright is not installed there") || !strings.Contains(stderr, "--context") {
 		t.Errorf("no Capwright: exit %d, %s", code, stderr)
 	}
 

@@ -119,6 +119,7 @@ func TestACommittedClusterGetsTheTeamsStack(t *testing.T) {
 	clusterCondition(t, ctx, c, key, "ControlPlaneInitialized", metav1.ConditionTrue, 2*time.Minute)
 	clusterCondition(t, ctx, c, key, "Available", metav1.ConditionTrue, 2*time.Minute)
 	available := time.Since(start)
+	t.Run("capwright status shows both backends and what Flux applied", func(t *testing.T) { statusShowsBackends(t, ctx, c, key) })
 
 	// The kubeconfig Secret reaches the new cluster.
 	var secret corev1.Secret

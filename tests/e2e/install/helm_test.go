@@ -76,6 +76,9 @@ func TestInstallWithFluxHelmRelease(t *testing.T) {
 	deploy := &deploys.Items[0]
 	manager := runDeployedManager(ctx, t, deploy, rel.Image.Repository+"@"+rel.Image.Digest)
 	defer func() { manager.stop() }()
+	t.Run("capwright version reports the chart's version", func(t *testing.T) {
+		versionReportsManager(t, ctx, deploy, firstVersion, "label app.kubernetes.io/version")
+	})
 
 	providers := installExampleProviders(ctx, t, c, start, "HelmRelease applied")
 

@@ -94,6 +94,9 @@ func TestInstallWithFluxKustomization(t *testing.T) {
 	}
 	manager := runDeployedManager(ctx, t, deploy, siteImage(first))
 	defer func() { manager.stop() }()
+	t.Run("capwright version reads the version of the image pinned by digest", func(t *testing.T) {
+		versionReportsManager(t, ctx, deploy, firstVersion, "image annotation org.opencontainers.image.version")
+	})
 
 	providers := installExampleProviders(ctx, t, c, start, "install YAML applied")
 

@@ -55,6 +55,8 @@ func charts(t *testing.T, ctx context.Context, c client.Client) {
 			t.Errorf("chart values or clusterctl labels not applied: replicas %d labels %v", *dep.Spec.Replicas, dep.Labels)
 		}
 		assertDeploymentAvailable(t, ctx, c, client.ObjectKeyFromObject(dep))
+		// capwright status shows the HelmRelease and its release's objects.
+		statusMatchesProvider(t, ctx, statusClient(t), framework.CLI(t, ctx, env), p)
 		deleteAndWait(t, ctx, c, p)
 		waitGone(t, ctx, c, dep, time.Minute)
 	})

@@ -84,6 +84,7 @@ func TestProviderLifecycle(t *testing.T) {
 		assertInstalled(t, ctx, c, p, oldVersion, "v1beta2")
 	}
 	t.Run("Flux starts at once and skips substituting CRDs", func(t *testing.T) { fluxStartedAtOnce(t, ctx, c, start, providers) })
+	t.Run("capwright status shows each provider's Flux objects and what Flux applied", func(t *testing.T) { statusShowsProviders(t, ctx, providers) })
 
 	t.Run("upgrade plan and UpgradeAvailable name v1.14 and block an incompatible contract", func(t *testing.T) {
 		upgradePlanShown(t, ctx, c, providers, oldVersion, newVersion)

@@ -71,8 +71,8 @@ func buildAndDiff(t *testing.T, ctx context.Context, c client.Client, tn *tenanc
 
 	t.Run("capwright diff against a cluster without Capwright says so", func(t *testing.T) {
 		out, code := diff(t, ctx, cli, "-f", repo, "--kubeconfig", workloads[0].KubeconfigPath)
-		if code != 9 || !strings.Contains(out, "does not serve Capwright's kinds") || !strings.Contains(out, "docs/install.md") {
-			t.Errorf("capwright diff against workload cluster %s: exit %d, want 9 naming what is missing:\n%s", workloads[0].Name, code, out)
+		if code != 3 || !strings.Contains(out, "Capwright is not installed there") || !strings.Contains(out, "docs/install.md") {
+			t.Errorf("capwright diff against workload cluster %s: exit %d, want 3 naming what is missing:\n%s", workloads[0].Name, code, out)
 		}
 	})
 

@@ -148,6 +148,7 @@ spec:
 	if s := kstatusOf(t, back); s != kstatus.FailedStatus {
 		t.Errorf("kstatus reads a rolled back Tenant as %s, want Failed", s)
 	}
+	t.Run("capwright status names the rollback, exit code 8", func(t *testing.T) { statusShowsTenant(t, ctx, c, name, 8) })
 	for ref, before := range others {
 		for _, w := range writesSince(t, since) {
 			if strings.Contains(w, ref) {
@@ -202,6 +203,8 @@ spec:
 		t.Errorf("after the fixed revision: last good %+v, failed %+v", done.Status.Rollout.LastGood, done.Status.Rollout.Failed)
 	}
 	assertEvent(t, ctx, c, name, corev1.EventTypeNormal, "RolloutStarted", fixed.Tag)
+	t.Run("capwright status shows every cluster's wave and revision, exit code 0", func(t *testing.T) { statusShowsTenant(t, ctx, c, name, 0) })
+	t.Run("capwright status on a cluster without Capwright", func(t *testing.T) { statusOnAWorkloadCluster(t, ctx) })
 }
 
 // TestTenantRolloutRefusesWhatCannotBeFollowed: a rollout whose bake time
