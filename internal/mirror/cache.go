@@ -27,14 +27,14 @@ import (
 //
 // A reference with a completion is not walked again when, at the time of
 // the re-run, the source still resolves it to the recorded digest (one
-// request, none for a reference by digest alone), each image tag of it
-// still resolves to its recorded digest at its source (one request per
-// tagged image), and the target still holds the reference's tag (or
-// digest) at that digest (one request): a moved tag, at the artifact or at
-// an image, or a target that lost the copy (reset, repository or tag
-// deleted) is noticed and the reference mirrored again. A completion older
-// than CompletionTTL is walked again in full, to pick up referrers
-// (signatures, SBOMs) added upstream since.
+// request, none for a reference by digest alone) and the target still
+// holds the reference's tag (or digest) at that digest (one request): a
+// moved tag, or a target that lost the copy (reset, repository or tag
+// deleted), is noticed and the reference mirrored again. Its images'
+// tags are taken as recorded (complete). A completion older than
+// CompletionTTL is walked again in full, every image tag resolved anew, to
+// pick up a re-tagged image and referrers (signatures, SBOMs) added
+// upstream since.
 //
 // Entries are small JSON files; a missing, unreadable or corrupt one is a
 // miss, never an error, and the directory may be deleted at any time.
