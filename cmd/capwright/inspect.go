@@ -60,6 +60,7 @@ rebuilt with "capwright mirror --repack".`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	f.StringVar(&o.layout, "layout", "", "read the artifact from this OCI image layout directory instead of a registry")
 	f.StringVar(&o.maxArtifactSize, "max-artifact-size", "64Mi", "largest manifest, layer and unpacked layer read (a quantity: 64Mi, 1Gi), as the controller's limit")
 	return cmd
