@@ -1,14 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capwright/capwright/internal/artifact"
 )
@@ -130,20 +128,7 @@ func runInspect(cmd *cobra.Command, reg *registryOptions, o *inspectOptions, arg
 		return err
 	}
 	out := cmd.OutOrStdout()
-	switch o.output {
-	case "json":
-		data, err := json.MarshalIndent(report, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", data)
-		return err
-	case "yaml":
-		data, err := yaml.Marshal(report)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(data)
+	if printed, err := printData(out, o.output, report); printed {
 		return err
 	}
 	return printInspectTable(out, report)

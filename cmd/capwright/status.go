@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"golang.org/x/term"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capwright/capwright/internal/scheme"
 )
@@ -239,20 +237,7 @@ func readyOrNot(r *statusReport) error {
 }
 
 func printStatus(w io.Writer, output string, r *statusReport) error {
-	switch output {
-	case "json":
-		data, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
-	case "yaml":
-		data, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
+	if printed, err := printData(w, output, r); printed {
 		return err
 	}
 	if len(r.Objects) == 0 {

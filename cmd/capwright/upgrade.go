@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
@@ -193,22 +191,11 @@ func runUpgradePlan(cmd *cobra.Command, reg *registryOptions, o *upgradePlanOpti
 		report.Providers = []upgrades.Result{}
 	}
 	out := cmd.OutOrStdout()
-	switch o.output {
-	case "json":
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			return err
-		}
-	case "yaml":
-		data, err := yaml.Marshal(report)
-		if err != nil {
-			return err
-		}
-		if _, err := out.Write(data); err != nil {
-			return err
-		}
-	default:
+	printed, err := printData(out, o.output, report)
+	if err != nil {
+		return err
+	}
+	if !printed {
 		if err := printUpgradePlan(out, report); err != nil {
 			return err
 		}

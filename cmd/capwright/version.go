@@ -15,7 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capwright/capwright/internal/artifact"
 )
@@ -211,20 +210,7 @@ func imageVersion(ctx context.Context, reg *registryOptions, ref artifact.Refere
 }
 
 func printVersion(w io.Writer, output string, r *versionReport) error {
-	switch output {
-	case "json":
-		data, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
-	case "yaml":
-		data, err := yaml.Marshal(r)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
+	if printed, err := printData(w, output, r); printed {
 		return err
 	}
 	fmt.Fprintf(w, "capwright CLI: %s (%s, %s)\n", r.Client.Version, r.Client.GoVersion, r.Client.Platform)
