@@ -182,18 +182,9 @@ func (f *Fetcher) Fetch(ctx context.Context, src Source, version, providerType s
 		}
 		scheme, host = u.Scheme, u.Host
 	}
-	timeout := f.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := f.withTimeout(ctx)
 	defer cancel()
-
-	budget := f.MaxSize
-	if budget <= 0 {
-		budget = DefaultMaxSize
-	}
-	g := &getter{f: f, fields: fields, src: src, client: f.client(scheme, host, scheme == "http"), limit: budget, left: budget}
+	g := f.newGetter(fields, src, scheme, host)
 	r := &Release{Source: src, Type: providerType, Version: version}
 	if r.Metadata, err = g.get(ctx, metadataURL, MetadataFile, func(status string) *Error {
 		versionHint := fields.Version + " against the project's releases"
@@ -428,4 +419,23 @@ func shorten(s string) string {
 		return s[:limit] + "…"
 	}
 	return s
+}
+
+// withTimeout bounds a fetch by f.Timeout (DefaultTimeout when unset).
+func (f *Fetcher) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// newGetter fetches the files of src from scheme://host within f.MaxSize
+// (DefaultMaxSize when unset) in all.
+func (f *Fetcher) newGetter(fields Fields, src Source, scheme, host string) *getter {
+	budget := f.MaxSize
+	if budget <= 0 {
+		budget = DefaultMaxSize
+	}
+	return &getter{f: f, fields: fields, src: src, client: f.client(scheme, host, scheme == "http"), limit: budget, left: budget}
 }

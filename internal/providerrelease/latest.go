@@ -128,17 +128,9 @@ func (f *Fetcher) Metadata(ctx context.Context, src Source, version string) (Fil
 	} else if scheme == "http" && !f.AllowPlainHTTP {
 		return File{}, newError(ReasonInvalidURL, src.URL, "use https://, or allow plain HTTP explicitly with "+fields.PlainHTTP, "release URL %s is plain HTTP", src.URL)
 	}
-	timeout := f.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := f.withTimeout(ctx)
 	defer cancel()
-	budget := f.MaxSize
-	if budget <= 0 {
-		budget = DefaultMaxSize
-	}
-	g := &getter{f: f, fields: fields, src: src, client: f.client(scheme, host, scheme == "http"), limit: budget, left: budget}
+	g := f.newGetter(fields, src, scheme, host)
 	file, err := g.get(ctx, metadataURL, MetadataFile, func(status string) *Error {
 		return newError(ReasonNotReleased, metadataURL, "check the release on the host", "version %s has no %s at %s (%s)", version, MetadataFile, metadataURL, status)
 	})
