@@ -237,7 +237,12 @@ func diffItem(ctx context.Context, w io.Writer, c ctrl.Client, dyn dynamic.Inter
 			return changed, err
 		}
 		after, err := res.Apply(ctx, want.GetName(), want, metav1.ApplyOptions{FieldManager: plan.FieldOwner, Force: true, DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
+		switch {
+		case err != nil && before == nil && apierrors.IsNotFound(err):
+			// Its namespace is new too (written before it, which a dry
+			// run does not do): shown as built.
+			after = want
+		case err != nil:
 			return changed, fmt.Errorf("dry-run applying %s %s: %w", want.GetKind(), plan.ObjectRef(want), err)
 		}
 		n, err := printDiff(w, want, before, after)
