@@ -33,6 +33,9 @@ const exitDiffFailed = 9
 type differencesError struct{ n int }
 
 func (e differencesError) Error() string {
+	if e.n == 1 {
+		return "1 object would change"
+	}
 	return fmt.Sprintf("%d objects would change", e.n)
 }
 
@@ -285,7 +288,7 @@ func printDiff(w io.Writer, ref *unstructured.Unstructured, before, after *unstr
 	}
 	path += ref.GetName()
 	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+		A: lines(a), B: lines(b),
 		FromFile: "live/" + path, ToFile: "capwright/" + path, Context: 3,
 	})
 	if err != nil {
@@ -322,4 +325,12 @@ func dedupe(objs []ctrl.Object) []ctrl.Object {
 		seen[key] = true
 		return false
 	})
+}
+
+// lines splits text into lines for a diff; an absent object has none.
+func lines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	return difflib.SplitLines(text)
 }

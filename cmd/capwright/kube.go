@@ -47,6 +47,10 @@ func (o *clusterOptions) restConfig() (*rest.Config, string, error) {
 		return nil, "", usageErrorf("kubeconfig context %q: %v", name, err)
 	}
 	cfg.UserAgent = "capwright/" + version
+	// The API server's warnings are about objects the commands read or
+	// dry-run (Flux's finalizer names, deprecated fields of others'
+	// kinds): not the user's to act on here, and not printed.
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	return cfg, name, nil
 }
 
