@@ -10,6 +10,7 @@ import (
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/controller/provider"
 )
 
 // statusKind is a kind `capwright status` shows: how users may name it and
@@ -26,20 +27,30 @@ type statusKind struct {
 
 // statusKinds are the kinds Capwright manages, in the order the tree shows
 // them: the providers (core first), Tenants, then the contract kinds.
-var statusKinds = []statusKind{
-	providerKind("CoreProvider", "corep", func() client.ObjectList { return &v1alpha1.CoreProviderList{} }),
-	providerKind("BootstrapProvider", "bootp", func() client.ObjectList { return &v1alpha1.BootstrapProviderList{} }),
-	providerKind("ControlPlaneProvider", "cpp", func() client.ObjectList { return &v1alpha1.ControlPlaneProviderList{} }),
-	providerKind("InfrastructureProvider", "infrap", func() client.ObjectList { return &v1alpha1.InfrastructureProviderList{} }),
-	providerKind("IPAMProvider", "ipamp", func() client.ObjectList { return &v1alpha1.IPAMProviderList{} }),
-	providerKind("RuntimeExtensionProvider", "rxp", func() client.ObjectList { return &v1alpha1.RuntimeExtensionProviderList{} }),
-	providerKind("AddonProvider", "addonp", func() client.ObjectList { return &v1alpha1.AddonProviderList{} }),
-	{Kind: tenancyv1alpha1.TenantKind, resource: "tenants", group: tenancyv1alpha1.GroupVersion.Group, shortName: "tnt",
+var statusKinds = append(providerStatusKinds(),
+	statusKind{Kind: tenancyv1alpha1.TenantKind, resource: "tenants", group: tenancyv1alpha1.GroupVersion.Group, shortName: "tnt",
 		newList: func() client.ObjectList { return &tenancyv1alpha1.TenantList{} }},
-	{Kind: clustersv1alpha1.ControlPlaneKind, resource: "capwrightcontrolplanes", group: clustersv1alpha1.GroupVersion.Group, shortName: "cwcp", namespaced: true,
+	statusKind{Kind: clustersv1alpha1.ControlPlaneKind, resource: "capwrightcontrolplanes", group: clustersv1alpha1.GroupVersion.Group, shortName: "cwcp", namespaced: true,
 		newList: func() client.ObjectList { return &clustersv1alpha1.CapwrightControlPlaneList{} }},
-	{Kind: clustersv1alpha1.ClusterKind, resource: "capwrightclusters", group: clustersv1alpha1.GroupVersion.Group, shortName: "cwc", namespaced: true,
+	statusKind{Kind: clustersv1alpha1.ClusterKind, resource: "capwrightclusters", group: clustersv1alpha1.GroupVersion.Group, shortName: "cwc", namespaced: true,
 		newList: func() client.ObjectList { return &clustersv1alpha1.CapwrightClusterList{} }},
+)
+
+// providerShortNames are the short names status takes for the provider
+// kinds.
+var providerShortNames = map[string]string{
+	"CoreProvider": "corep", "BootstrapProvider": "bootp", "ControlPlaneProvider": "cpp", "InfrastructureProvider": "infrap",
+	"IPAMProvider": "ipamp", "RuntimeExtensionProvider": "rxp", "AddonProvider": "addonp",
+}
+
+// providerStatusKinds are the seven provider kinds, as the manager's
+// provider controllers have them (core first).
+func providerStatusKinds() []statusKind {
+	var out []statusKind
+	for _, k := range provider.Kinds() {
+		out = append(out, providerKind(k.Name, providerShortNames[k.Name], func() client.ObjectList { return k.NewList() }))
+	}
+	return out
 }
 
 func providerKind(kind, short string, newList func() client.ObjectList) statusKind {

@@ -3,32 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
+	"github.com/capwright/capwright/internal/controller/provider"
 	"github.com/capwright/capwright/internal/providerrelease"
 	"github.com/capwright/capwright/internal/upgrades"
 )
 
 func init() { subcommands = append(subcommands, newUpgradeCommand) }
-
-// providerKinds are the seven provider kinds, in clusterctl's type order.
-var providerKinds = []struct {
-	kind     string
-	resource string
-	list     func() v1alpha1.ProviderList
-}{
-	{"CoreProvider", "coreproviders", func() v1alpha1.ProviderList { return &v1alpha1.CoreProviderList{} }},
-	{"BootstrapProvider", "bootstrapproviders", func() v1alpha1.ProviderList { return &v1alpha1.BootstrapProviderList{} }},
-	{"ControlPlaneProvider", "controlplaneproviders", func() v1alpha1.ProviderList { return &v1alpha1.ControlPlaneProviderList{} }},
-	{"InfrastructureProvider", "infrastructureproviders", func() v1alpha1.ProviderList { return &v1alpha1.InfrastructureProviderList{} }},
-	{"IPAMProvider", "ipamproviders", func() v1alpha1.ProviderList { return &v1alpha1.IPAMProviderList{} }},
-	{"RuntimeExtensionProvider", "runtimeextensionproviders", func() v1alpha1.ProviderList { return &v1alpha1.RuntimeExtensionProviderList{} }},
-	{"AddonProvider", "addonproviders", func() v1alpha1.ProviderList { return &v1alpha1.AddonProviderList{} }},
-}
 
 // upgradeListConcurrency bounds the sources read at once.
 const upgradeListConcurrency = 4
@@ -157,25 +144,25 @@ func runUpgradePlan(cmd *cobra.Command, reg *registryOptions, o *upgradePlanOpti
 		planned []plannedProvider
 		report  upgradePlanReport
 	)
-	for _, k := range providerKinds {
-		list := k.list()
+	for _, k := range provider.Kinds() {
+		list := k.NewList()
 		if err := c.List(ctx, list); err != nil {
 			if notInstalled(err) {
-				return &notInstalledError{context: context, missing: []string{k.resource + "." + v1alpha1.GroupVersion.Group}}
+				return &notInstalledError{context: context, missing: []string{strings.ToLower(k.Name) + "s." + v1alpha1.GroupVersion.Group}}
 			}
-			return fmt.Errorf("listing the %ss of context %q: %w", k.kind, context, err)
+			return fmt.Errorf("listing the %ss of context %q: %w", k.Name, context, err)
 		}
 		for _, p := range list.GetItems() {
 			if p.GetStatus().InstalledVersion == "" {
-				report.Skipped = append(report.Skipped, skippedProvider{k.kind, p.GetNamespace(), p.GetName(), "not installed yet (no status.installedVersion)"})
+				report.Skipped = append(report.Skipped, skippedProvider{k.Name, p.GetNamespace(), p.GetName(), "not installed yet (no status.installedVersion)"})
 				continue
 			}
 			w := upgrades.SourceOf(p)
 			if w.Unsupported != "" {
-				report.Skipped = append(report.Skipped, skippedProvider{k.kind, p.GetNamespace(), p.GetName(), w.Unsupported})
+				report.Skipped = append(report.Skipped, skippedProvider{k.Name, p.GetNamespace(), p.GetName(), w.Unsupported})
 				continue
 			}
-			planned = append(planned, plannedProvider{kind: k.kind, obj: p, where: w})
+			planned = append(planned, plannedProvider{kind: k.Name, obj: p, where: w})
 		}
 	}
 	releases, err := o.release.fetcher(artifact.DefaultMaxArtifactSize)

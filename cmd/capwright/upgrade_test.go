@@ -46,20 +46,20 @@ func fakeAPIServer(t *testing.T, providers map[string][]any) string {
 			write(w, map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 		case p == "/apis/"+gv && providers != nil:
 			resources := []any{}
-			for _, k := range providerKinds {
-				resources = append(resources, map[string]any{"name": k.resource, "singularName": strings.ToLower(k.kind), "namespaced": true,
-					"kind": k.kind, "verbs": []string{"get", "list", "watch"}})
+			for _, k := range providerStatusKinds() {
+				resources = append(resources, map[string]any{"name": k.resource, "singularName": strings.ToLower(k.Kind), "namespaced": true,
+					"kind": k.Kind, "verbs": []string{"get", "list", "watch"}})
 			}
 			write(w, map[string]any{"kind": "APIResourceList", "groupVersion": gv, "resources": resources})
 		case strings.HasPrefix(p, "/apis/"+gv+"/") && providers != nil:
 			resource := strings.TrimPrefix(p, "/apis/"+gv+"/")
-			for _, k := range providerKinds {
+			for _, k := range providerStatusKinds() {
 				if k.resource == resource {
-					items := providers[k.kind]
+					items := providers[k.Kind]
 					if items == nil {
 						items = []any{}
 					}
-					write(w, map[string]any{"apiVersion": gv, "kind": k.kind + "List", "metadata": map[string]any{}, "items": items})
+					write(w, map[string]any{"apiVersion": gv, "kind": k.Kind + "List", "metadata": map[string]any{}, "items": items})
 					return
 				}
 			}
