@@ -186,8 +186,8 @@ func liveWorld(ctx context.Context, c ctrl.Client, crs []ctrl.Object) ([]ctrl.Ob
 		return err
 	}
 	for ns := range namespaces {
-		for _, list := range fluxLists() {
-			if err := add(list, ctrl.InNamespace(ns)); err != nil {
+		for _, k := range fluxKinds {
+			if err := add(k.newList(), ctrl.InNamespace(ns)); err != nil {
 				return nil, err
 			}
 		}
@@ -200,7 +200,11 @@ func liveWorld(ctx context.Context, c ctrl.Client, crs []ctrl.Object) ([]ctrl.Ob
 	}
 	for _, t := range tenants {
 		sel := ctrl.MatchingLabels{tenancyv1alpha1.TenantLabel: t}
-		for _, list := range append(fluxLists(), tenantManagementLists()...) {
+		lists := tenantManagementLists()
+		for _, k := range fluxKinds {
+			lists = append(lists, k.newList())
+		}
+		for _, list := range lists {
 			if err := add(list, sel); err != nil {
 				return nil, err
 			}

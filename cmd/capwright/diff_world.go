@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,11 +17,6 @@ import (
 	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/plan"
 )
-
-// fluxLists are empty lists of the Flux kinds Capwright writes.
-func fluxLists() []ctrl.ObjectList {
-	return []ctrl.ObjectList{&sourcev1.OCIRepositoryList{}, &sourcev1.ExternalArtifactList{}, &kustomizev1.KustomizationList{}, &helmv2.HelmReleaseList{}}
-}
 
 // tenantManagementLists are empty lists of the kinds of a Tenant's
 // management namespace: its identity, quota and kept revisions.

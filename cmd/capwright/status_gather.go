@@ -156,13 +156,9 @@ func (g *statusGatherer) list(ctx context.Context, k statusKind, namespace strin
 	if err := g.c.List(ctx, list, opts...); err != nil {
 		return nil, fmt.Errorf("listing %s: %w", k.crd(), err)
 	}
-	items, err := apimeta.ExtractList(list)
+	out, err := listItems(list)
 	if err != nil {
 		return nil, err
-	}
-	out := make([]client.Object, 0, len(items))
-	for _, item := range items {
-		out = append(out, item.(client.Object))
 	}
 	slices.SortFunc(out, func(a, b client.Object) int {
 		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
@@ -232,13 +228,11 @@ func (g *statusGatherer) fluxObjects(ctx context.Context, sel statusSelection, o
 		if err != nil {
 			return nil, fmt.Errorf("listing %ss: %w", k.kind, err)
 		}
-		items, err := apimeta.ExtractList(list)
+		items, err := listItems(list)
 		if err != nil {
 			return nil, err
 		}
-		for _, item := range items {
-			out = append(out, item.(client.Object))
-		}
+		out = append(out, items...)
 	}
 	slices.SortStableFunc(out, func(a, b client.Object) int {
 		return cmp.Or(cmp.Compare(fluxKindOrder(a), fluxKindOrder(b)),
