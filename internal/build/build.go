@@ -16,12 +16,10 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -147,7 +145,7 @@ func Build(ctx context.Context, crs, world []ctrl.Object, o Options) ([]Item, er
 	if err != nil {
 		return nil, err
 	}
-	b := &builder_{ctx: ctx, store: store, o: o, storage: storage, preflights: provider.NewCorePreflights(), layouts: layouts}
+	b := &building{ctx: ctx, store: store, o: o, storage: storage, preflights: provider.NewCorePreflights(), layouts: layouts}
 	items := make([]Item, len(crs))
 	order := make([]int, 0, len(crs))
 	for i, cr := range crs {
@@ -161,9 +159,8 @@ func Build(ctx context.Context, crs, world []ctrl.Object, o Options) ([]Item, er
 		}
 	}
 	for _, i := range order {
-		// Read back from the store: what the controllers read.
-		obj := all[i]
-		items[i], err = b.item(obj)
+		// The copy with the identity the store holds too.
+		items[i], err = b.item(all[i])
 		if err != nil {
 			return nil, err
 		}
@@ -171,8 +168,8 @@ func Build(ctx context.Context, crs, world []ctrl.Object, o Options) ([]Item, er
 	return items, nil
 }
 
-// builder_ holds one build's store and settings.
-type builder_ struct {
+// building is one build: its store and settings.
+type building struct {
 	ctx        context.Context
 	store      ctrl.Client
 	o          Options
@@ -181,8 +178,8 @@ type builder_ struct {
 	layouts    []layoutEntry
 }
 
-func (b *builder_) item(obj ctrl.Object) (Item, error) {
-	kind := kindOf(b.store.Scheme(), obj)
+func (b *building) item(obj ctrl.Object) (Item, error) {
+	kind := plan.KindOf(obj)
 	it := Item{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	var err error
 	switch o := obj.(type) {
@@ -198,7 +195,7 @@ func (b *builder_) item(obj ctrl.Object) (Item, error) {
 	return it, err
 }
 
-func (b *builder_) provider(obj v1alpha1.Provider, it *Item) error {
+func (b *building) provider(obj v1alpha1.Provider, it *Item) error {
 	var kind provider.Kind
 	for _, k := range provider.Kinds() {
 		if k.Name == it.Kind {
@@ -258,7 +255,7 @@ func (b *builder_) provider(obj v1alpha1.Provider, it *Item) error {
 	return b.writes(d.Sync, it)
 }
 
-func (b *builder_) tenant(t *tenancyv1alpha1.Tenant, it *Item) error {
+func (b *building) tenant(t *tenancyv1alpha1.Tenant, it *Item) error {
 	r := &tenant.Reconciler{Client: b.store, Reader: b.store, Clusters: b.store, WatchClusters: true,
 		ForbiddenNamespaces: b.o.Forbidden, Artifacts: b.storage, Sharding: b.o.Sharding}
 	f, err := r.Facts(b.ctx, t)
@@ -303,7 +300,7 @@ func (b *builder_) tenant(t *tenancyv1alpha1.Tenant, it *Item) error {
 	return b.writes(d.Desired, it)
 }
 
-func (b *builder_) contract(obj ctrl.Object, it *Item) error {
+func (b *building) contract(obj ctrl.Object, it *Item) error {
 	s := &contract.Shared{Client: b.store, Reader: b.store, Mirrors: b.o.Mirrors}
 	if len(obj.GetOwnerReferences()) == 0 {
 		if owner := b.ownerCluster(obj, it.Kind); owner != nil {
@@ -333,7 +330,7 @@ func (b *builder_) contract(obj ctrl.Object, it *Item) error {
 // ownerCluster is the owner reference of the Cluster of the store whose
 // spec.controlPlaneRef (for a control plane) or spec.infrastructureRef
 // names obj, nil when none does.
-func (b *builder_) ownerCluster(obj ctrl.Object, kind string) *metav1.OwnerReference {
+func (b *building) ownerCluster(obj ctrl.Object, kind string) *metav1.OwnerReference {
 	var clusters clusterapi.ClusterList
 	if err := b.store.List(b.ctx, &clusters, ctrl.InNamespace(obj.GetNamespace())); err != nil {
 		return nil
@@ -352,7 +349,7 @@ func (b *builder_) ownerCluster(obj ctrl.Object, kind string) *metav1.OwnerRefer
 }
 
 // writes puts d's writes, as applied, into the item.
-func (b *builder_) writes(d plan.Desired, it *Item) error {
+func (b *building) writes(d plan.Desired, it *Item) error {
 	for _, w := range d.Writes {
 		obj := w.Object
 		if obj.GetObjectKind().GroupVersionKind().Kind == "" {
@@ -404,16 +401,4 @@ func scratchStorage() (*fluxartifact.Storage, func(), error) {
 		return nil, nil, err
 	}
 	return s, func() { _ = os.RemoveAll(dir) }, nil
-}
-
-// kindOf is the kind obj decodes as.
-func kindOf(s *runtime.Scheme, obj runtime.Object) string {
-	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
-		return k
-	}
-	gvks, _, err := s.ObjectKinds(obj)
-	if err != nil || len(gvks) == 0 {
-		return strings.TrimPrefix(fmt.Sprintf("%T", obj), "*")
-	}
-	return gvks[0].Kind
 }

@@ -57,7 +57,7 @@ func readLayouts(dirs []string) ([]layoutEntry, error) {
 // by its tag alone whose annotations name the provider (capwright publish
 // --output). It tells where the artifact came from, "" when no layout
 // holds it (the registry is asked then).
-func (b *builder_) preload(r *provider.Reconciler, obj v1alpha1.Provider) (string, error) {
+func (b *building) preload(r *provider.Reconciler, obj v1alpha1.Provider) (string, error) {
 	if len(b.layouts) == 0 {
 		return "", nil
 	}

@@ -77,8 +77,8 @@ func WriteRepository(t *testing.T, dir string, objs ...client.Object) string {
 	return dir
 }
 
-// ToUnstructured is obj with its apiVersion and kind (from the scheme of
-// the plane's client when the typed object lacks them).
+// ToUnstructured is obj with its apiVersion and kind (from Capwright's
+// scheme when the typed object lacks them, as one read by a client does).
 func ToUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		return u.DeepCopy(), nil
@@ -87,19 +87,11 @@ func ToUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(obj)
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(data); err != nil {
-		// A typed object without TypeMeta: set it first.
-		var m map[string]any
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, err
-		}
-		u.Object = m
-	}
+	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(gvks[0])
 	return u, nil
 }

@@ -95,21 +95,11 @@ func CheckFluxNode(ctx context.Context, c client.Client, n *StatusNode) []string
 	case sourcev1.OCIRepositoryKind:
 		o := &sourcev1.OCIRepository{}
 		obj, conditions = o, func() []metav1.Condition { return o.Status.Conditions }
-		revision = func() string {
-			if o.Status.Artifact == nil {
-				return ""
-			}
-			return o.Status.Artifact.Revision
-		}
+		revision = func() string { return artifactRevision(o.Status.Artifact) }
 	case sourcev1.ExternalArtifactKind:
 		o := &sourcev1.ExternalArtifact{}
 		obj, conditions = o, func() []metav1.Condition { return o.Status.Conditions }
-		revision = func() string {
-			if o.Status.Artifact == nil {
-				return ""
-			}
-			return o.Status.Artifact.Revision
-		}
+		revision = func() string { return artifactRevision(o.Status.Artifact) }
 	case kustomizev1.KustomizationKind:
 		o := &kustomizev1.Kustomization{}
 		obj, conditions = o, func() []metav1.Condition { return o.Status.Conditions }
@@ -180,4 +170,12 @@ func ParseStatus(stdout string) (*StatusReport, error) {
 		return nil, fmt.Errorf("capwright status -o json printed no JSON tree (%w):\n%s", err, stdout)
 	}
 	return &r, nil
+}
+
+// artifactRevision is the revision of a source's artifact, "" for none.
+func artifactRevision(a *meta.Artifact) string {
+	if a == nil {
+		return ""
+	}
+	return a.Revision
 }
