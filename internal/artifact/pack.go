@@ -77,21 +77,13 @@ const providerPackLevel = gzip.DefaultCompression
 
 // PackTarGz writes files into a reproducible tar+gzip stream: sorted
 // entries with fixed times, owners and modes, so the same files always
-// give the same digest. It packs the manager's own small artifacts
-// (additional manifests, a tenant's namespace) and Capwright's release at
-// gzip.BestCompression, as it always has: a new level would give every
-// such artifact of a fleet a new digest, and Flux a new revision to
-// apply, on the manager's upgrade, for nothing measurable.
+// give the same digest. It packs the manager's own artifacts (additional
+// manifests, a tenant's namespace) and Capwright's release at
+// gzip.BestCompression, as it always has: they are small, and a new
+// level would give every such artifact of a fleet a new digest, and Flux
+// a new revision to apply, on the manager's upgrade.
 func PackTarGz(files map[string][]byte) ([]byte, error) {
 	return packTarGz(files, gzip.BestCompression)
-}
-
-// PackProviderTarGz is PackTarGz at the level of provider artifacts
-// (providerPackLevel), for a provider's release files packed elsewhere
-// than in a provider artifact: the manager's artifact of a release fetched
-// from its URL, packed again on each fetch to find its digest.
-func PackProviderTarGz(files map[string][]byte) ([]byte, error) {
-	return packTarGz(files, providerPackLevel)
 }
 
 func packTarGz(files map[string][]byte, level int) ([]byte, error) {

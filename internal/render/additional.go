@@ -152,10 +152,9 @@ const ReleaseComponentsDir = "components"
 // its ExternalArtifact serves Flux: metadata.yaml and
 // components/<componentsFile>. The same files always give the same bytes,
 // so its digest identifies the release (status.artifact.digest) and any
-// replica packs it again from the same files; at the gzip level of
-// provider artifacts, as it is packed again on each fetch.
+// replica packs it again from the same files.
 func ReleaseArtifact(metadata []byte, componentsFile string, components []byte) ([]byte, error) {
-	return artifact.PackProviderTarGz(map[string][]byte{
+	return artifact.PackTarGz(map[string][]byte{
 		artifact.MetadataFile:                       metadata,
 		ReleaseComponentsDir + "/" + componentsFile: components,
 	})
