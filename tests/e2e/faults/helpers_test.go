@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -171,4 +172,13 @@ func installWithExtras(t *testing.T, ctx context.Context, c client.Client, p v1a
 // data value: <value>.
 func extraConfigMap(name, value string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\ndata:\n  value: " + value + "\n"
+}
+
+// asJSON is v as JSON, for a failure message.
+func asJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }

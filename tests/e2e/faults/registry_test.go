@@ -10,6 +10,7 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -52,7 +53,20 @@ func TestRegistryOutageKeepsInstalledProvidersReady(t *testing.T) {
 	if err := framework.RequestReconcile(ctx, c, repo); err != nil {
 		t.Fatal(err)
 	}
+	asked := core.Annotations[meta.ReconcileRequestAnnotation]
 	framework.WaitProviderCondition(t, ctx, c, core, v1alpha1.ArtifactResolvedCondition, metav1.ConditionTrue, v1alpha1.RegistryUnreachableReason, 2*time.Minute)
+	// A resync may write the outage before the request is handled; the
+	// quiet time starts once the manager has handled it (its upgrade
+	// check fails too, and that is written with it).
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(core), core); err != nil {
+			return false, nil
+		}
+		return core.Status.LastHandledReconcileAt == asked, nil
+	})
+	if err != nil {
+		t.Fatalf("the manager did not handle the reconcile request %s: %+v", asked, core.Status)
+	}
 	msg := apimeta.FindStatusCondition(core.Status.Conditions, v1alpha1.ArtifactResolvedCondition).Message
 	if !strings.Contains(msg, env.Registry.Host) || !strings.Contains(msg, coreVersion+"@"+digest+", checked when it was installed, stays installed") {
 		t.Errorf("ArtifactResolved says %q; want the registry and the installed revision named", msg)
@@ -60,7 +74,7 @@ func TestRegistryOutageKeepsInstalledProvidersReady(t *testing.T) {
 	// source-controller handles the request without the registry: the
 	// OCIRepository is pinned to the digest checked, which it holds.
 	requested := repo.Annotations[meta.ReconcileRequestAnnotation]
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
 			return false, nil
 		}
@@ -75,7 +89,12 @@ func TestRegistryOutageKeepsInstalledProvidersReady(t *testing.T) {
 
 	t.Run("nothing is written while the outage lasts", func(t *testing.T) {
 		quiet := time.Now()
+		before := core.Status.DeepCopy()
 		time.Sleep(25 * time.Second) // more than two resyncs of 10 s
+		if err := c.Get(ctx, client.ObjectKeyFromObject(core), core); err == nil && !equality.Semantic.DeepEqual(before, &core.Status) {
+			// What was written tells why.
+			t.Logf("the status changed during the outage:\nbefore %s\nafter  %s", asJSON(before), asJSON(&core.Status))
+		}
 		framework.NoManagerWrites(t, env, quiet, "the manager, with the registry down and nothing else changing,")
 		if got := events(t, ctx, c, core, v1alpha1.RegistryUnreachableReason); got[corev1.EventTypeWarning] != 1 {
 			t.Errorf("RegistryUnreachable events = %v, want one Warning", got)
