@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -22,6 +24,29 @@ import (
 // (health.Observation.Finishing) looks again if Flux's second write is
 // not seen.
 const finishingRetry = time.Second
+
+// nudgeRetry is how soon a provider looks again while its additional
+// manifests' Kustomization still waits for the components' one, which is
+// Ready (nudgeMissed).
+const nudgeRetry = 3 * time.Second
+
+// nudgeMissed tells whether the additional manifests' Kustomization still
+// says its dependency, the components' Kustomization, is not Ready while
+// that one is. The nudge (a reconcile request) can reach it while
+// kustomize-controller runs the components' Kustomization once more right
+// after it turned Ready (a second request queued meanwhile, say); it then
+// waits out --requeue-dependency (30 s), and that second run, the same
+// revision applied again, wakes no provider. Looking again soon nudges it
+// again, for the components' new Ready transition.
+func (s synced) nudgeMissed() bool {
+	if s.in == nil || s.in.AdditionalApply.Kind == "" {
+		return false
+	}
+	waiting := apimeta.FindStatusCondition(s.in.AdditionalApply.Conditions, meta.ReadyCondition)
+	ready := apimeta.FindStatusCondition(s.in.Apply.Conditions, meta.ReadyCondition)
+	return waiting != nil && waiting.Reason == meta.DependencyNotReadyReason && waiting.ObservedGeneration == s.in.AdditionalApply.Generation &&
+		ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == s.in.Apply.Generation
+}
 
 // fold sets the provider's status and tells the shell what comes next.
 func (r *Reconciler) fold(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, s synced, err error) (shell.Outcome, error) {
@@ -47,6 +72,8 @@ func (r *Reconciler) fold(ctx context.Context, obj v1alpha1.Provider, d provider
 		// second, a moment later, wakes the provider, and what would be
 		// written now would be out of date by then.
 		return shell.Outcome{Hold: true, Result: reconcile.Result{RequeueAfter: finishingRetry}}, nil
+	case d.Passed && s.nudgeMissed():
+		return shell.Outcome{Result: reconcile.Result{RequeueAfter: nudgeRetry}}, nil
 	}
 	return shell.Outcome{Result: reconcile.Result{RequeueAfter: d.Resync}}, nil
 }

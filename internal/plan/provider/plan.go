@@ -926,6 +926,7 @@ func nudge(p v1alpha1.Provider, observed plan.Observed, name string) (plan.Nudge
 		return plan.Nudge{}, false
 	}
 	var latest metav1.Time
+	var versions []string
 	for _, d := range ks.Spec.DependsOn {
 		dep, ok := observed.Get(kustomizev1.KustomizationKind, namespaceOr(d.Namespace, ks.Namespace), d.Name).(*kustomizev1.Kustomization)
 		if !ok {
@@ -938,8 +939,17 @@ func nudge(p v1alpha1.Provider, observed plan.Observed, name string) (plan.Nudge
 		if latest.Before(&since) {
 			latest = since
 		}
+		versions = append(versions, dep.ResourceVersion)
 	}
-	return plan.Nudge{Object: ks.DeepCopy(), Token: latest.UTC().Format(time.RFC3339Nano), Needs: []string{Group}}, true
+	token := latest.UTC().Format(time.RFC3339Nano)
+	if handled := ks.Status.LastHandledReconcileAt; handled == token || strings.HasPrefix(handled, token+"/") {
+		// Flux handled the request and still found a dependency not
+		// Ready: it ran once more right after turning Ready (a
+		// transition within the same second, so the same token). Ask
+		// again for the dependencies as they are now.
+		token += "/" + strings.Join(versions, ",")
+	}
+	return plan.Nudge{Object: ks.DeepCopy(), Token: token, Needs: []string{Group}}, true
 }
 
 func namespaceOr(namespace, fallback string) string {

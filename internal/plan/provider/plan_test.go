@@ -469,6 +469,20 @@ func TestNudges(t *testing.T) {
 			t.Fatalf("after the dependency turned Ready: %+v; want one request naming the transition", n)
 		}
 	}
+	// Flux handled that request while the dependency ran once more and
+	// turned Ready again within the same second: asked again, once per
+	// state of the dependency.
+	waiting.Status.LastHandledReconcileAt = "2026-11-23T12:00:00Z"
+	dep.ResourceVersion = "42"
+	for range 2 {
+		if n := nudges(p)(observed()); len(n) != 1 || n[0].Token != "2026-11-23T12:00:00Z/42" {
+			t.Fatalf("after a request Flux handled too early: %+v; want one naming the dependency's state", n)
+		}
+	}
+	waiting.Status.LastHandledReconcileAt = "2026-11-23T12:00:00Z/42"
+	if n := nudges(p)(observed()); len(n) != 1 || n[0].Token != "2026-11-23T12:00:00Z/42" {
+		t.Fatalf("the dependency unchanged since: %+v; want the same token (no new request)", n)
+	}
 	other := core(func(p *v1alpha1.CoreProvider) { p.UID = "someone-else" })
 	if n := nudges(other)(observed()); len(n) != 0 {
 		t.Errorf("a Kustomization the provider does not control was nudged: %+v", n)
