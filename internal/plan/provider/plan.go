@@ -309,6 +309,9 @@ func Plan(f Facts) (Desired, error) {
 	case a.Release != nil:
 		d.Status.ArtifactResolved = condition(v1alpha1.ArtifactResolvedCondition, metav1.ConditionTrue, v1alpha1.ResolvedReason,
 			fmt.Sprintf("release %s of %s fetched (%s) and checked; Flux applies it as %s", a.Tag, a.URL, DescribeFiles(a.Release.Files), a.Digest))
+	case render.IsChart(p):
+		d.Status.ArtifactResolved = condition(v1alpha1.ArtifactResolvedCondition, metav1.ConditionTrue, v1alpha1.ResolvedReason,
+			fmt.Sprintf("%s:%s resolved to %s, a Helm chart", strings.TrimPrefix(a.URL, "oci://"), a.Tag, a.Digest))
 	default:
 		d.Status.ArtifactResolved = condition(v1alpha1.ArtifactResolvedCondition, metav1.ConditionTrue, v1alpha1.ResolvedReason,
 			fmt.Sprintf("%s:%s resolved to %s and follows the provider-artifact layout", strings.TrimPrefix(a.URL, "oci://"), a.Tag, a.Digest))

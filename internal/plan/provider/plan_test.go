@@ -176,6 +176,13 @@ func TestPlanGoldenFluxObjects(t *testing.T) {
 			if !d.Passed || d.Status.Artifact == nil || d.Status.Artifact.Digest != digest {
 				t.Errorf("status after the checks passed = %+v", d.Status)
 			}
+			layout := "follows the provider-artifact layout"
+			if tt.name == "chart" {
+				layout = "a Helm chart"
+			}
+			if msg := d.Status.ArtifactResolved.Message; !strings.Contains(msg, layout) {
+				t.Errorf("ArtifactResolved %q, want %q in it", msg, layout)
+			}
 			var out []string
 			for _, w := range d.Sync.Writes {
 				data, err := yaml.Marshal(w.Object)
