@@ -50,12 +50,12 @@ help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: tools
-tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI, cluster-api-operator) into bin/.
+tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI, cluster-api-operator) and test CLIs (clusterctl, oras, cosign) into bin/.
 	$(GO) -C tests/tools run . -bin $(BIN)
 
 .PHONY: fixtures
-fixtures: ## Render the real provider releases used as test fixtures (Cluster API v1.13/v1.14, CAPA v2.13) into bin/fixtures.
-	$(GO) -C tests/tools run . -bin $(BIN) capi capa
+fixtures: ## Render the real provider releases used as test fixtures (Cluster API v1.13/v1.14, CAPA v2.13, Cluster API's test runtime extension v1.14) into bin/fixtures.
+	$(GO) -C tests/tools run . -bin $(BIN) capi capa capi-test-extension
 
 $(BIN)/local-plane: FORCE
 	$(GO) build -o $@ ./tests/cmd/local-plane

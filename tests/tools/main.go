@@ -166,6 +166,16 @@ func components() []component {
 			Render: renderCAPAComponents,
 		},
 		{
+			// Cluster API's test runtime extension, as a release fixture
+			// only (see capitest.go); nothing is built.
+			Name: "capi-test-extension", Dir: "capitest",
+			Outputs: []string{
+				"fixtures/capi-test-extension/" + capiTestVersion + "/runtime-extension-components.yaml",
+				"fixtures/capi-test-extension/" + capiTestVersion + "/metadata.yaml",
+			},
+			Render: renderCAPITestExtension,
+		},
+		{
 			// The oras CLI, a producer of OCI artifacts that is not
 			// Capwright: the providers suite pushes a provider artifact
 			// with it and installs it unmodified. Its version is compiled
@@ -173,6 +183,17 @@ func components() []component {
 			Name: "oras", Dir: "oras",
 			Packages: []string{"oras.land/oras/cmd/oras"},
 			Outputs:  []string{"oras"},
+		},
+		{
+			// The cosign CLI: the suites sign artifacts with it (key pair,
+			// no transparency log) and Flux's source-controller verifies
+			// them. v2, whose `cosign sign` writes the sha256-<hex>.sig
+			// tag (v3 writes a Sigstore bundle by default) that `capwright
+			// mirror` copies and source-controller falls back to when it
+			// finds no bundle.
+			Name: "cosign", Dir: "cosign",
+			Packages: []string{"github.com/sigstore/cosign/v2/cmd/cosign"},
+			Outputs:  []string{"cosign"},
 		},
 		{
 			// cluster-api-operator: the adoption suite (tests/e2e/adopt/operator)
@@ -291,7 +312,8 @@ func (b *builder) stamp(c component) (string, error) {
 	fmt.Fprintf(h, "%s\n%s\n%s\n%v\n%v\n", stampVersion, c.Name, c.LDFlags, c.Packages, c.Assets)
 	for _, f := range []string{"go.mod", "go.sum"} {
 		data, err := os.ReadFile(filepath.Join(b.toolsDir, c.Dir, f))
-		if err != nil && !(f == "go.sum" && errors.Is(err, os.ErrNotExist)) {
+		// A component without dependencies has no go.sum.
+		if err != nil && (f != "go.sum" || !errors.Is(err, os.ErrNotExist)) {
 			return "", err
 		}
 		h.Write(data)

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// The runtime extension fixture: Cluster API's test runtime extension
+// (test/extension in the sigs.k8s.io/cluster-api/test module), the
+// RuntimeExtensionProvider that Cluster API's own e2e suite installs with
+// clusterctl from its config tree (test/e2e/config/docker.yaml:
+// test/extension/config/default with data/shared/main/metadata.yaml). No
+// project publishes a runtime extension release the module proxy serves
+// here, so this is the real one closest to a release: rendered the way
+// clusterctl reads a local provider repository, with kustomize.
+//
+// The module's packages are not built (v1.14.x needs modules the proxy
+// refuses); only its source is read.
+const (
+	capiTestModule = "sigs.k8s.io/cluster-api/test"
+	// capiTestVersion is the release of the test module, which is also
+	// the tag the fixture is published under.
+	capiTestVersion = "v1.14.2"
+)
+
+// renderCAPITestExtension renders test/extension/config/default into
+// bin/fixtures/capi-test-extension/<version>/runtime-extension-components.yaml
+// through an overlay that pins the image at the release tag with pull
+// policy IfNotPresent (what a release overlay does; the pods are kwok's,
+// nothing is pulled), beside the metadata.yaml Cluster API's e2e gives it.
+func renderCAPITestExtension(b *builder) error {
+	modDir, err := b.moduleDir("capitest", capiTestModule, capiTestVersion)
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(b.binDir, "fixtures", "capi-test-extension", capiTestVersion)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	data, err := kustomizeOverlay(filepath.Join(modDir, "extension", "config", "default"), func(rel string) string {
+		return fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+images:
+- name: gcr.io/k8s-staging-cluster-api/test-extension
+  newTag: %s
+patches:
+- target:
+    group: apps
+    version: v1
+    kind: Deployment
+    name: test-extension-controller-manager
+  patch: |-
+    - op: replace
+      path: /spec/template/spec/containers/0/imagePullPolicy
+      value: IfNotPresent
+`, rel, capiTestVersion)
+	})
+	if err != nil {
+		return fmt.Errorf("rendering runtime-extension-components.yaml of %s %s: %w", capiTestModule, capiTestVersion, err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "runtime-extension-components.yaml"), data, 0o644); err != nil {
+		return err
+	}
+	metadata, err := os.ReadFile(filepath.Join(modDir, "e2e", "data", "shared", "main", "metadata.yaml"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "metadata.yaml"), metadata, 0o644)
+}
