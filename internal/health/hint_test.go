@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -62,5 +63,26 @@ func TestHintsFollowFluxMessagesWithoutTheirNewline(t *testing.T) {
 	}
 	if got := withHints("a \n\t", "; b"); got != "a; b" {
 		t.Errorf("withHints = %q, want %q", got, "a; b")
+	}
+}
+
+// An OCIRepository source-controller refused for its signature says how
+// to sign the artifact or which Secret to name; other failures, and other
+// kinds, keep Flux's message.
+func TestVerificationHint(t *testing.T) {
+	failed := func(kind, reason string) Observation {
+		return Observation{Kind: kind, Namespace: "capa-system", Name: "infrastructure-aws", Generation: 1, ObservedGeneration: 1,
+			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: reason, ObservedGeneration: 1,
+				Message: "failed to verify the signature using provider 'cosign': no matching signatures were found for 'registry.example.com/capa@sha256:…'\n"}}}
+	}
+	r := failed("OCIRepository", "VerificationError").readiness()
+	want := "OCIRepository capa-system/infrastructure-aws: failed to verify the signature using provider 'cosign': no matching signatures were found for 'registry.example.com/capa@sha256:…'; sign the artifact with a key"
+	if !strings.HasPrefix(r.message, want) || !strings.Contains(r.message, "cosign sign --key") || !strings.Contains(r.message, "verify.secretRef") {
+		t.Errorf("message %q, want Flux's words then the hint", r.message)
+	}
+	for _, o := range []Observation{failed("OCIRepository", "OCIArtifactPullFailed"), failed("Kustomization", "VerificationError")} {
+		if m := o.readiness().message; strings.Contains(m, "cosign sign") {
+			t.Errorf("%s %s: message %q carries the signing hint", o.Kind, o.Conditions[0].Reason, m)
+		}
 	}
 }

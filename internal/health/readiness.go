@@ -54,7 +54,8 @@ func (o Observation) readiness() readiness {
 	}
 	switch {
 	case ready.Status == metav1.ConditionFalse:
-		return readiness{status: metav1.ConditionFalse, reason: ready.Reason, message: o.ref() + ": " + fluxMessage(ready.Message), current: true}
+		return readiness{status: metav1.ConditionFalse, reason: ready.Reason, current: true,
+			message: o.ref() + ": " + withHints(fluxMessage(ready.Message), o.verificationHint(ready.Reason))}
 	case reconciling != nil:
 		return readiness{status: metav1.ConditionUnknown, reason: reconciling.Reason, message: o.ref() + ": " + applyingStep(fluxMessage(reconciling.Message)), current: true}
 	case ready.Status != metav1.ConditionTrue:

@@ -545,9 +545,5 @@ func TestTenantSourceVerify(t *testing.T) {
 		if !reflect.DeepEqual(src.Spec.Verify, want) {
 			t.Errorf("%s: verify = %+v, want %+v", tenant.Name, src.Spec.Verify, want)
 		}
-		v.Provider = "notation"
-		if src, _ = TenantSource(tenant, "ns"); src.Spec.Verify.Provider != "notation" {
-			t.Errorf("%s: verify provider %q, want notation", tenant.Name, src.Spec.Verify.Provider)
-		}
 	}
 }

@@ -77,8 +77,8 @@ type OCIRepositoryAccess struct {
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
 
-	// Verify makes Flux verify the artifact's signature (cosign or
-	// notation) before anything of it is installed.
+	// Verify makes Flux verify the artifact's cosign signature before
+	// anything of it is installed.
 	// +optional
 	Verify *providersv1alpha1.OCIVerification `json:"verify,omitempty"`
 
