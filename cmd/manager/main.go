@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"time"
@@ -122,7 +123,7 @@ func run(o *options) error {
 		// themselves), and on objects written server-side they are often
 		// the largest part of the metadata, held for every Flux object,
 		// Cluster and Tenant of the fleet.
-		Cache: cache.Options{ByObject: tenant.CacheByObject(), DefaultTransform: cache.TransformStripManagedFields()},
+		Cache: cache.Options{ByObject: cacheByObject(), DefaultTransform: cache.TransformStripManagedFields()},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read when needed, not cached cluster-wide.
 			DisableFor: []client.Object{&corev1.Secret{}},
@@ -357,4 +358,11 @@ func requireFluxAPIs(cfg *rest.Config) error {
 		return fmt.Errorf("this cluster does not serve the Flux APIs Capwright writes (it needs the source, kustomize and helm controllers of Flux v2.9 or later; run `flux install`): %w", errors.Join(missing...))
 	}
 	return nil
+}
+
+// cacheByObject is what the controllers restrict the cache to, by kind.
+func cacheByObject() map[client.Object]cache.ByObject {
+	out := tenant.CacheByObject()
+	maps.Copy(out, provider.CacheByObject())
+	return out
 }

@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterctl"
 )
 
 // upstreamRegistry is where Cluster API publishes provider manifests as OCI
@@ -75,17 +75,10 @@ func (r MirrorRule) forURLs() bool {
 	return strings.HasPrefix(r.To, "https://") || strings.HasPrefix(r.To, "http://")
 }
 
-// providerTypes are the provider types, in clusterctl's order.
-var providerTypes = []string{
-	v1alpha1.CoreProviderType, v1alpha1.BootstrapProviderType, v1alpha1.ControlPlaneProviderType,
-	v1alpha1.InfrastructureProviderType, v1alpha1.IPAMProviderType, v1alpha1.RuntimeExtensionProviderType,
-	v1alpha1.AddonProviderType,
-}
-
 // ForProvider tells a rule whose From names a provider, TYPE/NAME.
 func (r MirrorRule) ForProvider() bool {
 	providerType, _, ok := strings.Cut(r.From, "/")
-	return ok && slices.Contains(providerTypes, providerType)
+	return ok && clusterctl.IsProviderType(providerType)
 }
 
 // Mirrors is an ordered set of rules; the longest matching From wins.

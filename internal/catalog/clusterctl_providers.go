@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/clusterctl"
 )
 
 // ClusterctlVersion is the Cluster API release whose clusterctl provider
@@ -97,7 +98,7 @@ var clusterctlProviders = []ClusterctlProvider{
 // ClusterctlProviders lists clusterctl's well-known providers, ordered by
 // type (clusterctl's order of types) then name.
 func ClusterctlProviders() []ClusterctlProvider {
-	order := providerTypes
+	order := clusterctl.ProviderTypes()
 	out := slices.Clone(clusterctlProviders)
 	slices.SortFunc(out, func(a, b ClusterctlProvider) int {
 		if c := slices.Index(order, a.Type) - slices.Index(order, b.Type); c != 0 {

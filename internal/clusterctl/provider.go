@@ -20,8 +20,8 @@ const (
 	LabelCoreInventory = "inventory"
 )
 
-// providerTypes are the clusterctl provider types, in clusterctl's order.
-func providerTypes() []string {
+// ProviderTypes are the clusterctl provider types, in clusterctl's order.
+func ProviderTypes() []string {
 	return []string{
 		v1alpha1.CoreProviderType,
 		v1alpha1.BootstrapProviderType,
@@ -37,7 +37,7 @@ func providerTypes() []string {
 // types (core, bootstrap, control-plane, infrastructure, ipam,
 // runtime-extension, addon).
 func IsProviderType(t string) bool {
-	return slices.Contains(providerTypes(), t)
+	return slices.Contains(ProviderTypes(), t)
 }
 
 // ComponentsFile is the name of the components file a provider of the given

@@ -33,6 +33,9 @@ type ProviderInput struct {
 	// controller stored for them.
 	AdditionalSource, AdditionalApply Observation
 	AdditionalRevision                string
+	// ApplyChanges are the changes kustomize-controller reported applying
+	// for the Kustomization (none for a HelmRelease).
+	ApplyChanges []FluxChange
 	// PreviousFluxObjects is status.fluxObjects before this fold: an
 	// object Flux is only re-checking keeps its entry.
 	PreviousFluxObjects []v1alpha1.FluxObjectStatus

@@ -425,6 +425,29 @@ type ProviderStatus struct {
 	// newer versions.
 	// +optional
 	LastUpgradeCheck *metav1.Time `json:"lastUpgradeCheck,omitempty"`
+
+	// LastDriftCorrection is what Flux last put back of the installed
+	// revision after someone changed or deleted it (drift), as
+	// kustomize-controller reported it in its event on the provider's
+	// Kustomization. Not set for a provider from a Helm chart.
+	// +optional
+	LastDriftCorrection *DriftCorrection `json:"lastDriftCorrection,omitempty"`
+}
+
+// DriftCorrection is one run of Flux that applied the installed revision
+// again and changed objects it had applied before.
+type DriftCorrection struct {
+	// Time Flux reported the correction.
+	Time metav1.Time `json:"time"`
+
+	// Revision Flux applied again, tag@sha256:digest.
+	Revision string `json:"revision"`
+
+	// Objects Flux created or configured again, as it names them, e.g.
+	// "Deployment/capi-system/capi-controller-manager configured" (at
+	// most 20; a last entry tells how many more).
+	// +listType=atomic
+	Objects []string `json:"objects"`
 }
 
 // AvailableUpgrade is a newer version of a provider, by Cluster API's

@@ -26,7 +26,8 @@ import (
 // variables and registry credentials, CRDs and objects of the CAPI groups it
 // lists to block deletion, the clusterctl inventory, and for additional
 // manifests the ConfigMaps they are read from and the ExternalArtifacts
-// (with their status) that hand them to Flux.
+// (with their status) that hand them to Flux; the events Flux reports
+// changes in (drift.go) are listed and watched.
 // +kubebuilder:rbac:groups=providers.capwright.io,resources=*,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=providers.capwright.io,resources=*/status;*/finalizers,verbs=get;patch;update
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories,verbs=get;list;watch;create;patch;update;delete
@@ -36,7 +37,7 @@ import (
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=externalartifacts/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // The groups listed for deletion blockers are clusterAPIGroups (delete.go).
@@ -84,7 +85,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 	// The Flux objects of spec.dependsOn (cert-manager's HelmRelease, say)
 	// wake up the providers that wait for them.
 	b = b.Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.dependents(kustomizev1.KustomizationKind)), fluxObjectChanged).
-		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.dependents(helmv2.HelmReleaseKind)), fluxObjectChanged)
+		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.dependents(helmv2.HelmReleaseKind)), fluxObjectChanged).
+		// Flux's report of what it changed, drift it put back included.
+		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.changeReported))
 	return b.Complete(r)
 }
 

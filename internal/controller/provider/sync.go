@@ -65,20 +65,20 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 		if err := r.suspend(ctx, obj); err != nil {
 			return synced{}, err
 		}
-		return r.observed(obj, d, syncer.Observe(ctx, d.Sync.Observe)), nil
+		return r.observe(ctx, obj, d, syncer.Observe(ctx, d.Sync.Observe)), nil
 	case refused && refusal.Condition != v1alpha1.InstalledCondition:
 		logger.Info("preflight refused the provider", "reason", refusal.Reason, "message", refusal.Message)
 		// A core refused now (its config Secret or a dependency changed,
 		// the generation did not) no longer vouches for its contract.
 		r.CorePreflights.forget(obj)
 		r.restoreServed(ctx, obj)
-		return r.observed(obj, d, syncer.Observe(ctx, d.Sync.Observe)), err
+		return r.observe(ctx, obj, d, syncer.Observe(ctx, d.Sync.Observe)), err
 	}
 	r.Timelines.mark(obj, stepPreflight, time.Now())
 	if d.Keep {
 		// The Flux objects stay as they are, pinned to what was checked.
 		r.restoreServed(ctx, obj)
-		return r.observed(obj, d, syncer.Observe(ctx, d.Sync.Observe)), nil
+		return r.observe(ctx, obj, d, syncer.Observe(ctx, d.Sync.Observe)), nil
 	}
 	if obj.ProviderType() == v1alpha1.CoreProviderType {
 		r.CorePreflights.Pass(obj, d.Status.Contract)
@@ -135,7 +135,7 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 	if !fresh {
 		r.installers.done(obj.GetUID(), installer)
 	}
-	s := r.observed(obj, d, res.Observed)
+	s := r.observe(ctx, obj, d, res.Observed)
 	if !s.finishing() {
 		if err := r.recordInventory(ctx, obj, health.FoldProvider(*s.in).InstalledVersion, d.Resync); err != nil {
 			logger.Error(err, "recording the clusterctl inventory")

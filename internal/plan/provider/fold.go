@@ -59,6 +59,12 @@ func Fold(obj v1alpha1.Provider, d Desired, in *health.ProviderInput, err error)
 	res := health.FoldProvider(*in)
 	conditions.Put(obj, res.Installed)
 	conditions.Put(obj, res.Available)
+	if res.Installed.Status == metav1.ConditionTrue {
+		// Flux re-applying the installed revision and changing objects
+		// since it was installed: it put back what someone changed.
+		since := conditions.Get(obj, v1alpha1.InstalledCondition).LastTransitionTime
+		status.LastDriftCorrection = health.DriftCorrection(status.LastDriftCorrection, in.ApplyChanges, in.ExpectedRevision, since)
+	}
 	status.InstalledVersion = res.InstalledVersion
 	status.FluxObjects = res.FluxObjects
 	return &res
