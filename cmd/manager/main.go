@@ -148,6 +148,10 @@ func run(o *options) error {
 	kinds := provider.Kinds()
 	corePreflights := provider.NewCorePreflights()
 	upgradeChecks := &provider.UpgradeChecks{Interval: o.upgradeCheck, Lister: &upgrades.Lister{Fetcher: fetcher}, Started: time.Now()}
+	servedAPIs, err := provider.NewServedAPIs(cfg)
+	if err != nil {
+		return err
+	}
 	var reconcilers []*provider.Reconciler
 	for _, k := range kinds {
 		r := &provider.Reconciler{
@@ -174,6 +178,7 @@ func run(o *options) error {
 			Metrics:         recorderMetrics,
 			CorePreflights:  corePreflights,
 			Upgrades:        upgradeChecks,
+			APIs:            servedAPIs,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)

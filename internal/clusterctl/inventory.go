@@ -50,6 +50,13 @@ func isCRD(o object) bool {
 	return o.GroupVersionKind().Group == "apiextensions.k8s.io" && o.GetKind() == "CustomResourceDefinition"
 }
 
+// definedKind is the group and kind a CustomResourceDefinition defines.
+func definedKind(crd object) schema.GroupKind {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	return schema.GroupKind{Group: group, Kind: kind}
+}
+
 // CRDKinds returns the group and kind of every CustomResourceDefinition in
 // the components, sorted: the kinds whose objects must be gone before the
 // provider may be deleted.
@@ -63,15 +70,40 @@ func CRDKinds(components []byte) ([]schema.GroupKind, error) {
 		if !isCRD(o) {
 			continue
 		}
-		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
-		if group == "" || kind == "" {
+		gk := definedKind(o)
+		if gk.Group == "" || gk.Kind == "" {
 			return nil, fmt.Errorf("%s: spec.group and spec.names.kind are required", o)
 		}
-		kinds = append(kinds, schema.GroupKind{Group: group, Kind: kind})
+		kinds = append(kinds, gk)
 	}
 	slices.SortFunc(kinds, func(a, b schema.GroupKind) int {
 		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Kind, b.Kind))
 	})
 	return slices.Compact(kinds), nil
+}
+
+// ForeignKinds returns, sorted, the group, version and kind of every
+// object of the components whose kind no CustomResourceDefinition of the
+// components defines, leaving out groups: the kinds the cluster must
+// already serve for the components to apply (cert-manager's Certificate
+// and Issuer, most often, besides Kubernetes' own kinds).
+func (c *Components) ForeignKinds(leaveOut map[string]bool) []schema.GroupVersionKind {
+	defined := map[schema.GroupKind]bool{}
+	for _, o := range c.objs {
+		if isCRD(o) {
+			defined[definedKind(o)] = true
+		}
+	}
+	var kinds []schema.GroupVersionKind
+	for _, o := range c.objs {
+		gvk := o.GroupVersionKind()
+		if gvk.Kind == "" || defined[gvk.GroupKind()] || leaveOut[gvk.Group] {
+			continue
+		}
+		kinds = append(kinds, gvk)
+	}
+	slices.SortFunc(kinds, func(a, b schema.GroupVersionKind) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Version, b.Version), strings.Compare(a.Kind, b.Kind))
+	})
+	return slices.Compact(kinds)
 }

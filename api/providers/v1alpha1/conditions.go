@@ -14,8 +14,10 @@ const (
 	// installable: its contract works with the core provider's, it is not a
 	// downgrade across minor versions, no other provider has the same type
 	// and name, it is not installed in another namespace, every variable
-	// has a value or a default, (non-core) the core provider is Ready, and
-	// (first install) no object it would apply is another tool's.
+	// has a value or a default, (non-core) the core provider is Ready, the
+	// cluster serves the kinds its components apply and do not define
+	// (cert-manager's), and (first install) no object it would apply is
+	// another tool's.
 	CompatibleCondition = "Compatible"
 	// InstalledCondition is True when Flux applied the desired version's
 	// artifact and its health checks passed.
@@ -96,7 +98,13 @@ const (
 	MissingVariablesReason     = "MissingVariables"
 	WaitingForCoreReason       = "WaitingForCoreProvider"
 	WaitingForDependencyReason = "WaitingForDependency"
-	ConfigSecretMissingReason  = "ConfigSecretMissing"
+	// MissingAPIReason: the components hold objects of kinds the cluster
+	// does not serve and they do not define themselves (a CRD of theirs),
+	// typically cert-manager's Certificate and Issuer with cert-manager
+	// not installed; the provider waits, nothing applied, and goes on
+	// once the API is served.
+	MissingAPIReason          = "MissingAPI"
+	ConfigSecretMissingReason = "ConfigSecretMissing"
 	// ConfigSecretNotAllowedReason: spec.configSecret names a Secret in
 	// another namespace; it is refused before anything reads it.
 	ConfigSecretNotAllowedReason = "ConfigSecretNotAllowed"

@@ -109,7 +109,8 @@ func (r *Reconciler) fetchAhead(ctx context.Context, f providerplan.Facts) bool 
 // gather reads the facts of the slower checks, each only once the checks
 // before it passed: the core provider's contract, the config Secret's
 // keys, the additional manifests packed, the dependencies' readiness,
-// and what of additional manifests is no longer wanted.
+// what of additional manifests is no longer wanted, and the kinds the
+// components need that the cluster does not serve.
 func (r *Reconciler) gather(ctx context.Context, f providerplan.Facts) providerplan.Facts {
 	obj := f.Provider
 	spec := obj.GetSpec()
@@ -142,6 +143,10 @@ func (r *Reconciler) gather(ctx context.Context, f providerplan.Facts) providerp
 	}
 	f.SourceLeft = r.sourceLeft(ctx, obj, f.Release)
 	if providerplan.Check(f, providerplan.Dependencies) != nil {
+		return f
+	}
+	f.MissingKinds = r.missingKinds(ctx, f.Artifact.Checked)
+	if providerplan.Check(f, providerplan.APIs) != nil {
 		return f
 	}
 	if refs := providerplan.ComponentObjects(f); len(refs) > 0 && r.firstInstall(ctx, obj) {

@@ -101,6 +101,10 @@ type Reconciler struct {
 	// Upgrades checks the providers' sources for newer versions at a low
 	// rate; nil never checks.
 	Upgrades *UpgradeChecks
+	// APIs tells the kinds the cluster serves, for the components' kinds
+	// they do not define (cert-manager's); nil does not ask, and takes
+	// every kind as served.
+	APIs *ServedAPIs
 
 	// written keeps the shell from acting on a read older than its own
 	// last write.

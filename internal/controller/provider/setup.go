@@ -8,6 +8,7 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +89,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 		Watches(&helmv2.HelmRelease{}, handler.EnqueueRequestsFromMapFunc(r.dependents(helmv2.HelmReleaseKind)), fluxObjectChanged).
 		// Flux's report of what it changed, drift it put back included.
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.changeReported))
+	if r.APIs != nil {
+		// A CRD created, established or removed (cert-manager installed)
+		// changes what the cluster serves: the providers waiting for an
+		// API look again at once. Metadata only: CRDs are large.
+		b = b.Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.crdChanged), builder.OnlyMetadata)
+	}
 	return b.Complete(r)
 }
 

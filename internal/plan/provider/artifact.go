@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/fluxcd/pkg/apis/kustomize"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/clusterctl"
@@ -33,6 +34,7 @@ type CheckedArtifact struct {
 	images     []string
 	imagesErr  error
 	coreObjs   []string
+	needs      []schema.GroupVersionKind
 	objects    []clusterctl.ObjectRef
 	crdsFree   bool
 	deployment string
@@ -84,6 +86,7 @@ func (a *CheckedArtifact) analyse(namespace string) error {
 			a.variables, a.varsErr = c.Variables()
 			a.images, a.imagesErr = c.ResolvedImages(nil)
 			a.coreObjs = c.ObjectsInGroups(coreGroups)
+			a.needs = c.ForeignKinds(coreGroups)
 			a.objects = c.Objects()
 			a.crdsFree = c.CRDsSubstitutionFree()
 			a.deployment, a.args = c.ManagerDeployment()
@@ -118,6 +121,18 @@ func (a *CheckedArtifact) CoreObjects() ([]string, error) {
 		return nil, err
 	}
 	return a.coreObjs, nil
+}
+
+// NeededKinds are the kinds the components apply that they do not
+// define, which the cluster must serve before they can be applied
+// (clusterctl.Components.ForeignKinds): the core provider's kinds are
+// left out, as a provider holding some depends on the core's
+// Kustomization instead (checkCore).
+func (a *CheckedArtifact) NeededKinds() ([]schema.GroupVersionKind, error) {
+	if err := a.analyse(""); err != nil {
+		return nil, err
+	}
+	return a.needs, nil
 }
 
 // Objects names every object of the components, as the file holds it.

@@ -21,6 +21,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/catalog"
@@ -99,6 +100,9 @@ type Facts struct {
 	AdditionalLeft []AdditionalObject
 	// Dependencies are spec.dependsOn, in order, with their readiness.
 	Dependencies []Dependency
+	// MissingKinds are the kinds of Artifact.Checked.NeededKinds the
+	// cluster does not serve (discovery), sorted.
+	MissingKinds []schema.GroupVersionKind
 	// Existing are the live objects the components would apply
 	// (ComponentObjects), as found before the first install: read only
 	// while status.installedVersion is empty and the provider has no
@@ -388,6 +392,9 @@ const (
 	AdditionalManifests
 	// Dependencies: spec.dependsOn is Ready. Reads Dependencies.
 	Dependencies
+	// APIs: the cluster serves every kind the components apply and do
+	// not define. Reads MissingKinds.
+	APIs
 	// Owners: on a first install, no object the components would apply
 	// is another tool's. Reads Existing.
 	Owners
@@ -434,6 +441,9 @@ func check(f Facts, through Stage) (checked, error) {
 		return c, err
 	}
 	if err = checkDependencies(f); err != nil || through == Dependencies {
+		return c, err
+	}
+	if err = checkAPIs(f); err != nil || through == APIs {
 		return c, err
 	}
 	return c, checkOwners(f)
@@ -698,6 +708,45 @@ func checkDependencies(f Facts) error {
 		}
 	}
 	return nil
+}
+
+// CertManagerGroup is cert-manager's API group, whose Certificates and
+// Issuers most provider components hold for their webhooks.
+const CertManagerGroup = "cert-manager.io"
+
+// checkAPIs waits, applying nothing, while the cluster does not serve a
+// kind the components apply and do not define: Flux would apply the rest
+// and fail on those, leaving the provider half installed. cert-manager
+// missing is the usual case, which clusterctl init solves by installing
+// it first; here it is the user's to install (or order with
+// spec.dependsOn), and the provider goes on once the API is served.
+func checkAPIs(f Facts) error {
+	if len(f.MissingKinds) == 0 {
+		return nil
+	}
+	p := f.Provider
+	byGroupVersion := map[string][]string{}
+	var groupVersions []string
+	certManager := false
+	for _, k := range f.MissingKinds {
+		gv := k.GroupVersion().String()
+		if _, ok := byGroupVersion[gv]; !ok {
+			groupVersions = append(groupVersions, gv)
+		}
+		byGroupVersion[gv] = append(byGroupVersion[gv], k.Kind)
+		certManager = certManager || k.Group == CertManagerGroup
+	}
+	parts := make([]string, 0, len(groupVersions))
+	for _, gv := range groupVersions {
+		parts = append(parts, strings.Join(byGroupVersion[gv], ", ")+" of "+gv)
+	}
+	fix := "install what serves them first, and name its Flux object in spec.dependsOn so that the provider waits for it"
+	if certManager {
+		fix = "install cert-manager first (its CRDs serve cert-manager.io/v1; clusterctl init would install it), and name its HelmRelease or Kustomization in spec.dependsOn so that the provider waits for it"
+	}
+	return waiting(v1alpha1.CompatibleCondition, v1alpha1.MissingAPIReason,
+		fmt.Sprintf("%s %s holds %s, which the cluster does not serve: %s; nothing is applied until the cluster serves them, then the provider goes on by itself",
+			p.GetName(), p.GetSpec().Version, strings.Join(parts, "; "), fix), f.Resync)
 }
 
 // DependencyReady tells whether a Flux object (of spec.dependsOn, or

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -342,6 +343,18 @@ func TestPlanRefusals(t *testing.T) {
 			return f
 		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.WaitingForDependencyReason, status: metav1.ConditionUnknown, retry: 10 * time.Minute,
 			message: "waiting for HelmRelease cert-manager/cert-manager (spec.dependsOn): install retries exhausted", resolved: true},
+		{name: "cert-manager missing", facts: func(t testing.TB) Facts {
+			f := factsOf(t, core())
+			f.MissingKinds = []schema.GroupVersionKind{{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}, {Group: "cert-manager.io", Version: "v1", Kind: "Issuer"}}
+			return f
+		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.MissingAPIReason, status: metav1.ConditionUnknown, retry: 10 * time.Minute,
+			message: "cluster-api v1.14.2 holds Certificate, Issuer of cert-manager.io/v1, which the cluster does not serve: install cert-manager first (its CRDs serve cert-manager.io/v1; clusterctl init would install it), and name its HelmRelease or Kustomization in spec.dependsOn so that the provider waits for it; nothing is applied until the cluster serves them", resolved: true},
+		{name: "another API missing", facts: func(t testing.TB) Facts {
+			f := factsOf(t, bootstrap())
+			f.MissingKinds = []schema.GroupVersionKind{{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}}
+			return f
+		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.MissingAPIReason, status: metav1.ConditionUnknown, retry: 10 * time.Minute,
+			message: "kubeadm v1.14.2 holds ServiceMonitor of monitoring.coreos.com/v1, which the cluster does not serve: install what serves them first, and name its Flux object in spec.dependsOn", resolved: true},
 		{name: "spec that cannot render", facts: func(t testing.TB) Facts {
 			p := chart(func(p *v1alpha1.CoreProvider) { p.Spec.Manager = &v1alpha1.ManagerSpec{Verbosity: ptr.To[int32](4)} })
 			return Facts{Provider: p, Kind: "CoreProvider", Resync: 10 * time.Minute,
@@ -493,5 +506,28 @@ func TestNudges(t *testing.T) {
 	other := core(func(p *v1alpha1.CoreProvider) { p.UID = "someone-else" })
 	if n := nudges(other)(observed()); len(n) != 0 {
 		t.Errorf("a Kustomization the provider does not control was nudged: %+v", n)
+	}
+}
+
+// TestNeededKindsOfARealRelease: the kinds Cluster API's core components
+// apply without defining them are Kubernetes' own and cert-manager's
+// Certificate and Issuer, which the cluster must serve first; the kinds
+// of their own CRDs are not among them.
+func TestNeededKindsOfARealRelease(t *testing.T) {
+	needs, err := release(t, v1alpha1.CoreProviderType, "capi-system").NeededKinds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var certManager []string
+	for _, k := range needs {
+		switch k.Group {
+		case CertManagerGroup:
+			certManager = append(certManager, k.Kind+"."+k.Version)
+		case "cluster.x-k8s.io", "addons.cluster.x-k8s.io":
+			t.Errorf("%s is defined by the components' own CRDs, not needed from the cluster", k)
+		}
+	}
+	if strings.Join(certManager, ",") != "Certificate.v1,Issuer.v1" {
+		t.Errorf("cert-manager kinds needed: %v, want Certificate and Issuer of v1 (all needed: %v)", certManager, needs)
 	}
 }
