@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -163,20 +164,17 @@ var clusterAPIGroups = map[string]bool{
 }
 
 // installedKinds lists the Cluster API kinds of the CRDs Flux applied for
-// the provider, from the inventory of its Kustomization (entries
-// <ns>_<name>_<group>_<kind>); a Kustomization of the same name that is
-// not the provider's applied nothing for it.
+// the provider, from the inventory of its Kustomization, or of its
+// HelmRelease for a chart (entries <ns>_<name>_<group>_<kind>; helm-controller
+// records the CRDs of the chart's crds/ directory there too).
 func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) ([]schema.GroupVersionKind, error) {
-	var ks kustomizev1.Kustomization
-	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, &ks); err != nil {
-		return nil, ctrl.IgnoreNotFound(err)
-	}
-	if ks.Status.Inventory == nil || !render.ControlledBy(&ks, obj.GetUID()) {
-		return nil, nil
+	ids, err := r.appliedInventory(ctx, obj)
+	if err != nil {
+		return nil, err
 	}
 	var kinds []schema.GroupVersionKind
-	for _, e := range ks.Status.Inventory.Entries {
-		parts := strings.Split(e.ID, "_")
+	for _, id := range ids {
+		parts := strings.Split(id, "_")
 		if len(parts) != 4 || parts[2] != apiextensionsv1.GroupName || parts[3] != "CustomResourceDefinition" {
 			continue
 		}
@@ -197,6 +195,39 @@ func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) 
 		}
 	}
 	return kinds, nil
+}
+
+// appliedInventory is the inventory IDs of what Flux applied for the
+// provider: its Kustomization's, or its HelmRelease's for a chart. An
+// object of the same name that is not the provider's applied nothing for
+// it.
+func (r *Reconciler) appliedInventory(ctx context.Context, obj v1alpha1.Provider) ([]string, error) {
+	key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}
+	var ids []string
+	if isChart(obj) {
+		var hr helmv2.HelmRelease
+		if err := r.Client.Get(ctx, key, &hr); err != nil {
+			return nil, ctrl.IgnoreNotFound(err)
+		}
+		if hr.Status.Inventory == nil || !render.ControlledBy(&hr, obj.GetUID()) {
+			return nil, nil
+		}
+		for _, e := range hr.Status.Inventory.Entries {
+			ids = append(ids, e.ID)
+		}
+		return ids, nil
+	}
+	var ks kustomizev1.Kustomization
+	if err := r.Client.Get(ctx, key, &ks); err != nil {
+		return nil, ctrl.IgnoreNotFound(err)
+	}
+	if ks.Status.Inventory == nil || !render.ControlledBy(&ks, obj.GetUID()) {
+		return nil, nil
+	}
+	for _, e := range ks.Status.Inventory.Entries {
+		ids = append(ids, e.ID)
+	}
+	return ids, nil
 }
 
 // additionalInventory is the set of objects the Kustomization of the

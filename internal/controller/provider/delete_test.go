@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,21 @@ func fluxObjectsOf(p v1alpha1.Provider, crds ...string) (*sourcev1.OCIRepository
 	return repo, ks
 }
 
+// ownedHelmReleaseOf is the OCIRepository and HelmRelease of chart
+// provider p, controlled by p; the HelmRelease's inventory holds the CRDs
+// (by name) helm-controller installed.
+func ownedHelmReleaseOf(p v1alpha1.Provider, crds ...string) []ctrl.Object {
+	repo, _ := fluxObjectsOf(p)
+	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: p.GetNamespace(), Name: objectName(p), UID: "uid-hr-" + types.UID(p.GetName())}}
+	hr.Status.Inventory = &helmv2.ResourceInventory{}
+	for _, crd := range crds {
+		hr.Status.Inventory.Entries = append(hr.Status.Inventory.Entries,
+			helmv2.ResourceRef{ID: "_" + crd + "_apiextensions.k8s.io_CustomResourceDefinition", Version: "v1"})
+	}
+	kind := kindFor(p).Name
+	return []ctrl.Object{controlledBy(repo, kind, p.GetName(), p.GetUID()), controlledBy(hr, kind, p.GetName(), p.GetUID())}
+}
+
 // ownedFluxObjectsOf are fluxObjectsOf p, controlled by p.
 func ownedFluxObjectsOf(p v1alpha1.Provider, crds ...string) []ctrl.Object {
 	repo, ks := fluxObjectsOf(p, crds...)
@@ -85,6 +101,8 @@ func dockerCluster(namespace, name string) *unstructured.Unstructured {
 func TestFinalizeWaitsForWhatBlocksDeletion(t *testing.T) {
 	docker := deleting(dockerProvider("oci://registry.invalid/capwright/manifests/infrastructure-docker", "v1.14.2"))
 	core := deleting(coreProvider("oci://registry.invalid/capwright/manifests/core-cluster-api", "v1.14.2"))
+	chart := deleting(dockerProvider("", "v1.14.2"))
+	chart.Spec.Source = &v1alpha1.ProviderSource{Chart: &v1alpha1.ChartSource{OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: "oci://registry.invalid/charts/docker"}}}
 	tests := []struct {
 		name     string
 		provider v1alpha1.Provider
@@ -97,6 +115,13 @@ func TestFinalizeWaitsForWhatBlocksDeletion(t *testing.T) {
 			objs: append(ownedFluxObjectsOf(docker, dockerClusterCRD),
 				dockerClusterCRDObject(), dockerCluster("default", "workload-1"), dockerCluster("team-a", "workload-2")),
 			message: []string{"waiting until these are deleted: DockerCluster default/workload-1; DockerCluster team-a/workload-2"},
+		},
+		{
+			name:     "objects of the kinds a chart installed exist (from the HelmRelease's inventory)",
+			provider: chart,
+			objs: append(ownedHelmReleaseOf(chart, dockerClusterCRD),
+				dockerClusterCRDObject(), dockerCluster("default", "workload-1")),
+			message: []string{"waiting until these are deleted: DockerCluster default/workload-1"},
 		},
 		{
 			name:     "other providers exist while the core provider is deleted",
