@@ -189,7 +189,7 @@ func run(o *options) error {
 		// Any replica serves the artifacts the leader stored.
 		storage.Restore = provider.RestoreAdditional(reconcilers...)
 	}
-	if err := setupTenants(mgr, cfg, recorder, recorderMetrics, storage, o); err != nil {
+	if err := setupTenants(mgr, cfg, recorder, recorderMetrics, storage, rules, o); err != nil {
 		return err
 	}
 	if err := setupContract(mgr, cfg, recorder, recorderMetrics, rules, o); err != nil {
@@ -259,7 +259,7 @@ func artifactStorage(mgr ctrlruntime.Manager, o *options) (*fluxartifact.Storage
 // whole manager, and one nothing needs costs a cache of every Cluster.
 // Until then every Tenant says on its own status that no cluster can be
 // selected yet.
-func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, storage *fluxartifact.Storage, o *options) error {
+func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, storage *fluxartifact.Storage, rules catalog.Mirrors, o *options) error {
 	r := &tenant.Reconciler{
 		Client:           mgr.GetClient(),
 		Reader:           mgr.GetAPIReader(),
@@ -272,6 +272,8 @@ func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecord
 		ForbiddenNamespaces: o.tenantForbiddenNamespaces(os.Getenv("RUNTIME_NAMESPACE")),
 		Artifacts:           storage,
 		Sharding:            o.sharding,
+		Mirrors:             rules,
+		InsecureRegistries:  o.insecure,
 	}
 	if storage != nil {
 		storage.Restore = r.RestoreArtifacts(storage.Restore)
@@ -288,13 +290,14 @@ func setupTenants(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecord
 // Cluster every resync and whenever Cluster API sets itself as its owner.
 func setupContract(mgr ctrlruntime.Manager, cfg *rest.Config, recorder kuberecorder.EventRecorder, m *metrics.Recorder, rules catalog.Mirrors, o *options) error {
 	shared := &contract.Shared{
-		Client:           mgr.GetClient(),
-		Reader:           mgr.GetAPIReader(),
-		Recorder:         recorder,
-		Metrics:          m,
-		Mirrors:          rules,
-		ResyncInterval:   o.resync,
-		ClusterAPIServed: clusterAPIServed(cfg),
+		Client:             mgr.GetClient(),
+		Reader:             mgr.GetAPIReader(),
+		Recorder:           recorder,
+		Metrics:            m,
+		Mirrors:            rules,
+		InsecureRegistries: o.insecure,
+		ResyncInterval:     o.resync,
+		ClusterAPIServed:   clusterAPIServed(cfg),
 	}
 	if err := contract.Setup(mgr, shared, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 		return fmt.Errorf("setting up the Cluster API contract controllers: %w", err)

@@ -257,7 +257,8 @@ func (b *building) provider(obj v1alpha1.Provider, it *Item) error {
 
 func (b *building) tenant(t *tenancyv1alpha1.Tenant, it *Item) error {
 	r := &tenant.Reconciler{Client: b.store, Reader: b.store, Clusters: b.store, WatchClusters: true,
-		ForbiddenNamespaces: b.o.Forbidden, Artifacts: b.storage, Sharding: b.o.Sharding}
+		ForbiddenNamespaces: b.o.Forbidden, Artifacts: b.storage, Sharding: b.o.Sharding,
+		Mirrors: b.o.Mirrors, InsecureRegistries: b.o.InsecureRegistries}
 	f, err := r.Facts(b.ctx, t)
 	if err != nil {
 		return fmt.Errorf("%s: %w", it.Ref(), err)
@@ -301,7 +302,7 @@ func (b *building) tenant(t *tenancyv1alpha1.Tenant, it *Item) error {
 }
 
 func (b *building) contract(obj ctrl.Object, it *Item) error {
-	s := &contract.Shared{Client: b.store, Reader: b.store, Mirrors: b.o.Mirrors}
+	s := &contract.Shared{Client: b.store, Reader: b.store, Mirrors: b.o.Mirrors, InsecureRegistries: b.o.InsecureRegistries}
 	if len(obj.GetOwnerReferences()) == 0 {
 		if owner := b.ownerCluster(obj, it.Kind); owner != nil {
 			obj.SetOwnerReferences([]metav1.OwnerReference{*owner})

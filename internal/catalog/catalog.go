@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -193,6 +194,16 @@ func (m Mirrors) RewriteURL(raw string) (string, bool) {
 		to = scheme + "://" + to
 	}
 	return to + strings.TrimPrefix(rest, m[best].From), true
+}
+
+// OCISource is where Flux pulls an oci:// repository a user named (a
+// Tenant's stack, a contract backend) from: the URL after the rules, and
+// whether its registry is reached over plain HTTP because the manager's
+// --insecure-registry names its host (insecure).
+func (m Mirrors) OCISource(url string, insecure []string) (string, bool) {
+	repo, _ := m.Rewrite(strings.TrimPrefix(url, "oci://"))
+	host, _, _ := strings.Cut(repo, "/")
+	return "oci://" + repo, slices.Contains(insecure, host)
 }
 
 // Provider returns the OCI repository (host[:port]/path) a rule for the

@@ -46,8 +46,11 @@ type ContractInput struct {
 	Cluster string
 	// Backend is the backend, variables substituted.
 	Backend clustersv1alpha1.Backend
-	// URL is the backend's repository after mirror rules.
-	URL string
+	// URL is the backend's repository after mirror rules; Insecure says
+	// its registry is reached over plain HTTP (the manager's
+	// --insecure-registry) whatever the backend says.
+	URL      string
+	Insecure bool
 }
 
 // ContractObjects are the Flux objects of one backend: the source and
@@ -206,7 +209,7 @@ func ContractBackend(in ContractInput) (*ContractObjects, error) {
 	}
 	src.Spec.SecretRef = access.SecretRef.DeepCopy()
 	src.Spec.CertSecretRef = access.CertSecretRef.DeepCopy()
-	src.Spec.Insecure = access.Insecure
+	src.Spec.Insecure = access.Insecure || in.Insecure
 	src.Spec.Verify = verification(access.Verify)
 	// Flux fetches by digest when one is set; the tag stays as what it
 	// names, for people reading the object.

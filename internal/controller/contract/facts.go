@@ -40,7 +40,7 @@ func (s *Shared) readFacts(ctx context.Context, f contractplan.Facts, request st
 	}
 	f.Cluster = cluster
 	f.PausedSaid = conditions.IsTrue(obj, clustersv1alpha1.PausedCondition)
-	f.Mirrors, f.Request, f.Resync = s.Mirrors, request, s.resync()
+	f.Mirrors, f.InsecureRegistries, f.Request, f.Resync = s.Mirrors, s.InsecureRegistries, request, s.resync()
 	var exprs *expressions
 	if f.Backend != nil && f.StatusFrom != nil {
 		exprs, f.StatusFromInvalid = s.exprs.compile(f.StatusFrom)

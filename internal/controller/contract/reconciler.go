@@ -23,8 +23,10 @@ type Shared struct {
 	Recorder kuberecorder.EventRecorder
 	Metrics  *metrics.Recorder
 	// Mirrors are the manager's registry mirror rules, applied to
-	// backend URLs.
-	Mirrors catalog.Mirrors
+	// backend URLs, and InsecureRegistries the hosts reached over plain
+	// HTTP (--insecure-registry).
+	Mirrors            catalog.Mirrors
+	InsecureRegistries []string
 	// ResyncInterval is how often an unchanged object is looked at again.
 	ResyncInterval time.Duration
 	// ClusterAPIServed says whether Clusters are served now; once an

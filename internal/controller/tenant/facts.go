@@ -51,7 +51,8 @@ func (r *Reconciler) Facts(ctx context.Context, t *tenancyv1alpha1.Tenant) (tena
 // the namespaces are checked: a namespace the tenant may not use is never
 // looked at on its behalf (the plan refuses the tenant then).
 func (r *Reconciler) facts(ctx context.Context, t *tenancyv1alpha1.Tenant) (tenantplan.Facts, error) {
-	f := tenantplan.Facts{Tenant: t, Forbidden: r.ForbiddenNamespaces, NoArtifactServer: r.Artifacts == nil, Sharding: r.Sharding}
+	f := tenantplan.Facts{Tenant: t, Forbidden: r.ForbiddenNamespaces, NoArtifactServer: r.Artifacts == nil, Sharding: r.Sharding,
+		Mirrors: r.Mirrors, InsecureRegistries: r.InsecureRegistries}
 	var tenants tenancyv1alpha1.TenantList
 	// Read only: not copied (a fleet's thousand Tenants, on every reconcile).
 	if err := r.Client.List(ctx, &tenants, ctrl.UnsafeDisableDeepCopy); err != nil {

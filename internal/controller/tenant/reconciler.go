@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capwright/capwright/internal/catalog"
+
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 
@@ -86,6 +88,11 @@ type Reconciler struct {
 	// Sharding is how the tenant's Flux objects carry Flux's shard label
 	// (the manager's --flux-sharding); zero is off.
 	Sharding render.Sharding
+	// Mirrors are the manager's registry mirror rules and
+	// InsecureRegistries the hosts it reaches over plain HTTP
+	// (--registry-mirror, --insecure-registry), applied to the stack's URL.
+	Mirrors            catalog.Mirrors
+	InsecureRegistries []string
 
 	// written keeps the shell from acting on a read older than its own
 	// last write.

@@ -51,8 +51,10 @@ type Facts struct {
 	// PausedSaid is set when the object's Paused condition is True
 	// already.
 	PausedSaid bool
-	// Mirrors are the manager's registry mirror rules.
-	Mirrors catalog.Mirrors
+	// Mirrors are the manager's registry mirror rules, InsecureRegistries
+	// the hosts it reaches over plain HTTP.
+	Mirrors            catalog.Mirrors
+	InsecureRegistries []string
 	// Request is the reconcile.fluxcd.io/requestedAt token to pass on to
 	// the Flux objects ("" for none).
 	Request string

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"fmt"
-	"strings"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -79,11 +78,8 @@ func Plan(f Facts) (Desired, error) {
 			return Desired{}, Invalid(f, f.StatusFromInvalid)
 		}
 	}
-	url := backendURL(backend)
-	if to, ok := f.Mirrors.Rewrite(strings.TrimPrefix(url, "oci://")); ok {
-		url = "oci://" + to
-	}
-	d.Objects, err = render.ContractBackend(render.ContractInput{Owner: f.Object, Kind: f.Kind, Cluster: f.Cluster.Name, Backend: backend, URL: url})
+	url, insecure := f.Mirrors.OCISource(backendURL(backend), f.InsecureRegistries)
+	d.Objects, err = render.ContractBackend(render.ContractInput{Owner: f.Object, Kind: f.Kind, Cluster: f.Cluster.Name, Backend: backend, URL: url, Insecure: insecure})
 	if err != nil {
 		return Desired{}, Invalid(f, err)
 	}

@@ -100,6 +100,12 @@ func TestPlan(t *testing.T) {
 				OCIRepositoryAccess: clustersv1alpha1.OCIRepositoryAccess{URL: "oci://elsewhere.example.com/hcp"},
 				Tag:                 "v2", Substitute: map[string]string{"POOLS": "${TOPOLOGY_node_pools}"}}
 		}),
+		// The mirror is reached over plain HTTP (--insecure-registry).
+		"controlplane-chart-insecure-mirror": func() Facts {
+			f := controlPlane(nil)
+			f.InsecureRegistries = []string{"mirror.example.com"}
+			return f
+		}(),
 		"infrastructure-kustomize": infrastructure(nil),
 		"infrastructure-chart": infrastructure(func(c *clustersv1alpha1.CapwrightCluster) {
 			c.Spec.Backend = &clustersv1alpha1.Backend{Timeout: &metav1.Duration{Duration: 20 * time.Minute}, Chart: &clustersv1alpha1.ChartBackend{

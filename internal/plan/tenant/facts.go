@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/render"
@@ -34,6 +35,11 @@ type Facts struct {
 	// Sharding is how the tenant's Flux objects carry Flux's shard label
 	// (the manager's --flux-sharding; render.Sharding); zero is off.
 	Sharding render.Sharding
+	// Mirrors are the manager's registry mirror rules and
+	// InsecureRegistries the hosts it reaches over plain HTTP: the stack's
+	// sources pull from where they send its URL.
+	Mirrors            catalog.Mirrors
+	InsecureRegistries []string
 
 	// What follows is read only in the namespaces the tenant may use
 	// (CheckNamespaces), render.TenantNamespaces.

@@ -86,6 +86,7 @@ func Plan(f Facts) (Desired, error) {
 	if err != nil {
 		return d, plan.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidStackReason, err.Error(), 0)
 	}
+	mirrorSources(f, rendered.Sources)
 	d.Selection, d.Rendered, d.Poll = &sel, rendered, !f.ClustersWatched
 	d.Writes = append(d.Writes, snapshotWrites(rendered)...)
 	d.Writes = append(d.Writes, fluxWrites(t, rendered, f.Stacks)...)
@@ -103,6 +104,18 @@ func Plan(f Facts) (Desired, error) {
 	}
 	shardFlux(f, d.Writes)
 	return d, nil
+}
+
+// mirrorSources sends the stack's sources where the manager's registry
+// mirror rules send its URL, over plain HTTP where --insecure-registry
+// names the host, as for a provider's artifact: an air-gapped site applies
+// the Tenants of a connected one.
+func mirrorSources(f Facts, sources []*sourcev1.OCIRepository) {
+	for _, s := range sources {
+		var insecure bool
+		s.Spec.URL, insecure = f.Mirrors.OCISource(s.Spec.URL, f.InsecureRegistries)
+		s.Spec.Insecure = s.Spec.Insecure || insecure
+	}
 }
 
 // object is what apply writes and deletes (controller-runtime's

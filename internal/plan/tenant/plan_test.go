@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/plan"
@@ -484,4 +485,46 @@ func TestFold(t *testing.T) {
 			t.Errorf("ManagementReady = %+v", c)
 		}
 	})
+}
+
+// TestPlanMirrorsTheStack: the manager's mirror rules send every source
+// of the stack (the one following the tag and a rollout's pinned ones
+// alike) to the mirror, over plain HTTP where --insecure-registry names
+// its host; a URL no rule matches is left alone.
+func TestPlanMirrorsTheStack(t *testing.T) {
+	rules, err := catalog.MirrorRules([]string{"ghcr.io/example=mirror.site:5000/copies"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name         string
+		url          string
+		insecure     []string
+		wantURL      string
+		wantInsecure bool
+	}{
+		{"mirrored, plain HTTP", "oci://ghcr.io/example/charts/platform-stack", []string{"mirror.site:5000"},
+			"oci://mirror.site:5000/copies/charts/platform-stack", true},
+		{"mirrored, TLS", "oci://ghcr.io/example/charts/platform-stack", nil, "oci://mirror.site:5000/copies/charts/platform-stack", false},
+		{"no rule", "oci://quay.io/example/charts/platform-stack", []string{"mirror.site:5000"}, "oci://quay.io/example/charts/platform-stack", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tn := chartTenant()
+			tn.Spec.Stack.Chart.URL = tc.url
+			f := facts(tn, []clusterapi.Facts{ready("tenant-team-a", "prod-eu-1", map[string]string{"tenant": "team-a"}), ready("shared-clusters", "shared-1", map[string]string{"tenant": "team-a"})})
+			f.Mirrors, f.InsecureRegistries = rules, tc.insecure
+			d, err := Plan(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Rendered.Sources) != 2 {
+				t.Fatalf("%d sources, want one per namespace (2)", len(d.Rendered.Sources))
+			}
+			for _, s := range d.Rendered.Sources {
+				if s.Spec.URL != tc.wantURL || s.Spec.Insecure != tc.wantInsecure {
+					t.Errorf("OCIRepository %s/%s: url %s insecure %v, want %s %v", s.Namespace, s.Name, s.Spec.URL, s.Spec.Insecure, tc.wantURL, tc.wantInsecure)
+				}
+			}
+		})
+	}
 }
