@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +44,7 @@ func FoldBackend(source, applier Observation) BackendResult {
 	case src.status == metav1.ConditionFalse:
 		res.Status, res.Reason, res.Message = metav1.ConditionFalse, src.reason, src.message
 	case app.status == metav1.ConditionFalse:
-		res.Status, res.Reason, res.Message = metav1.ConditionFalse, app.reason, app.message
+		res.Status, res.Reason, res.Message = metav1.ConditionFalse, app.reason, withHints(app.message, backendIdentityHint(app.message))
 	case src.status != metav1.ConditionTrue:
 		res.Status, res.Reason, res.Message = metav1.ConditionUnknown, src.reason, src.message
 	case app.status != metav1.ConditionTrue:
@@ -61,6 +62,18 @@ func FoldBackend(source, applier Observation) BackendResult {
 		res.Reason = clustersv1alpha1.InstallingReason
 	}
 	return res
+}
+
+// backendIdentityHint explains a backend refused because the
+// ServiceAccount Flux impersonated may not create what the backend holds:
+// backend.serviceAccountName, or under Flux's multi-tenancy lockdown
+// (--default-service-account) the namespace's default, which a namespace
+// grants nothing.
+func backendIdentityHint(message string) string {
+	if !strings.Contains(message, `is forbidden: User "system:serviceaccount:`) {
+		return ""
+	}
+	return "; Flux installs the backend as that ServiceAccount (spec.backend.serviceAccountName, or the namespace's default one under Flux's multi-tenancy lockdown): grant it what the backend creates in this namespace, and for a chart Helm's release Secrets, e.g. with a Role and RoleBinding (docs/clusters.md, \"Flux's lockdown\")"
 }
 
 // sourceNotReadyReason is helm-controller's Ready reason while a

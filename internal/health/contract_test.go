@@ -1,6 +1,7 @@
 package health
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -29,6 +30,14 @@ func TestFoldBackend(t *testing.T) {
 	res := FoldBackend(src, failed)
 	if res.Status != metav1.ConditionFalse || res.Reason != "InstallFailed" || res.Message[len(res.Message)-1] == '\n' {
 		t.Fatalf("a failed install: %+v", res)
+	}
+	// Refused by the API server under the ServiceAccount Flux
+	// impersonates: the hint names what to grant it.
+	forbidden := hr
+	forbidden.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "InstallFailed", ObservedGeneration: 2,
+		Message: "secrets is forbidden: User \"system:serviceaccount:team:installer\" cannot list resource \"secrets\" in API group \"\" in the namespace \"team\"\n"}}
+	if res := FoldBackend(src, forbidden); !strings.Contains(res.Message, `"team"; Flux installs the backend as that ServiceAccount (spec.backend.serviceAccountName`) {
+		t.Fatalf("a backend its ServiceAccount may not install: %q", res.Message)
 	}
 	// The applier written with its source says it fails until the
 	// source's first artifact: progress, unless the source failed.

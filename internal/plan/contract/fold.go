@@ -82,11 +82,34 @@ func BackendOf(d Desired, flux plan.Observed) (res health.BackendResult, stale b
 	applier := health.Observe(obj, kind, ns, name)
 	fresh := obj != nil && obj.GetAnnotations()[plan.HashAnnotation] == d.AppliedHash
 	res = health.FoldBackend(source, applier)
+	res.Message += pinHint(d, res)
 	if !fresh {
 		res.Status, res.Reason = metav1.ConditionUnknown, clustersv1alpha1.InstallingReason
 		res.Message = "waiting to see the new spec of " + applier.Kind + " " + applier.Namespace + "/" + applier.Name
 	}
 	return res, !fresh
+}
+
+// pinHint says what to do when the source fails because the registry
+// does not hold the digest the backend pins (spec.backend.*.digest):
+// Flux's message names the registry's answer, not the field to fix.
+// Nothing for any other failure, or without a pin.
+func pinHint(d Desired, res health.BackendResult) string {
+	src := d.Objects.Source
+	if src.Spec.Reference == nil || src.Spec.Reference.Digest == "" || res.Status != metav1.ConditionFalse ||
+		res.Reason != sourcev1.OCIPullFailedReason || !strings.Contains(res.Message, src.Spec.Reference.Digest) {
+		return ""
+	}
+	lower := strings.ToLower(res.Message)
+	if !strings.Contains(lower, "manifest unknown") && !strings.Contains(lower, "manifest_unknown") && !strings.Contains(lower, "not found") {
+		return ""
+	}
+	field, ref := "spec.backend.kustomize.digest", src.Spec.URL+":"+src.Spec.Reference.Tag
+	if d.Objects.HelmRelease != nil {
+		field = "spec.backend.chart.digest"
+	}
+	return fmt.Sprintf("; %s pins %s, which %s does not hold: set it to the digest of the manifest to install (`crane digest %s`), or remove it to follow the tag",
+		field, src.Spec.Reference.Digest, src.Spec.URL, strings.TrimPrefix(ref, "oci://"))
 }
 
 // refusedConditions are the conditions a refusal of the plan sets, where

@@ -259,3 +259,35 @@ func TestFoldCluster(t *testing.T) {
 		cond(t, c, clustersv1alpha1.BackendReadyCondition, metav1.ConditionTrue, clustersv1alpha1.SucceededReason)
 	})
 }
+
+// TestBackendOfPinnedDigestMissing: a pinned digest the registry does not
+// hold names the field to fix; any other pull failure passes Flux's
+// message through unchanged.
+func TestBackendOfPinnedDigestMissing(t *testing.T) {
+	const pin = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	for _, tc := range []struct {
+		name, digest, message, want string
+	}{
+		{"pinned, manifest unknown", pin, "failed to pull artifact from 'oci://registry.example.com/hcp': GET https://registry.example.com/v2/hcp/manifests/" + pin + ": MANIFEST_UNKNOWN: Unknown manifest",
+			"; spec.backend.kustomize.digest pins " + pin + ", which oci://registry.example.com/hcp does not hold: set it to the digest of the manifest to install (`crane digest registry.example.com/hcp:v2`), or remove it to follow the tag"},
+		{"pinned, registry unreachable", pin, "failed to pull artifact from 'oci://registry.example.com/hcp': dial tcp: connection refused", ""},
+		{"not pinned, tag unknown", "", "failed to determine artifact digest: GET https://registry.example.com/v2/hcp/manifests/v2: MANIFEST_UNKNOWN", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, d := kustomizeCP(t)
+			d.Objects.Source.Spec.Reference.Digest = tc.digest
+			flux := fluxReady(d, d.AppliedHash)
+			src := flux.Get(sourcev1.OCIRepositoryKind, d.Objects.Source.Namespace, d.Objects.Source.Name).(*sourcev1.OCIRepository)
+			src.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: sourcev1.OCIPullFailedReason,
+				Message: tc.message, ObservedGeneration: 1}}
+			res, _ := BackendOf(d, flux)
+			_, hint, found := strings.Cut(res.Message, tc.message)
+			if res.Status != metav1.ConditionFalse || res.Reason != sourcev1.OCIPullFailedReason || !found {
+				t.Fatalf("BackendOf = %+v", res)
+			}
+			if hint != tc.want {
+				t.Fatalf("hint %q; want %q", hint, tc.want)
+			}
+		})
+	}
+}
