@@ -36,6 +36,12 @@ type CAPIManagerOptions struct {
 	// defaults) before starting the manager. Leave it false when something
 	// else installed them, e.g. a Flux Kustomization under test.
 	Install bool
+	// ServiceAccount, when set, runs the manager as that ServiceAccount of
+	// Namespace (capi-manager in the released components), with a token of
+	// the TokenRequest API, so it may do only what the components' RBAC,
+	// and the ClusterRoles aggregated into it, grant, as its Deployment's
+	// pod would. Default: the plane's admin user.
+	ServiceAccount string
 }
 
 // CAPIManager is a running Cluster API core manager.
@@ -88,6 +94,12 @@ func (p *Plane) StartCAPIManager(ctx context.Context, opts CAPIManagerOptions) (
 	if err != nil {
 		return nil, err
 	}
+	kubeconfig := p.Kubeconfig
+	if opts.ServiceAccount != "" {
+		if kubeconfig, err = p.ServiceAccountKubeconfig(ctx, opts.Namespace, opts.ServiceAccount); err != nil {
+			return nil, err
+		}
+	}
 	name := "cluster-api-manager"
 	proc, err := startProcess(processSpec{
 		Name:   name,
@@ -100,7 +112,7 @@ func (p *Plane) StartCAPIManager(ctx context.Context, opts CAPIManagerOptions) (
 			"--diagnostics-address=127.0.0.1:" + strconv.Itoa(diagnosticsPort),
 			"--insecure-diagnostics=true",
 		}, p.opts.ExtraArgs[name]...),
-		Env:    []string{"KUBECONFIG=" + p.Kubeconfig, "POD_NAMESPACE=" + opts.Namespace},
+		Env:    []string{"KUBECONFIG=" + kubeconfig, "POD_NAMESPACE=" + opts.Namespace},
 		LogDir: p.tracker.logDir,
 	})
 	if err != nil {

@@ -3,111 +3,146 @@ package framework
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/opencontainers/go-digest"
-	specs "github.com/opencontainers/image-spec/specs-go"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/sigstore/sigstore/pkg/signature"
-	"github.com/sigstore/sigstore/pkg/signature/payload"
 	"oras.land/oras-go/v2/registry/remote"
 
-	"github.com/capwright/capwright/internal/mirror"
+	"github.com/capwright/capwright/tests/bindir"
 )
 
-// CosignKey is a cosign signing key made for a test.
+// The suites sign with the real cosign CLI (bin/cosign, built by `make
+// tools` from github.com/sigstore/cosign/v2 at the version
+// tests/tools/cosign pins), as a publisher without a transparency log
+// does: a key pair from `cosign generate-key-pair`, `cosign sign --key`
+// with --tlog-upload=false. cosign v2 writes the signature as a manifest
+// tagged sha256-<hex>.sig in the signed artifact's repository, the
+// simple-signing payload as its layer, the signature in an annotation:
+// what `capwright mirror` copies, and what Flux's source-controller
+// verifies when it finds no Sigstore bundle (cosign v3's default).
+
+// cosignPassword encrypts the test keys' private halves; cosign reads it
+// from COSIGN_PASSWORD. The keys live for one test run.
+const cosignPassword = "capwright-e2e"
+
+// CosignKey is a key pair `cosign generate-key-pair` made for a test.
 type CosignKey struct {
-	signer signature.SignerVerifier
-	// PublicPEM is the public key as `cosign generate-key-pair` writes
-	// cosign.pub, and as a Flux verify Secret holds it.
+	// private is cosign.key: the encrypted private key, handed to cosign
+	// sign through the environment (--key env://…), never written to
+	// disk again.
+	private []byte
+	// PublicPEM is cosign.pub, as a Flux verify Secret holds it.
 	PublicPEM []byte
 }
 
-// NewCosignKey makes an ECDSA P-256 key, the kind cosign generates.
+// NewCosignKey runs `cosign generate-key-pair` in a directory it removes
+// again, keeping both halves in memory.
 func NewCosignKey() (*CosignKey, error) {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	dir, err := os.MkdirTemp("", "cosign-key-")
 	if err != nil {
 		return nil, err
 	}
-	signer, err := signature.LoadECDSASignerVerifier(priv, crypto.SHA256)
-	if err != nil {
+	defer func() { _ = os.RemoveAll(dir) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := runCosign(ctx, dir, nil, "generate-key-pair"); err != nil {
 		return nil, err
 	}
-	der, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	private, err := os.ReadFile(filepath.Join(dir, "cosign.key"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cosign generate-key-pair wrote no cosign.key: %w", err)
 	}
-	return &CosignKey{signer: signer, PublicPEM: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})}, nil
+	public, err := os.ReadFile(filepath.Join(dir, "cosign.pub"))
+	if err != nil {
+		return nil, fmt.Errorf("cosign generate-key-pair wrote no cosign.pub: %w", err)
+	}
+	return &CosignKey{private: private, PublicPEM: public}, nil
 }
 
-// Cosign's signature layout without the referrers API: a manifest tagged
-// sha256-<hex>.sig in the signed image's repository, one layer per
-// signature holding the signed payload, the signature in an annotation.
-const (
-	cosignPayloadMediaType  = "application/vnd.dev.cosign.simplesigning.v1+json"
-	cosignSignatureAnnotate = "dev.cosignproject.cosign/signature"
-)
-
-// CosignSign signs the manifest ref (host/repository@sha256:…) names, as
-// `cosign sign --key` does without a transparency log: the simple-signing
-// payload sigstore's payload package builds, signed with key, pushed to
-// the plain-HTTP registry under the tag cosign looks it up by.
+// CosignSign signs the manifest ref (host/repository@sha256:…) names in
+// the plane's plain-HTTP registry with `cosign sign`, without a
+// transparency log. Signing an artifact again adds a signature beside the
+// ones it has.
 func CosignSign(ctx context.Context, ref string, key *CosignKey) error {
-	d, err := name.NewDigest(ref, name.Insecure)
-	if err != nil {
-		return fmt.Errorf("cosign: %s is not a reference by digest: %w", ref, err)
+	if !strings.Contains(ref, "@sha256:") {
+		return fmt.Errorf("cosign: %s is not a reference by digest", ref)
 	}
-	body, err := json.Marshal(payload.Cosign{Image: d, ClaimedIdentity: d.Repository.Name()}.SimpleContainerImage())
+	_, err := runCosign(ctx, "", []string{"COSIGN_PRIVATE_KEY=" + string(key.private)},
+		"sign", "--key", "env://COSIGN_PRIVATE_KEY", "--tlog-upload=false",
+		"--allow-insecure-registry", "--allow-http-registry", "--yes", ref)
+	return err
+}
+
+// CosignSignPrivate signs ref in a registry with its own CA and basic
+// auth, as a team signs in its private registry: cosign logs in with the
+// credentials of dockerConfig (a docker config.json) and trusts the
+// registry's certificate through caPEM.
+func CosignSignPrivate(ctx context.Context, ref string, key *CosignKey, dockerConfig, caPEM []byte) error {
+	if !strings.Contains(ref, "@sha256:") {
+		return fmt.Errorf("cosign: %s is not a reference by digest", ref)
+	}
+	dir, err := os.MkdirTemp("", "cosign-auth-")
 	if err != nil {
 		return err
 	}
-	sig, err := key.signer.SignMessage(bytes.NewReader(body))
-	if err != nil {
+	defer func() { _ = os.RemoveAll(dir) }()
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), dockerConfig, 0o600); err != nil {
 		return err
 	}
-	repo, err := remote.NewRepository(d.Repository.Name())
+	if err := os.WriteFile(ca, caPEM, 0o600); err != nil {
+		return err
+	}
+	_, err = runCosign(ctx, "", []string{"COSIGN_PRIVATE_KEY=" + string(key.private), "DOCKER_CONFIG=" + dir, "SSL_CERT_FILE=" + ca},
+		"sign", "--key", "env://COSIGN_PRIVATE_KEY", "--tlog-upload=false", "--yes", ref)
+	return err
+}
+
+// CosignSignTag signs what tag names in the plain-HTTP repository url
+// (oci://host/repository, as PushChart returns it) with CosignSign: cosign
+// signs a digest, so the tag is resolved first.
+func CosignSignTag(ctx context.Context, url, tag string, key *CosignKey) error {
+	repository := strings.TrimPrefix(url, "oci://")
+	repo, err := remote.NewRepository(repository)
 	if err != nil {
 		return err
 	}
 	repo.PlainHTTP = true
-	// The config names the payload as an image's rootfs, as cosign's does.
-	config, err := json.Marshal(ocispec.Image{RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{digest.FromBytes(body)}}})
+	desc, err := repo.Resolve(ctx, tag)
 	if err != nil {
-		return err
+		return fmt.Errorf("cosign: resolving %s:%s: %w", repository, tag, err)
 	}
-	configDesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(config), Size: int64(len(config))}
-	layer := ocispec.Descriptor{MediaType: cosignPayloadMediaType, Digest: digest.FromBytes(body), Size: int64(len(body)),
-		Annotations: map[string]string{cosignSignatureAnnotate: base64.StdEncoding.EncodeToString(sig)}}
-	for _, b := range []struct {
-		desc ocispec.Descriptor
-		data []byte
-	}{{configDesc, config}, {layer, body}} {
-		if err := repo.Push(ctx, b.desc, bytes.NewReader(b.data)); err != nil {
-			return fmt.Errorf("cosign: pushing to %s: %w", d.Repository.Name(), err)
-		}
-	}
-	manifest, err := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
-		Config: configDesc, Layers: []ocispec.Descriptor{layer}})
+	return CosignSign(ctx, repository+"@"+desc.Digest.String(), key)
+}
+
+// runCosign runs bin/cosign with args in dir, its password and env in the
+// environment, and returns its output; an error carries what cosign said.
+func runCosign(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
+	bin, err := bindir.Default()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(manifest), Size: int64(len(manifest))}
-	dd, err := digest.Parse(d.DigestStr())
+	cosign := filepath.Join(bin, "cosign")
+	if _, err := os.Stat(cosign); err != nil {
+		return nil, fmt.Errorf("the cosign CLI is not built: %w; run make tools", err)
+	}
+	cmd := exec.CommandContext(ctx, cosign, args...)
+	cmd.Dir = dir
+	// HOME keeps cosign's caches out of the user's; no tlog, no TUF.
+	home, err := os.MkdirTemp("", "cosign-home-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	tag := mirror.CosignTag(dd, "sig")
-	if err := repo.PushReference(ctx, desc, bytes.NewReader(manifest), tag); err != nil {
-		return fmt.Errorf("cosign: tagging %s:%s: %w", d.Repository.Name(), tag, err)
+	defer func() { _ = os.RemoveAll(home) }()
+	cmd.Env = append(os.Environ(), append(env, "COSIGN_PASSWORD="+cosignPassword, "HOME="+home)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), fmt.Errorf("cosign %s: %w: %s", args[0], err, strings.TrimSpace(out.String()))
 	}
-	return nil
+	return out.Bytes(), nil
 }

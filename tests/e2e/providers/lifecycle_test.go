@@ -140,6 +140,7 @@ func TestProviderLifecycle(t *testing.T) {
 		noClusterWatch(t, ctx, c)
 	})
 
+	t.Run("drift is put back at spec.interval and shown in the status", func(t *testing.T) { driftCorrected(t, ctx, c, providers[1]) })
 	refusals(t, ctx, c)
 	t.Run("a downgrade is refused, also once the status is lost", func(t *testing.T) {
 		downgradeRefused(t, ctx, c, core, newVersion, oldVersion)
@@ -152,7 +153,7 @@ func TestProviderLifecycle(t *testing.T) {
 	charts(t, ctx, c)
 	t.Run("capwright build prints what the manager applied", func(t *testing.T) { buildMatchesManager(t, ctx, c, providers) })
 
-	t.Run("deleting the core provider waits for other providers and clusters", func(t *testing.T) {
+	t.Run("deleting a provider waits for objects of its kinds, the core provider also for other providers", func(t *testing.T) {
 		manager, err := env.StartCAPIManager(ctx, plane.CAPIManagerOptions{Namespace: "capi-system"})
 		if err != nil {
 			t.Fatal(err)
@@ -178,15 +179,37 @@ func TestProviderLifecycle(t *testing.T) {
 		// Still installed while blocked.
 		assertDeploymentAvailable(t, ctx, c, providers[0].deployment)
 
+		// An object of the bootstrap provider's own kinds holds it up,
+		// as a Cluster holds the core provider up.
+		admitAll(t, ctx, c, "kubeadm-bootstrap", "capi-kubeadm-bootstrap-webhook-service", "capi-kubeadm-bootstrap-webhook-service-cert")
+		config := &unstructured.Unstructured{}
+		config.SetGroupVersionKind(schema.GroupVersionKind{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmConfig"})
+		config.SetNamespace("default")
+		config.SetName("blocker-config")
+		if err := framework.CreateWithRetry(ctx, c, config); err != nil {
+			t.Fatal(err)
+		}
 		for _, p := range providers[1:] {
 			if err := c.Delete(ctx, p.obj.(client.Object)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for _, p := range providers[1:] {
-			waitGone(t, ctx, c, p.obj.(client.Object), 3*time.Minute)
-			waitGone(t, ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: p.deployment.Namespace, Name: p.deployment.Name}}, time.Minute)
+		waitCondition(t, ctx, c, bootstrap, v1alpha1.DeletingCondition, metav1.ConditionTrue, v1alpha1.DeletionBlockedReason, time.Minute)
+		if msg := conditionMessage(bootstrap, v1alpha1.DeletingCondition); !strings.Contains(msg, "KubeadmConfig default/blocker-config") {
+			t.Errorf("the bootstrap provider's Deleting message %q does not name KubeadmConfig default/blocker-config", msg)
 		}
+		// The control plane provider has no such object and goes; the
+		// bootstrap provider stays installed while blocked.
+		waitGone(t, ctx, c, controlPlane, 3*time.Minute)
+		waitGone(t, ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: providers[2].deployment.Namespace, Name: providers[2].deployment.Name}}, time.Minute)
+		assertDeploymentAvailable(t, ctx, c, providers[1].deployment)
+		if err := c.Delete(ctx, config); err != nil {
+			t.Fatal(err)
+		}
+		// Asked to look again rather than waiting out its 10 s requeue.
+		poke(t, ctx, c, bootstrap)
+		waitGone(t, ctx, c, bootstrap, 3*time.Minute)
+		waitGone(t, ctx, c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: providers[1].deployment.Namespace, Name: providers[1].deployment.Name}}, time.Minute)
 		err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(core), core); err != nil {
 				return false, err

@@ -26,11 +26,11 @@ func privateChart(t *testing.T, ctx context.Context, c client.Client) {
 	if err := helmv2.AddToScheme(c.Scheme()); err != nil {
 		t.Fatal(err)
 	}
-	reg := startPrivateRegistry(t, "chart-robot")
+	reg := framework.StartPrivateRegistry(t, "chart-robot")
 	var url string
 	for _, version := range []string{"v0.1.0", "v0.2.0"} {
 		var err error
-		url, err = framework.PushChartWith(ctx, reg.Host, reg.access(), "charts/addon-privatechart", "addon-privatechart", version, map[string][]byte{
+		url, err = framework.PushChartWith(ctx, reg.Host, reg.Access(), "charts/addon-privatechart", "addon-privatechart", version, map[string][]byte{
 			"templates/deployment.yaml": []byte(framework.ProviderChartDeployment),
 			"values.yaml":               []byte("replicas: 1\n"),
 		})
@@ -40,12 +40,12 @@ func privateChart(t *testing.T, ctx context.Context, c client.Client) {
 	}
 	const ns = "helm-private"
 	ensureNamespace(t, ctx, c, ns)
-	reg.createSecrets(t, ctx, c, ns)
+	reg.CreateSecrets(t, ctx, c, ns)
 	p := &v1alpha1.AddonProvider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "privatechart"},
 		Spec: v1alpha1.ProviderSpec{Version: "v0.1.0", Source: &v1alpha1.ProviderSource{Chart: &v1alpha1.ChartSource{
 			OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: url,
-				SecretRef:     &meta.LocalObjectReference{Name: credentialsSecret},
-				CertSecretRef: &meta.LocalObjectReference{Name: wrongCASecret}},
+				SecretRef:     &meta.LocalObjectReference{Name: framework.RegistryCredentialsSecret},
+				CertSecretRef: &meta.LocalObjectReference{Name: framework.WrongCASecret}},
 			Values: &apiextensionsv1.JSON{Raw: []byte(`{"replicas": 2}`)},
 		}}}}
 	access := func() *v1alpha1.OCIRegistryAccess { return &p.Spec.Source.Chart.OCIRegistryAccess }
@@ -57,11 +57,11 @@ func privateChart(t *testing.T, ctx context.Context, c client.Client) {
 
 	waitCondition(t, ctx, c, p, v1alpha1.ArtifactResolvedCondition, metav1.ConditionFalse, v1alpha1.ResolveFailedReason, time.Minute)
 	assertRefused(t, p, v1alpha1.ResolveFailedReason, "certificate signed by unknown authority",
-		"not signed by the CA in ca.crt of Secret "+ns+"/"+wrongCASecret+" (spec.source.chart.certSecretRef)")
+		"not signed by the CA in ca.crt of Secret "+ns+"/"+framework.WrongCASecret+" (spec.source.chart.certSecretRef)")
 	assertNothingApplied(t, ctx, c, p, false)
 
 	updateProvider(t, ctx, c, p, func() {
-		access().CertSecretRef = &meta.LocalObjectReference{Name: caSecret}
+		access().CertSecretRef = &meta.LocalObjectReference{Name: framework.RegistryCASecret}
 		access().SecretRef = nil
 	})
 	waitCondition(t, ctx, c, p, v1alpha1.ArtifactResolvedCondition, metav1.ConditionFalse, v1alpha1.AuthenticationFailedReason, time.Minute)
@@ -70,7 +70,7 @@ func privateChart(t *testing.T, ctx context.Context, c client.Client) {
 	assertNothingApplied(t, ctx, c, p, false)
 
 	since := time.Now()
-	updateProvider(t, ctx, c, p, func() { access().SecretRef = &meta.LocalObjectReference{Name: credentialsSecret} })
+	updateProvider(t, ctx, c, p, func() { access().SecretRef = &meta.LocalObjectReference{Name: framework.RegistryCredentialsSecret} })
 	waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 3*time.Minute)
 	assertPrivateSource(t, ctx, c, p)
 	var hr helmv2.HelmRelease
@@ -78,17 +78,17 @@ func privateChart(t *testing.T, ctx context.Context, c client.Client) {
 		t.Fatalf("no HelmRelease for the chart provider: %v", err)
 	}
 	assertDeploymentAvailable(t, ctx, c, deployment)
-	reg.assertPulled(t, since, "the chart's install")
+	assertPulled(t, reg, since, "the chart's install")
 
-	reg.rotate(t)
+	reg.Rotate(t)
 	requestReconcile(t, ctx, c, p)
 	waitCondition(t, ctx, c, p, v1alpha1.ArtifactResolvedCondition, metav1.ConditionFalse, v1alpha1.AuthenticationFailedReason, time.Minute)
 	assertRefused(t, p, v1alpha1.AuthenticationFailedReason, "(HTTP 401 Unauthorized)",
-		"the credentials come from Secret "+ns+"/"+credentialsSecret+" (spec.source.chart.secretRef)")
+		"the credentials come from Secret "+ns+"/"+framework.RegistryCredentialsSecret+" (spec.source.chart.secretRef)")
 	assertDeploymentAvailable(t, ctx, c, deployment)
 
 	updated := time.Now()
-	reg.updateCredentials(t, ctx, c, ns)
+	reg.UpdateCredentials(t, ctx, c, ns)
 	requestReconcile(t, ctx, c, p)
 	waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 30*time.Second)
 	t.Logf("Ready again %s after the Secret was updated and a reconcile requested", time.Since(updated).Round(100*time.Millisecond))
@@ -99,6 +99,6 @@ func privateChart(t *testing.T, ctx context.Context, c client.Client) {
 	if p.Status.InstalledVersion != "v0.2.0" {
 		t.Errorf("installedVersion %q, want v0.2.0", p.Status.InstalledVersion)
 	}
-	reg.assertPulled(t, since, "the chart's upgrade")
+	assertPulled(t, reg, since, "the chart's upgrade")
 	assertSecretsNotShown(t, ctx, c, p, reg)
 }

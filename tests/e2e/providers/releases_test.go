@@ -31,21 +31,30 @@ func clusterctlURL(file string) *v1alpha1.ProviderSource {
 // their projects publish them — GitHub release assets, served on the
 // plane by a stand-in for github.com in GitHub's layout and redirect —
 // through the manager's mirror rule github.com=https://<stand-in>:
-// Cluster API's core, kubeadm bootstrap and control plane v1.13.6 from
-// clusterctl's release URLs, and Cluster API Provider AWS v2.13.0 with
-// only spec.version (the catalog is clusterctl's list). Then the kubeadm
-// family is upgraded to v1.14.2 by changing spec.version; a resync asks
-// the release host nothing; a re-uploaded asset and the host going down
-// keep the providers Ready and say why; a version never released is
-// refused naming the URL.
+// Cluster API's core (into namespace capi-moved), kubeadm bootstrap and
+// control plane v1.13.6 from clusterctl's release URLs, and Cluster API
+// Provider AWS v2.13.0 with only spec.version (the catalog is
+// clusterctl's list). They are created while cert-manager is not
+// installed (its CRDs removed): the core waits with MissingAPI, nothing
+// applied, and goes on once cert-manager's CRDs are back. Then the
+// kubeadm family is upgraded to v1.14.2 by changing spec.version; the
+// moved core's webhooks are called with the real Cluster API manager
+// behind them (webhooksOfMovedCore); Cluster API's test runtime extension
+// and IPAM and add-on providers install from OCI artifacts beside them
+// (otherKinds); a resync asks the release host nothing; a re-uploaded
+// asset and the host going down keep the providers Ready and say why; a
+// version never released is refused naming the URL.
 func TestProvidersFromReleases(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	c := newClient(t)
-	for _, ns := range []string{"capi-system", "kubeadm-bootstrap", "capi-kubeadm-control-plane-system", "capa-system"} {
+	// The core provider goes into a namespace of the user's choosing, not
+	// the capi-system its release names (clusterctl's namespace fixes).
+	const coreNamespace = "capi-moved"
+	for _, ns := range []string{coreNamespace, "capi-system", "kubeadm-bootstrap", "capi-kubeadm-control-plane-system", "capa-system"} {
 		ensureNamespace(t, ctx, c, ns)
 	}
-	core := &v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"},
+	core := &v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: coreNamespace, Name: "cluster-api"},
 		Spec: v1alpha1.ProviderSpec{Version: oldVersion, Source: clusterctlURL("core-components.yaml")}}
 	bootstrap := &v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "kubeadm-bootstrap", Name: "kubeadm"},
 		Spec: v1alpha1.ProviderSpec{Version: oldVersion, Source: clusterctlURL("bootstrap-components.yaml")}}
@@ -60,12 +69,15 @@ func TestProvidersFromReleases(t *testing.T) {
 			// occurrence needs a value.
 			Variables: map[string]string{"AWS_B64ENCODED_CREDENTIALS": "Cg==", "AWS_CONTROLLER_IAM_ROLE": ""}}}
 	kubeadmFamily := []installed{
-		{core, client.ObjectKey{Namespace: "capi-system", Name: "capi-controller-manager"}},
+		{core, client.ObjectKey{Namespace: coreNamespace, Name: "capi-controller-manager"}},
 		{bootstrap, client.ObjectKey{Namespace: "kubeadm-bootstrap", Name: "capi-kubeadm-bootstrap-controller-manager"}},
 		{controlPlane, client.ObjectKey{Namespace: "capi-kubeadm-control-plane-system", Name: "capi-kubeadm-control-plane-controller-manager"}},
 	}
 	all := append(kubeadmFamily, installed{aws, client.ObjectKey{Namespace: "capa-system", Name: "capa-controller-manager"}})
 
+	// cert-manager is not installed when the providers are created: the
+	// core waits for it, saying so, and goes on once it is.
+	certManagerMissing := withoutCertManager(t, ctx, c)
 	start := time.Now()
 	for _, p := range all {
 		if err := c.Create(ctx, p.obj.(client.Object)); err != nil {
@@ -77,6 +89,7 @@ func TestProvidersFromReleases(t *testing.T) {
 			deleteAndWait(t, ctx, c, all[i].obj)
 		}
 	}()
+	certManagerMissing(core)
 	for _, p := range all {
 		waitCondition(t, ctx, c, p.obj, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 6*time.Minute)
 	}
@@ -102,6 +115,10 @@ func TestProvidersFromReleases(t *testing.T) {
 			assertFromRelease(t, ctx, c, p, newVersion, "registry.k8s.io/cluster-api/")
 		}
 	})
+
+	t.Run("the moved core's webhooks are called by the API server", func(t *testing.T) { webhooksOfMovedCore(t, ctx, c, core) })
+
+	t.Run("runtime extension, IPAM and add-on providers install from OCI artifacts", func(t *testing.T) { otherKinds(t, ctx, c) })
 
 	t.Run("capwright build prints what the manager applied from the releases", func(t *testing.T) {
 		var owners []client.Object

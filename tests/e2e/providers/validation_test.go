@@ -47,6 +47,11 @@ func TestCRDValidation(t *testing.T) {
 				Chart: &v1alpha1.ChartSource{OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: "oci://ghcr.io/b"}},
 			}}},
 			"set exactly one of oci, chart or release"},
+		{"notation signatures, which Capwright does not offer",
+			&v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "aws"}, Spec: v1alpha1.ProviderSpec{Version: "v2.8.0", Source: &v1alpha1.ProviderSource{
+				OCI: &v1alpha1.OCISource{OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: "oci://ghcr.io/capa", Verify: &v1alpha1.OCIVerification{Provider: "notation"}}},
+			}}},
+			"verify.provider: only cosign is supported"},
 		{"variable name that is no clusterctl variable",
 			&v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "aws"}, Spec: v1alpha1.ProviderSpec{Version: "v2.8.0", Variables: map[string]string{"AWS-REGION": "x"}}},
 			"clusterctl variable names"},
