@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
@@ -22,6 +23,11 @@ import (
 // clusterNamespace holds the registered Clusters: a namespace shared by
 // tenants (spec.clusters.namespaces), created before any Tenant.
 const clusterNamespace = "default"
+
+// resyncInterval is how often the manager looks at an unchanged Tenant
+// again (--resync-interval): what a test shows to come from a watch must
+// come well before it.
+const resyncInterval = 30 * time.Second
 
 var (
 	env       *plane.Plane
@@ -52,7 +58,7 @@ func TestMain(m *testing.M) {
 		if notification, err = framework.StartNotification(ctx, p); err != nil {
 			return err
 		}
-		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=30s", fmt.Sprintf("--flux-sharding=%d", fluxShards),
+		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=" + resyncInterval.String(), fmt.Sprintf("--flux-sharding=%d", fluxShards),
 			"--events-addr=" + notification.EventsURL}})
 		return err
 	}, func(p *plane.Plane) { env = p }))

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
@@ -20,8 +22,9 @@ import (
 // TestTenantStackVerification: a stack with spec.stack.kustomize.verify
 // installs when its artifact carries a cosign signature of the key in the
 // named Secret (Flux's source-controller verifies it); a new tag that is
-// not signed fails the cluster's line, naming the verification, and what
-// was installed stays.
+// not signed, or signed with another key, fails the cluster's line with
+// Flux's VerificationError, naming the OCIRepository and how to sign, and
+// what was installed stays.
 func TestTenantStackVerification(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -42,11 +45,25 @@ func TestTenantStackVerification(t *testing.T) {
 	if err := framework.CosignSign(ctx, repository+"@"+signed.Digest, key); err != nil {
 		t.Fatal(err)
 	}
-	files := maps.Clone(stackFiles)
-	files["configmap.yaml"] = []byte(strings.Replace(string(stackFiles["configmap.yaml"]), "greeting: hello", "greeting: unsigned", 1))
-	unsigned, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/initech", "v2.0.0", files, nil)
+	otherKey, err := framework.NewCosignKey()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// v2.0.0 is not signed, v3.0.0 is signed with a key the stack does
+	// not trust.
+	refused := map[string]*framework.CosignKey{"v2.0.0": nil, "v3.0.0": otherKey}
+	for tag, signer := range refused {
+		files := maps.Clone(stackFiles)
+		files["configmap.yaml"] = []byte(strings.Replace(string(stackFiles["configmap.yaml"]), "greeting: hello", "greeting: "+tag, 1))
+		pushed, err := framework.PushFiles(ctx, env.Registry.Host, "tenants/initech", tag, files, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if signer != nil {
+			if err := framework.CosignSign(ctx, repository+"@"+pushed.Digest, signer); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 
 	keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: "initech-cosign"}, Data: map[string][]byte{"cosign.pub": key.PublicPEM}}
@@ -66,23 +83,31 @@ func TestTenantStackVerification(t *testing.T) {
 		t.Fatalf("greeting = %q, want hello", got)
 	}
 
-	current := &tenancyv1alpha1.Tenant{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
-		t.Fatal(err)
-	}
-	current.Spec.Stack.Kustomize.Tag = unsigned.Tag
-	if err := c.Update(ctx, current); err != nil {
-		t.Fatal(err)
-	}
-	tn = waitTenant(t, ctx, c, name, 2*time.Minute, "the unsigned tag refused on the cluster's line", func(tn *tenancyv1alpha1.Tenant) bool {
+	for _, tag := range []string{"v2.0.0", "v3.0.0"} {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			current := &tenancyv1alpha1.Tenant{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
+				return err
+			}
+			current.Spec.Stack.Kustomize.Tag = tag
+			return c.Update(ctx, current)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		tn = waitTenant(t, ctx, c, name, 2*time.Minute, tag+" refused on the cluster's line", func(tn *tenancyv1alpha1.Tenant) bool {
+			line := clusterLine(tn, cluster.Name)
+			return !isReady(tn) && line != nil && line.Reason == sourcev1.VerificationError
+		})
 		line := clusterLine(tn, cluster.Name)
-		return !isReady(tn) && line != nil && strings.Contains(strings.ToLower(line.Message), "verif")
-	})
-	t.Logf("cluster line: %+v", *clusterLine(tn, cluster.Name))
-	if got := greeting(); got != "hello" {
-		t.Errorf("greeting = %q after the unsigned tag was refused, want the signed stack's hello", got)
-	}
-	if line := clusterLine(tn, cluster.Name); line.AppliedRevision != "" && !strings.HasPrefix(line.AppliedRevision, signed.Tag) {
-		t.Errorf("cluster line: appliedRevision %q, want the signed %s", line.AppliedRevision, signed.Tag)
+		t.Logf("%s: cluster line: %s", tag, line.Message)
+		if !strings.Contains(line.Message, "OCIRepository "+cluster.Namespace+"/") || !strings.Contains(line.Message, "cosign sign") {
+			t.Errorf("cluster line %q does not name the OCIRepository and how to sign", line.Message)
+		}
+		if got := greeting(); got != "hello" {
+			t.Errorf("greeting = %q after %s was refused, want the signed stack's hello", got, tag)
+		}
+		if line.AppliedRevision != "" && !strings.HasPrefix(line.AppliedRevision, signed.Tag) {
+			t.Errorf("cluster line: appliedRevision %q, want the signed %s", line.AppliedRevision, signed.Tag)
+		}
 	}
 }
