@@ -2,23 +2,29 @@ package clusters
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
+	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
+	providersv1alpha1 "github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane/hcpsim"
@@ -30,26 +36,30 @@ import (
 // infrastructure is a kustomize artifact with a CEL status view; Cluster
 // API marks the Cluster Available through the contract fields Capwright
 // sets, the kubeconfig Secret works with a client, and the Tenant's stack
-// lands on the new cluster. Pausing the Cluster stops every write;
+// lands on the new cluster. The stack and the infrastructure come from the
+// team's private registry (TLS from its own CA, basic auth, named by
+// secretRef and certSecretRef), whose password is rotated once all is
+// installed; the contract objects' events reach the team's webhook through
+// notification-controller. Pausing the Cluster stops every write;
 // deleting it uninstalls the backends and leaves nothing behind.
 func TestACommittedClusterGetsTheTeamsStack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	c := newClient(t)
 
+	// The team's stack and its clusters' network backend live in the
+	// team's private registry: TLS from its own CA, basic auth.
+	private := framework.StartPrivateRegistry(t, "team-robot")
+	secretRef, certSecretRef := privateAccess()
+
 	// The team's Tenant, with a stack of plain manifests (no Namespace).
-	stack, err := framework.PushFiles(ctx, env.Registry.Host, "stacks/acme", "v1.0.0", map[string][]byte{
-		"config.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: acme-settings\ndata:\n  team: acme\n"),
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stack := private.Push(t, ctx, "stacks/acme", "v1.0.0", acmeStack("acme"))
 	tenant := &tenancyv1alpha1.Tenant{
 		ObjectMeta: metav1.ObjectMeta{Name: "acme"},
 		Spec: tenancyv1alpha1.TenantSpec{
 			Clusters: tenancyv1alpha1.ClusterSelector{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "acme"}}},
 			Stack: tenancyv1alpha1.StackSpec{Kustomize: &tenancyv1alpha1.KustomizeStack{
-				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: stack.URL, Insecure: true}, Tag: stack.Tag}},
+				OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: stack.URL, SecretRef: secretRef, CertSecretRef: certSecretRef}, Tag: stack.Tag}},
 		},
 	}
 	if err := c.Create(ctx, tenant); err != nil {
@@ -60,25 +70,40 @@ func TestACommittedClusterGetsTheTeamsStack(t *testing.T) {
 		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 		return err == nil, "namespace tenant-acme not there yet"
 	})
+	private.CreateSecrets(t, ctx, c, ns)
 
 	// The infrastructure: a kustomize artifact whose ConfigMap is its
-	// status object, read with CEL.
-	network, err := framework.PushFiles(ctx, env.Registry.Host, "backends/network", "v0.1.0", map[string][]byte{
+	// status object, read with CEL, from the private registry, signed
+	// there with the cosign CLI and verified by source-controller before
+	// anything of it is applied.
+	network := private.Push(t, ctx, "backends/network", "v0.1.0", map[string][]byte{
 		"network.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${CLUSTER_NAME}-network\ndata:\n  ready: \"true\"\n  cluster: ${CLUSTER_NAME}\n"),
-	}, nil)
+	})
+	signer, err := framework.NewCosignKey()
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.CosignSignPrivate(ctx, strings.TrimPrefix(network.URL, "oci://")+"@"+network.Digest, signer, private.DockerConfig(t), private.CACertPEM); err != nil {
+		t.Fatal(err)
+	}
+	keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "network-cosign"}, Data: map[string][]byte{"cosign.pub": signer.PublicPEM}}
+	if err := c.Create(ctx, keys); err != nil {
 		t.Fatal(err)
 	}
 	infra := &clustersv1alpha1.CapwrightCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha"},
 		Spec: clustersv1alpha1.CapwrightClusterSpec{CapwrightClusterResourceSpec: clustersv1alpha1.CapwrightClusterResourceSpec{
 			Backend: &clustersv1alpha1.Backend{Kustomize: &clustersv1alpha1.KustomizeBackend{
-				OCIRepositoryAccess: clustersv1alpha1.OCIRepositoryAccess{URL: network.URL, Insecure: true}, Tag: network.Tag}},
+				OCIRepositoryAccess: clustersv1alpha1.OCIRepositoryAccess{URL: network.URL, SecretRef: secretRef, CertSecretRef: certSecretRef,
+					Verify: &providersv1alpha1.OCIVerification{SecretRef: &meta.LocalObjectReference{Name: keys.Name}}},
+				Tag: network.Tag}},
 			StatusFrom: &clustersv1alpha1.StatusFrom{APIVersion: "v1", Kind: "ConfigMap", Name: "${CLUSTER_NAME}-network",
 				Ready: `data.ready == "true"`, Message: `"network of " + data.cluster`},
 		}},
 	}
 	cp := controlPlane(ns, "alpha", "v1.31.0", nil)
+	// The platform team's Alert for the contract kinds in this namespace.
+	hook := applyContractAlert(t, ctx, ns)
 	for _, o := range []client.Object{infra, cp} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatal(err)
@@ -114,6 +139,27 @@ func TestACommittedClusterGetsTheTeamsStack(t *testing.T) {
 	if !ptr.Deref(infra.Status.Initialization.Provisioned, false) {
 		t.Fatalf("CapwrightCluster not provisioned: %+v", infra.Status)
 	}
+	var networkSource sourcev1.OCIRepository
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "infrastructure-alpha"}, &networkSource); err != nil {
+		t.Fatal(err)
+	}
+	if v := apimeta.FindStatusCondition(networkSource.Status.Conditions, sourcev1.SourceVerifiedCondition); v == nil || v.Status != metav1.ConditionTrue {
+		t.Fatalf("OCIRepository %s/%s installed without a verified signature: SourceVerified %+v", ns, networkSource.Name, v)
+	}
+
+	// Their events reach the team's webhook through notification-controller.
+	e := waitAlerted(t, ctx, hook, clustersv1alpha1.ControlPlaneKind, ns, "alpha", "Initialized", func(e eventv1.Event) bool {
+		return e.Reason == "Initialized" && e.Severity == eventv1.EventSeverityInfo
+	})
+	if want := fmt.Sprintf("%s:%d", cp.Spec.ControlPlaneEndpoint.Host, cp.Spec.ControlPlaneEndpoint.Port); !strings.Contains(e.Message, want) {
+		t.Errorf("the Initialized event %q does not name the endpoint %s", e.Message, want)
+	}
+	if rev := e.Metadata[eventv1.MetaRevisionKey]; !strings.Contains(rev, "sha256:") {
+		t.Errorf("the Initialized event's revision %q, want the digest of the chart installed (metadata %v)", rev, e.Metadata)
+	}
+	waitAlerted(t, ctx, hook, clustersv1alpha1.ClusterKind, ns, "alpha", "Ready=True", func(e eventv1.Event) bool {
+		return strings.HasPrefix(e.Message, "Ready=True") && e.Severity == eventv1.EventSeverityInfo
+	})
 
 	// Cluster API's own view.
 	clusterCondition(t, ctx, c, key, "ControlPlaneInitialized", metav1.ConditionTrue, 2*time.Minute)
@@ -221,6 +267,13 @@ func TestACommittedClusterGetsTheTeamsStack(t *testing.T) {
 		return cp.Status.Version == "v1.31.1", "status.version " + cp.Status.Version
 	})
 
+	t.Run("a rotated registry password fails the pulls until the Secret has it", func(t *testing.T) {
+		rotatedPassword(t, ctx, c, private, ns, workload, tenant)
+	})
+	t.Run("a network tag not signed by the trusted key is refused and what was applied stays", func(t *testing.T) {
+		unsignedNetwork(t, ctx, c, private, key)
+	})
+
 	// Deleting: the Tenant first (its stack goes through the kubeconfig),
 	// then the Cluster: the backends are uninstalled by Flux, the control
 	// plane stops, the kubeconfig Secret goes, and nothing else is left.
@@ -262,6 +315,148 @@ func TestACommittedClusterGetsTheTeamsStack(t *testing.T) {
 	if err := c.List(ctx, sims, client.InNamespace(ns)); err != nil || len(sims.Items) != 0 {
 		t.Errorf("SimulatedControlPlanes left: %d (err %v)", len(sims.Items), err)
 	}
+}
+
+// unsignedNetwork moves the network backend, verified with cosign, to a
+// tag that is not signed and to one signed with another key: each is
+// refused by source-controller (BackendReady=False VerificationError,
+// naming the OCIRepository and how to sign), and the network ConfigMap
+// Flux applied stays as it was. Back on the signed tag it is Ready again.
+func unsignedNetwork(t *testing.T, ctx context.Context, c client.Client, private *framework.PrivateRegistry, key client.ObjectKey) {
+	otherKey, err := framework.NewCosignKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	infra := &clustersv1alpha1.CapwrightCluster{}
+	if err := c.Get(ctx, key, infra); err != nil {
+		t.Fatal(err)
+	}
+	signedTag := infra.Spec.Backend.Kustomize.Tag
+	setTag := func(tag string) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, key, infra); err != nil {
+				return err
+			}
+			infra.Spec.Backend.Kustomize.Tag = tag
+			return c.Update(ctx, infra)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	network := client.ObjectKey{Namespace: key.Namespace, Name: key.Name + "-network"}
+	for tag, signer := range map[string]*framework.CosignKey{"v0.2.0": nil, "v0.3.0": otherKey} {
+		pushed := private.Push(t, ctx, "backends/network", tag, map[string][]byte{
+			"network.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${CLUSTER_NAME}-network\ndata:\n  ready: \"true\"\n  cluster: ${CLUSTER_NAME}\n  tag: " + tag + "\n"),
+		})
+		what := "not signed"
+		if signer != nil {
+			what = "signed with another key"
+			if err := framework.CosignSignPrivate(ctx, strings.TrimPrefix(pushed.URL, "oci://")+"@"+pushed.Digest, signer, private.DockerConfig(t), private.CACertPEM); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setTag(tag)
+		cond := condition(t, ctx, c, &clustersv1alpha1.CapwrightCluster{}, key, clustersv1alpha1.BackendReadyCondition, metav1.ConditionFalse, sourcev1.VerificationError, 2*time.Minute)
+		for _, want := range []string{"OCIRepository " + key.Namespace + "/infrastructure-" + key.Name, "cosign sign --key", "verify.secretRef"} {
+			if !strings.Contains(cond.Message, want) {
+				t.Errorf("BackendReady of %s %s says %q; want %q in it", tag, what, cond.Message, want)
+			}
+		}
+		t.Logf("%s, %s, refused: %s", tag, what, cond.Message)
+		var cm corev1.ConfigMap
+		if err := c.Get(ctx, network, &cm); err != nil {
+			t.Fatalf("the network ConfigMap after %s was refused: %v", tag, err)
+		}
+		if _, changed := cm.Data["tag"]; changed {
+			t.Errorf("ConfigMap %s has %v after %s was refused; want the signed v0.1.0's data", network, cm.Data, tag)
+		}
+	}
+	setTag(signedTag)
+	condition(t, ctx, c, &clustersv1alpha1.CapwrightCluster{}, key, clustersv1alpha1.ReadyCondition, metav1.ConditionTrue, "", 2*time.Minute)
+}
+
+// rotatedPassword changes the private registry's password under the
+// installed stack and network backend: both their OCIRepositories fail to
+// pull, and what was installed stays; once the Secret holds the new
+// password both pull again, and a new stack version reaches the cluster.
+func rotatedPassword(t *testing.T, ctx context.Context, c client.Client, private *framework.PrivateRegistry, ns string, workload kubernetes.Interface, tenant *tenancyv1alpha1.Tenant) {
+	sources := privateSources(t, ctx, c, private, ns, 2)
+	private.Rotate(t)
+	for i := range sources {
+		if err := framework.RequestReconcile(ctx, c, &sources[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, msg := range waitSources(t, ctx, c, sources, metav1.ConditionFalse, time.Minute) {
+		t.Logf("with the old password: %s", msg)
+		if !strings.Contains(strings.ToLower(msg), "unauthorized") && !strings.Contains(msg, "401") {
+			t.Errorf("OCIRepository %s, want the registry's refusal of the credentials", msg)
+		}
+	}
+	if cm, err := workload.CoreV1().ConfigMaps("acme").Get(ctx, "acme-settings", metav1.GetOptions{}); err != nil || cm.Data["team"] != "acme" {
+		t.Errorf("the stack installed before the rotation is gone (%v)", err)
+	}
+
+	updated := time.Now()
+	private.UpdateCredentials(t, ctx, c, ns)
+	for i := range sources {
+		if err := framework.RequestReconcile(ctx, c, &sources[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitSources(t, ctx, c, sources, metav1.ConditionTrue, time.Minute)
+	if accepted, refused := fluxPulls(private, updated); accepted == 0 || refused > 0 {
+		t.Errorf("after the Secret was updated the registry let in %d requests of source-controller and refused %d; want some let in, none refused", accepted, refused)
+	}
+
+	// A new version of the stack, pulled with the new password.
+	next := private.Push(t, ctx, "stacks/acme", "v1.0.1", acmeStack("acme-rotated"))
+	var tn tenancyv1alpha1.Tenant
+	if err := c.Get(ctx, client.ObjectKeyFromObject(tenant), &tn); err != nil {
+		t.Fatal(err)
+	}
+	tn.Spec.Stack.Kustomize.Tag = next.Tag
+	if err := c.Update(ctx, &tn); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, 2*time.Minute, "the stack's new version on cluster alpha", func(ctx context.Context) (bool, string) {
+		cm, err := workload.CoreV1().ConfigMaps("acme").Get(ctx, "acme-settings", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return cm.Data["team"] == "acme-rotated", "team " + cm.Data["team"]
+	})
+
+	// No password in the Tenant's or the CapwrightCluster's status, nor
+	// in the events of the namespace.
+	var texts []string
+	var infra clustersv1alpha1.CapwrightCluster
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alpha"}, &infra); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(tenant), &tn); err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range append(infra.Status.Conditions, tn.Status.Conditions...) {
+		texts = append(texts, "condition "+cond.Type+": "+cond.Message)
+	}
+	for _, line := range tn.Status.Clusters {
+		texts = append(texts, "cluster line "+line.Name+": "+line.Message)
+	}
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		texts = append(texts, "event "+e.Reason+": "+e.Message)
+	}
+	private.AssertNotShown(t, []string{env.LogPath("capwright-manager"), env.LogPath("source-controller")}, texts...)
+}
+
+// acmeStack is the team's stack: plain manifests (no Namespace).
+func acmeStack(team string) map[string][]byte {
+	return map[string][]byte{"config.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: acme-settings\ndata:\n  team: " + team + "\n")}
 }
 
 func clusterLines(tn tenancyv1alpha1.Tenant) string {

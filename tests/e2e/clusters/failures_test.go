@@ -8,14 +8,19 @@ import (
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"oras.land/oras-go/v2/registry/remote"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
+	providersv1alpha1 "github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/tests/e2e/framework"
+	"github.com/capwright/capwright/tests/plane/hcpsim"
 )
 
 // TestBadInputAndFailingBackendsAreReported walks one control plane
@@ -25,8 +30,12 @@ import (
 // variable (nothing is rendered), chart values the chart refuses (Flux's
 // reason, on the control plane and through Cluster API on the Cluster), a
 // backend that says it is not ready (its own reason passed through), a
-// status object that does not exist, an endpoint that is not one, and a
-// kubeconfig Secret without the key.
+// status object that does not exist, an endpoint that is not one, a
+// kubeconfig Secret without the key, a chart whose cosign signature does
+// not verify (unsigned, or signed with another key; signed with the
+// trusted key, it installs), and a chart pinned by a digest the repository
+// does not hold. The chart is pinned by its digest throughout, and the
+// control plane is installed from exactly that artifact.
 func TestBadInputAndFailingBackendsAreReported(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -37,6 +46,9 @@ func TestBadInputAndFailingBackendsAreReported(t *testing.T) {
 	}
 	key := client.ObjectKey{Namespace: ns, Name: "gamma"}
 	cp := controlPlane(ns, "gamma", "v1.31.0", nil)
+	// The chart is pinned by digest throughout: Flux fetches it by digest.
+	pinned := chartDigest(t, ctx)
+	cp.Spec.Backend.Chart.Digest = pinned
 	cp.Spec.StatusFrom.Ready = "status.ready =="
 	infra := &clustersv1alpha1.CapwrightCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gamma"}}
 	for _, o := range []client.Object{cp, infra} {
@@ -150,15 +162,148 @@ func TestBadInputAndFailingBackendsAreReported(t *testing.T) {
 	cond = cpCondition(t, ctx, c, key, "Stalled", metav1.ConditionTrue, clustersv1alpha1.InvalidSpecReason, time.Minute)
 	contains(cond, "spec.kubeconfig.secretName uses ${CLUSTER}, which is not defined")
 
-	// Fixed, it becomes Ready: nothing was lost on the way.
+	// Fixed, it becomes Ready: nothing was lost on the way, and the
+	// control plane runs exactly the pinned chart.
 	update(func(cp *clustersv1alpha1.CapwrightControlPlane) {
 		cp.Spec.Kubeconfig.SecretName = "${CLUSTER_NAME}-admin-kubeconfig"
 	})
 	cpCondition(t, ctx, c, key, clustersv1alpha1.ReadyCondition, metav1.ConditionTrue, "", 2*time.Minute)
 	clusterCondition(t, ctx, c, key, "Available", metav1.ConditionTrue, 2*time.Minute)
+	installedPinned(t, ctx, c, key, pinned)
+
+	// 9. A digest the repository does not hold: Flux's refusal to pull
+	// it, naming the source and the digest; the installed release stays.
+	wrong := "sha256:" + strings.Repeat("0", 64)
+	start := time.Now()
+	update(func(cp *clustersv1alpha1.CapwrightControlPlane) { cp.Spec.Backend.Chart.Digest = wrong })
+	cond = cpCondition(t, ctx, c, key, clustersv1alpha1.BackendReadyCondition, metav1.ConditionFalse, sourcev1.OCIPullFailedReason, 2*time.Minute)
+	contains(cond, "OCIRepository failures/controlplane-gamma", wrong, "spec.backend.chart.digest")
+	cpCondition(t, ctx, c, key, clustersv1alpha1.ReadyCondition, metav1.ConditionFalse, sourcev1.OCIPullFailedReason, time.Minute)
+	if !env.HCPSimRunning(ns, "gamma") {
+		t.Fatal("the control plane stopped when its chart's pin went wrong")
+	}
+	t.Logf("a digest the repository does not hold, reported after %s: %s: %s", time.Since(start).Round(100*time.Millisecond), cond.Reason, cond.Message)
+	start = time.Now()
+	update(func(cp *clustersv1alpha1.CapwrightControlPlane) { cp.Spec.Backend.Chart.Digest = pinned })
+	cpCondition(t, ctx, c, key, clustersv1alpha1.ReadyCondition, metav1.ConditionTrue, "", 2*time.Minute)
+	t.Logf("Ready again %s after the right digest was pinned", time.Since(start).Round(100*time.Millisecond))
+
+	// 10. The backend verifies cosign signatures. The pinned chart is
+	// unsigned, then signed with a key the Secret does not hold: both are
+	// refused by source-controller with its reason, the OCIRepository
+	// named and what to do. Signed with the trusted key too, it installs:
+	// the artifact stays the pinned one throughout.
+	trustedKey, err := framework.NewCosignKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, err := framework.NewCosignKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cosign-keys"}, Data: map[string][]byte{"cosign.pub": trustedKey.PublicPEM}}
+	if err := c.Create(ctx, keys); err != nil {
+		t.Fatal(err)
+	}
+	update(func(cp *clustersv1alpha1.CapwrightControlPlane) {
+		cp.Spec.Backend.Chart.Verify = &providersv1alpha1.OCIVerification{SecretRef: &meta.LocalObjectReference{Name: keys.Name}}
+	})
+	source := client.ObjectKey{Namespace: ns, Name: "controlplane-gamma"}
+	for _, signer := range []*framework.CosignKey{nil, otherKey} {
+		what := "unsigned"
+		if signer != nil {
+			what = "signed with another key"
+			if err := framework.CosignSign(ctx, strings.TrimPrefix(chartURL, "oci://")+"@"+pinned, signer); err != nil {
+				t.Fatal(err)
+			}
+			// As `flux reconcile source oci` does: the source checks the
+			// new signature at once, not after its back-off.
+			reconcileSource(t, ctx, c, source)
+		}
+		cond = cpCondition(t, ctx, c, key, clustersv1alpha1.BackendReadyCondition, metav1.ConditionFalse, sourcev1.VerificationError, 2*time.Minute)
+		contains(cond, "OCIRepository failures/controlplane-gamma", "verify", "cosign sign --key", "verify.secretRef")
+		t.Logf("the chart %s refused: %s", what, cond.Message)
+	}
+
+	// Signed with the trusted key too, it becomes Ready again.
+	if err := framework.CosignSign(ctx, strings.TrimPrefix(chartURL, "oci://")+"@"+pinned, trustedKey); err != nil {
+		t.Fatal(err)
+	}
+	reconcileSource(t, ctx, c, source)
+	cpCondition(t, ctx, c, key, clustersv1alpha1.ReadyCondition, metav1.ConditionTrue, "", 2*time.Minute)
+	clusterCondition(t, ctx, c, key, "Available", metav1.ConditionTrue, 2*time.Minute)
+	installedPinned(t, ctx, c, key, pinned)
 
 	if err := c.Delete(ctx, cluster); err != nil {
 		t.Fatal(err)
 	}
 	framework.WaitGone(t, ctx, c, cluster, 3*time.Minute)
+}
+
+// chartDigest is the digest of the simulated operator's chart in the
+// plane's registry, as `crane digest` would print it.
+func chartDigest(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	repo, err := remote.NewRepository(strings.TrimPrefix(chartURL, "oci://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.PlainHTTP = true
+	desc, err := repo.Resolve(ctx, hcpsim.ChartVersion)
+	if err != nil {
+		t.Fatalf("resolving %s:%s: %v", chartURL, hcpsim.ChartVersion, err)
+	}
+	return desc.Digest.String()
+}
+
+// installedPinned checks that the control plane's chart came from the
+// pinned digest: the OCIRepository asks for it, its artifact is it, and
+// the HelmRelease's release was made from it.
+func installedPinned(t *testing.T, ctx context.Context, c client.Client, key client.ObjectKey, digest string) {
+	t.Helper()
+	name := client.ObjectKey{Namespace: key.Namespace, Name: "controlplane-" + key.Name}
+	var repo sourcev1.OCIRepository
+	if err := c.Get(ctx, name, &repo); err != nil {
+		t.Fatal(err)
+	}
+	if repo.Spec.Reference == nil || repo.Spec.Reference.Digest != digest || repo.Status.Artifact == nil || !strings.HasSuffix(repo.Status.Artifact.Revision, digest) {
+		t.Fatalf("OCIRepository %s: reference %+v, artifact %+v; want the pinned %s", name, repo.Spec.Reference, repo.Status.Artifact, digest)
+	}
+	var hr helmv2.HelmRelease
+	if err := c.Get(ctx, name, &hr); err != nil {
+		t.Fatal(err)
+	}
+	if latest := hr.Status.History.Latest(); latest == nil || latest.OCIDigest != digest {
+		t.Fatalf("HelmRelease %s: release history %+v; want the chart of the pinned %s", name, hr.Status.History, digest)
+	}
+}
+
+// reconcileSource asks source-controller to reconcile the OCIRepository
+// key now, as `flux reconcile source oci` does, and waits until it has.
+func reconcileSource(t *testing.T, ctx context.Context, c client.Client, key client.ObjectKey) {
+	t.Helper()
+	token := time.Now().Format(time.RFC3339Nano)
+	repo := &sourcev1.OCIRepository{}
+	if err := c.Get(ctx, key, repo); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(repo.DeepCopy())
+	if repo.Annotations == nil {
+		repo.Annotations = map[string]string{}
+	}
+	repo.Annotations[meta.ReconcileRequestAnnotation] = token
+	if err := c.Patch(ctx, repo, patch); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if err := c.Get(ctx, key, repo); err != nil {
+			t.Fatal(err)
+		}
+		if repo.Status.LastHandledReconcileAt == token {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("OCIRepository %s did not handle the reconcile request %s within a minute", key, token)
 }

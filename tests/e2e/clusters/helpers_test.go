@@ -3,6 +3,7 @@ package clusters
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,19 +93,33 @@ func eventually(t *testing.T, ctx context.Context, timeout time.Duration, what s
 // (and reason, if given), returning it.
 func cpCondition(t *testing.T, ctx context.Context, c client.Client, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) metav1.Condition {
 	t.Helper()
+	return condition(t, ctx, c, &clustersv1alpha1.CapwrightControlPlane{}, key, typ, status, reason, timeout)
+}
+
+// withConditions is a contract kind: CapwrightControlPlane or
+// CapwrightCluster.
+type withConditions interface {
+	client.Object
+	GetConditions() []metav1.Condition
+}
+
+// condition waits until obj's condition typ has status (and reason, if
+// given) for its generation, returning it.
+func condition(t *testing.T, ctx context.Context, c client.Client, obj withConditions, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) metav1.Condition {
+	t.Helper()
+	kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1alpha1.")
 	var got metav1.Condition
-	eventually(t, ctx, timeout, fmt.Sprintf("CapwrightControlPlane %s %s=%s %s", key, typ, status, reason), func(ctx context.Context) (bool, string) {
-		var cp clustersv1alpha1.CapwrightControlPlane
-		if err := c.Get(ctx, key, &cp); err != nil {
+	eventually(t, ctx, timeout, fmt.Sprintf("%s %s %s=%s %s", kind, key, typ, status, reason), func(ctx context.Context) (bool, string) {
+		if err := c.Get(ctx, key, obj); err != nil {
 			return false, err.Error()
 		}
-		cond := apimeta.FindStatusCondition(cp.Status.Conditions, typ)
+		cond := apimeta.FindStatusCondition(obj.GetConditions(), typ)
 		if cond == nil {
-			return false, fmt.Sprintf("no %s condition; conditions %+v", typ, cp.Status.Conditions)
+			return false, fmt.Sprintf("no %s condition; conditions %+v", typ, obj.GetConditions())
 		}
 		got = *cond
-		return cond.Status == status && (reason == "" || cond.Reason == reason) && cond.ObservedGeneration == cp.Generation,
-			fmt.Sprintf("%s=%s %s: %s (generation %d of %d)", typ, cond.Status, cond.Reason, cond.Message, cond.ObservedGeneration, cp.Generation)
+		return cond.Status == status && (reason == "" || cond.Reason == reason) && cond.ObservedGeneration == obj.GetGeneration(),
+			fmt.Sprintf("%s=%s %s: %s (generation %d of %d)", typ, cond.Status, cond.Reason, cond.Message, cond.ObservedGeneration, obj.GetGeneration())
 	})
 	return got
 }

@@ -4,7 +4,8 @@
 // its backend the plane's simulated hosted-control-plane operator
 // (hcpsim: a real etcd and kube-apiserver per control plane), reconciled
 // by the real Cluster API core manager (ClusterTopology on, for
-// ClusterClasses) and the Capwright manager built from the working tree.
+// ClusterClasses) and the Capwright manager built from the working tree,
+// which forwards its events to Flux's notification-controller.
 package clusters
 
 import (
@@ -39,7 +40,12 @@ func TestMain(m *testing.M) {
 		if chartURL, err = framework.StartHostedControlPlanes(ctx, p); err != nil {
 			return err
 		}
-		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=30s"}})
+		// The contract kinds' events go to notification-controller.
+		notification, err := framework.StartNotification(ctx, p)
+		if err != nil {
+			return err
+		}
+		_, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{"--resync-interval=30s", "--events-addr=" + notification.EventsURL}})
 		return err
 	}, func(p *plane.Plane) { env = p }))
 }
