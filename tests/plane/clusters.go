@@ -93,6 +93,12 @@ func (p *Plane) RegisterWorkloadCluster(ctx context.Context, w *WorkloadCluster,
 	return cluster, nil
 }
 
+// InstallClusterCRD installs Cluster API's Cluster CRD (and the test
+// infrastructure kind) as RegisterWorkloadCluster does, for a suite whose
+// Clusters come later but whose managers must see the kind served at
+// start-up.
+func (p *Plane) InstallClusterCRD(ctx context.Context) error { return p.installClusterCRD(ctx) }
+
 // installClusterCRD installs the Cluster CRD of the pinned Cluster API
 // release and the test infrastructure kind, unless Clusters are served
 // already (e.g. the real core components are installed, whose CRD carries

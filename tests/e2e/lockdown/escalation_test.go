@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	providersv1alpha1 "github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/tests/e2e/framework"
@@ -44,7 +46,8 @@ func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, add := range []func(*runtime.Scheme) error{tenancyv1alpha1.AddToScheme, providersv1alpha1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{tenancyv1alpha1.AddToScheme, providersv1alpha1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme,
+		helmv2.AddToScheme, clustersv1alpha1.AddToScheme} {
 		if err := add(c.Scheme()); err != nil {
 			t.Fatal(err)
 		}

@@ -10,14 +10,15 @@ package lockdown
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
-// clusterNamespace holds the registered workload Cluster, as in the
-// guide's example of the stack identity (docs/examples).
+// clusterNamespace holds the workload Cluster, as in the guide's example
+// of the stack identity (docs/examples).
 const clusterNamespace = "clusters"
 
 var (
@@ -33,13 +34,26 @@ func TestMain(m *testing.M) {
 		if err := p.InstallFluxUserRoles(ctx); err != nil {
 			return err
 		}
-		// Registered before the manager starts, which watches Clusters
-		// only when their kind is served at start-up.
-		w, err := p.StartWorkloadCluster(ctx, "lockdown-1", plane.WorkloadOptions{})
+		// The Cluster kind served before the manager starts, which watches
+		// Clusters at once then. The workload cluster becomes Cluster
+		// clusters/lockdown-1 through Capwright's contract kinds
+		// (contract_test.go), as Cluster API reconciles it.
+		if err := p.InstallClusterCRD(ctx); err != nil {
+			return err
+		}
+		applier, err := plane.NewApplier(p.Config)
 		if err != nil {
 			return err
 		}
-		if _, err := p.RegisterWorkloadCluster(ctx, w, clusterNamespace, w.Name); err != nil {
+		ns, err := plane.DecodeYAML(strings.NewReader("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + clusterNamespace + "\n"))
+		if err != nil {
+			return err
+		}
+		if err := applier.Apply(ctx, ns...); err != nil {
+			return err
+		}
+		w, err := p.StartWorkloadCluster(ctx, "lockdown-1", plane.WorkloadOptions{})
+		if err != nil {
 			return err
 		}
 		workload = w
