@@ -15,16 +15,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
+	"github.com/capwright/capwright/internal/mirror"
 	"github.com/capwright/capwright/internal/mirror/mirrortest"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
@@ -50,7 +54,10 @@ const version = "v1.14.2"
 
 // TestInstallFromMirrorWithoutTheOriginalRegistry mirrors the three
 // Cluster API providers of a release with the CLI, removes the source
-// registry, and installs them from the mirror.
+// registry, and installs them from the mirror. The first mirror run loses
+// its link to the target part way; the same command run again finishes,
+// uploading only the blobs the first left out. The core artifact's cosign
+// signature travels with it, and Flux verifies it at the mirror.
 func TestInstallFromMirrorWithoutTheOriginalRegistry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -71,19 +78,65 @@ func TestInstallFromMirrorWithoutTheOriginalRegistry(t *testing.T) {
 	core := pushed[0]
 	sbom := mirrortest.PushReferrer(t, plainHTTP, core.Ref, mirrortest.Resolve(t, plainHTTP, core.Ref),
 		"application/spdx+json", []byte(`{"spdxVersion":"SPDX-2.3","name":"core-cluster-api"}`))
+	// The core artifact signed as `cosign sign --key` does (a .sig tag).
+	key, err := framework.NewCosignKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.CosignSign(ctx, core.Ref.Host+"/"+core.Ref.Repository+"@"+core.Digest, key); err != nil {
+		t.Fatal(err)
+	}
+	sigRef := core.Ref
+	sigRef.Tag = mirror.CosignTag(digest.Digest(core.Digest), "sig")
+	signature := mirrortest.Resolve(t, plainHTTP, sigRef)
 
-	// Mirror A → B with the CLI built from the working tree.
-	target := env.Registry.Host + "/airgap"
+	// Mirror A → B with the CLI built from the working tree, through a
+	// link to B that is lost part way through the first run.
+	link := newCutProxy(env.Registry.Host)
+	defer link.Close()
+	target := link.Host + "/airgap"
 	rulesFile := filepath.Join(t.TempDir(), "mirror-rules.conf")
 	args := []string{"mirror", "--plain-http", "--to", target, "--rules-file", rulesFile}
 	for _, p := range pushed {
 		args = append(args, p.URL())
 	}
-	start := time.Now()
-	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
-	t.Logf("capwright %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), out)
-	if err != nil {
-		t.Fatalf("capwright mirror: %v", err)
+	cache := "XDG_CACHE_HOME=" + t.TempDir()
+	link.cutAfter(2)
+	if out, err := runCLI(t, ctx, cache, args...); err == nil {
+		t.Fatalf("capwright mirror succeeded although the link to the target was cut after two blobs:\n%s", out)
+	}
+	first, firstBytes, cut := link.takeUploads()
+	t.Logf("interrupted run: %d blobs (%d bytes) copied, %d uploads cut", len(first), firstBytes, cut)
+	if len(first) == 0 || cut == 0 {
+		t.Fatalf("the interrupted run copied %d blobs and had %d uploads cut, want some of each", len(first), cut)
+	}
+	// Tags go last: no artifact of the interrupted run is tagged.
+	for _, p := range pushed {
+		ref := artifact.Reference{Host: env.Registry.Host, Repository: "airgap/" + p.Ref.Repository, Tag: p.Ref.Tag}
+		if desc, err := (&artifact.Fetcher{}).Resolve(ctx, ref, plainHTTP); err == nil {
+			t.Errorf("after the interrupted run %s is tagged at the target (%s) although its copy did not finish", ref, desc)
+		}
+	}
+
+	// The same command again finishes the job, copying only what the
+	// first run left out.
+	link.stopCutting()
+	if _, err := runCLI(t, ctx, cache, args...); err != nil {
+		t.Fatalf("capwright mirror, run again: %v", err)
+	}
+	second, secondBytes, _ := link.takeUploads()
+	t.Logf("resumed run: %d blobs (%d bytes) copied", len(second), secondBytes)
+	copied := map[string]bool{}
+	for _, d := range first {
+		copied[d] = true
+	}
+	for _, d := range second {
+		if copied[d] {
+			t.Errorf("the resumed run uploaded blob %s again, which the interrupted run had copied", d)
+		}
+	}
+	if len(second) == 0 {
+		t.Error("the resumed run uploaded no blob, but the interrupted one left some out")
 	}
 	rules, err := catalog.ReadMirrorFile(rulesFile)
 	if err != nil {
@@ -102,10 +155,15 @@ func TestInstallFromMirrorWithoutTheOriginalRegistry(t *testing.T) {
 		t.Fatalf("mirrored core artifact %s has digest %s, want the source's %s", mirroredCore, got.Digest, core.Digest)
 	}
 	requireReferrer(t, ctx, plainHTTP, mirroredCore, sbom)
+	mirroredSig := mirroredCore
+	mirroredSig.Tag = sigRef.Tag
+	if got := mirrortest.Resolve(t, plainHTTP, mirroredSig); got.Digest != signature.Digest {
+		t.Fatalf("the cosign signature at the mirror %s has digest %s, want the source's %s", mirroredSig, got.Digest, signature.Digest)
+	}
 
 	manager, err := env.StartCapwright(ctx, plane.CapwrightOptions{Args: []string{
 		"--registry-mirror-file=" + rulesFile,
-		"--insecure-registry=" + env.Registry.Host,
+		"--insecure-registry=" + link.Host,
 		"--resync-interval=30s",
 	}})
 	if err != nil {
@@ -127,7 +185,7 @@ func TestInstallFromMirrorWithoutTheOriginalRegistry(t *testing.T) {
 		&v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[1], Name: "kubeadm"}},
 		&v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[2], Name: "kubeadm"}},
 	}
-	start = time.Now()
+	start := time.Now()
 	for i, obj := range objs {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaces[i]}}); err != nil {
 			t.Fatal(err)
@@ -135,6 +193,14 @@ func TestInstallFromMirrorWithoutTheOriginalRegistry(t *testing.T) {
 		spec := obj.GetSpec()
 		spec.Version = version
 		spec.Source = &v1alpha1.ProviderSource{OCI: &v1alpha1.OCISource{OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: pushed[i].Ref.URL()}}}
+		if i == 0 {
+			// Flux verifies the core artifact's signature at the mirror.
+			keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[i], Name: "cosign-keys"}, Data: map[string][]byte{"cosign.pub": key.PublicPEM}}
+			if err := c.Create(ctx, keys); err != nil {
+				t.Fatal(err)
+			}
+			spec.Source.OCI.Verify = &v1alpha1.OCIVerification{Provider: "cosign", SecretRef: &meta.LocalObjectReference{Name: keys.Name}}
+		}
 		if err := c.Create(ctx, obj.(client.Object)); err != nil {
 			t.Fatal(err)
 		}
@@ -170,6 +236,11 @@ func TestInstallFromMirrorWithoutTheOriginalRegistry(t *testing.T) {
 		if repo.Spec.Reference == nil || repo.Spec.Reference.Digest != pushed[i].Digest {
 			t.Errorf("OCIRepository %s/%s reference %+v, want digest %s", ns, repo.Name, repo.Spec.Reference, pushed[i].Digest)
 		}
+		if i == 0 {
+			if cond := apimeta.FindStatusCondition(repo.Status.Conditions, sourcev1.SourceVerifiedCondition); cond == nil || cond.Status != metav1.ConditionTrue {
+				t.Errorf("OCIRepository %s/%s: SourceVerified %v, want True (the signature verified at the mirror)", ns, repo.Name, cond)
+			}
+		}
 		if got := obj.GetStatus(); !strings.HasSuffix(got.InstalledVersion, version) {
 			t.Errorf("%s/%s installedVersion %q, want %s", ns, obj.GetName(), got.InstalledVersion, version)
 		}
@@ -197,6 +268,17 @@ func TestInstallFromMirrorWithoutTheOriginalRegistry(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runCLI runs the capwright CLI with env added to its environment.
+func runCLI(t *testing.T, ctx context.Context, env string, args ...string) ([]byte, error) {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, cli, args...)
+	cmd.Env = append(os.Environ(), env)
+	out, err := cmd.CombinedOutput()
+	t.Logf("capwright %s (%s, %v):\n%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), err, out)
+	return out, err
 }
 
 // rewrite is where the mirror rules send ref.

@@ -40,7 +40,9 @@ type catalogProvider struct {
 // list names them) into the plane's registry, stops the release server and
 // the image registry, and installs all four with the manager given only
 // the rules file the CLI wrote, with only spec.version: from OCI, their
-// controllers running the mirrored images.
+// controllers running the mirrored images. A provider packaged as a Helm
+// chart, in the image registry, is mirrored by reference in the same
+// command and installs from the mirror too.
 func TestMirrorProvidersByCatalogName(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -88,6 +90,19 @@ func TestMirrorProvidersByCatalogName(t *testing.T) {
 		}
 		releases.Publish(fr.release.Owner, fr.release.Repo, fr.version, files)
 	}
+	// A provider packaged as a Helm chart, in registry A too: mirrored by
+	// reference with the others, and installed from the mirror with the
+	// same rules.
+	chartURL, err := framework.PushChart(ctx, images.Host, "charts/addon-airgap", "addon-airgap", "v0.1.0", map[string][]byte{
+		"templates/deployment.yaml": []byte(framework.ProviderChartDeployment),
+		"values.yaml":               []byte("replicas: 1\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart := &v1alpha1.AddonProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "airgap-addon", Name: "airgap"},
+		Spec: v1alpha1.ProviderSpec{Version: "v0.1.0", Source: &v1alpha1.ProviderSource{Chart: &v1alpha1.ChartSource{
+			OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: chartURL}}}}}
 	caFile, err := releases.WriteCA(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +133,7 @@ func TestMirrorProvidersByCatalogName(t *testing.T) {
 	for _, p := range providers {
 		args = append(args, "--provider", p.obj.ProviderType()+"/"+p.obj.GetName()+":"+p.version)
 	}
+	args = append(args, chartURL+":"+chart.Spec.Version)
 	start := time.Now()
 	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
 	t.Logf("capwright %s (%s):\n%s", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), out)
@@ -172,8 +188,26 @@ func TestMirrorProvidersByCatalogName(t *testing.T) {
 			framework.DeleteProviderAndWait(t, ctx, c, providers[i].obj)
 		}
 	}()
+	framework.EnsureNamespace(t, ctx, c, chart.Namespace)
+	if err := c.Create(ctx, chart); err != nil {
+		t.Fatal(err)
+	}
+	defer framework.DeleteProviderAndWait(t, ctx, c, chart)
 	for _, p := range providers {
 		framework.WaitProviderCondition(t, ctx, c, p.obj, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 6*time.Minute)
+	}
+	framework.WaitProviderCondition(t, ctx, c, chart, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", 3*time.Minute)
+	// The chart provider's source is the mirror's copy, over plain HTTP.
+	wantChart, ok := rules.RewriteURL(chartURL)
+	if !ok || !strings.HasPrefix(wantChart, "oci://"+target+"/") {
+		t.Errorf("the rules send %s to %q, not under the mirror %s", chartURL, wantChart, target)
+	}
+	var chartRepos sourcev1.OCIRepositoryList
+	if err := c.List(ctx, &chartRepos, client.InNamespace(chart.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(chartRepos.Items) != 1 || chartRepos.Items[0].Spec.URL != wantChart || !chartRepos.Items[0].Spec.Insecure {
+		t.Errorf("AddonProvider %s/%s: OCIRepositories %+v, want one pulling %s over plain HTTP", chart.Namespace, chart.Name, chartRepos.Items, wantChart)
 	}
 	t.Logf("four providers Ready from the mirror %s after their CRs were applied", time.Since(start).Round(time.Millisecond))
 
