@@ -148,6 +148,7 @@ func TestAdoptFromClusterctl(t *testing.T) {
 		for _, a := range adopted {
 			planRow(t, plan, a.inventoryName, a.namespace, fromVersion, toVersion)
 		}
+		plansAgree(t, ctx, plan)
 	})
 
 	t.Run("an upgrade through Capwright is what clusterctl sees", func(t *testing.T) {
@@ -172,6 +173,7 @@ func TestAdoptFromClusterctl(t *testing.T) {
 		plan := runClusterctl(t, ctx, "upgrade", "plan")
 		planRow(t, plan, "cluster-api", "capi-system", toVersion, "Already up to date")
 		planRow(t, plan, "bootstrap-kubeadm", "capi-kubeadm-bootstrap-system", fromVersion, toVersion)
+		plansAgree(t, ctx, plan)
 		describesCluster(t, runClusterctl(t, ctx, "describe", "cluster", clusterName, "--namespace", "default"))
 	})
 }
