@@ -84,6 +84,8 @@ generate: ## Generate deep-copy code for the API types.
 manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inventory CRD of the pinned Cluster API.
 	cd api && $(CONTROLLER_GEN) crd paths=./... output:crd:dir=$(CURDIR)/manifests/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=capwright-manager paths=./internal/... output:rbac:dir=$(CURDIR)/manifests/rbac
+	# list -m names no directory until the module is downloaded.
+	GOFLAGS=-mod=mod $(GO) -C tests/tools/capi mod download sigs.k8s.io/cluster-api
 	capi=$$(GOFLAGS=-mod=mod $(GO) -C tests/tools/capi list -m -f '{{.Dir}}' sigs.k8s.io/cluster-api) && \
 	{ echo "# clusterctl's inventory CRD, copied by make manifests from sigs.k8s.io/cluster-api $$(basename $$capi | cut -d@ -f2)."; \
 	  cat $$capi/cmd/clusterctl/config/manifest/clusterctl-api.yaml; } > manifests/clusterctl/clusterctl-api.yaml
