@@ -2,8 +2,6 @@ package clusters
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
-	"github.com/capwright/capwright/tests/plane"
 )
 
 // contractAlertsExample is the Alert the alerts guide gives for the
@@ -24,19 +21,7 @@ const contractAlertsExample = "docs/examples/repository/infrastructure/clusters/
 // (framework.StartNotification builds the guide's flux-system folder).
 func applyContractAlert(t *testing.T, ctx context.Context, namespace string) *framework.Webhook {
 	t.Helper()
-	hook := framework.NewWebhook(t)
-	data, err := os.ReadFile(filepath.Join(env.RepoRoot(), contractAlertsExample))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := plane.DecodeYAML(strings.NewReader(string(data)))
-	if err != nil {
-		t.Fatalf("%s: %v", contractAlertsExample, err)
-	}
-	if err := framework.ApplyAlerts(ctx, env.Config, namespace, "platform-webhook", hook.URL, objs); err != nil {
-		t.Fatalf("applying %s (is Flux's Alert CRD patched for the contract kinds?): %v", contractAlertsExample, err)
-	}
-	return hook
+	return framework.ApplyGuideAlert(t, ctx, env.Config, env.RepoRoot(), contractAlertsExample, namespace, "platform-webhook", nil)
 }
 
 // waitAlerted waits until the webhook received, through

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,4 +83,29 @@ func ApplyAlerts(ctx context.Context, cfg *rest.Config, namespace, secret, addre
 	}
 	time.Sleep(2 * time.Second)
 	return nil
+}
+
+// ApplyGuideAlert applies the Provider and Alert of a guide's example
+// file (example, relative to the repository at root), passed through edit
+// when it is not nil, into namespace with a new webhook as the address the
+// Secret secret holds, and returns the webhook. A failure names the file.
+func ApplyGuideAlert(t testing.TB, ctx context.Context, cfg *rest.Config, root, example, namespace, secret string, edit func(string) string) *Webhook {
+	t.Helper()
+	hook := NewWebhook(t)
+	data, err := os.ReadFile(filepath.Join(root, example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	if edit != nil {
+		text = edit(text)
+	}
+	objs, err := plane.DecodeYAML(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("%s: %v", example, err)
+	}
+	if err := ApplyAlerts(ctx, cfg, namespace, secret, hook.URL, objs); err != nil {
+		t.Fatalf("applying %s (is Flux's Alert CRD patched as the alerts guide says?): %v", example, err)
+	}
+	return hook
 }

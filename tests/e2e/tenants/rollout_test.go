@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +23,6 @@ import (
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/tests/e2e/framework"
-	"github.com/capwright/capwright/tests/plane"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 )
 
@@ -556,19 +553,9 @@ const rolloutAlertExample = "docs/examples/repository/infrastructure/tenants/tea
 // namespace, with a webhook as its address.
 func applyRolloutAlert(t *testing.T, ctx context.Context, tenant string) *framework.Webhook {
 	t.Helper()
-	hook := framework.NewWebhook(t)
-	data, err := os.ReadFile(filepath.Join(env.RepoRoot(), rolloutAlertExample))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := plane.DecodeYAML(strings.NewReader(strings.ReplaceAll(string(data), "tenancy.capwright.io/tenant: team-a", "tenancy.capwright.io/tenant: "+tenant)))
-	if err != nil {
-		t.Fatalf("%s: %v", rolloutAlertExample, err)
-	}
-	if err := framework.ApplyAlerts(ctx, env.Config, rolloutNamespace, "team-a-on-call", hook.URL, objs); err != nil {
-		t.Fatalf("applying %s: %v", rolloutAlertExample, err)
-	}
-	return hook
+	return framework.ApplyGuideAlert(t, ctx, env.Config, env.RepoRoot(), rolloutAlertExample, rolloutNamespace, "team-a-on-call", func(s string) string {
+		return strings.ReplaceAll(s, "tenancy.capwright.io/tenant: team-a", "tenancy.capwright.io/tenant: "+tenant)
+	})
 }
 
 // pushRelease pushes a kustomize stack of a ConfigMap naming tag, and
