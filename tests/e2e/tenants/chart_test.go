@@ -13,7 +13,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
@@ -108,15 +107,7 @@ func TestTenantChartStack(t *testing.T) {
 	}
 
 	for _, version := range []string{"0.2.0", "0.3.0"} {
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, tn); err != nil {
-				return err
-			}
-			tn.Spec.Stack.Chart.Version = version
-			return c.Update(ctx, tn)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		updateTenant(t, ctx, c, name, func(tn *tenancyv1alpha1.Tenant) { tn.Spec.Stack.Chart.Version = version })
 		tn = waitTenant(t, ctx, c, name, 2*time.Minute, "chart "+version+" refused on the cluster's line", func(tn *tenancyv1alpha1.Tenant) bool {
 			l := clusterLine(tn, w.Name)
 			return !isReady(tn) && l != nil && strings.Contains(l.Message, "verif") && strings.Contains(l.Message, "cosign sign")

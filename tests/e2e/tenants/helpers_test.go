@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
@@ -192,4 +193,21 @@ func stackGreeting(t testing.TB, ctx context.Context, remote client.Client, name
 		t.Fatalf("the stack's ConfigMap on %s: %v", cluster, err)
 	}
 	return cm.Data["greeting"]
+}
+
+// updateTenant changes Tenant name as change says and updates it, reading
+// it again and changing it anew when the manager's status write made the
+// read stale (a conflict).
+func updateTenant(t testing.TB, ctx context.Context, c client.Client, name string, change func(*tenancyv1alpha1.Tenant)) {
+	t.Helper()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current := &tenancyv1alpha1.Tenant{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
+			return err
+		}
+		change(current)
+		return c.Update(ctx, current)
+	}); err != nil {
+		t.Fatalf("updating Tenant %s: %v", name, err)
+	}
 }

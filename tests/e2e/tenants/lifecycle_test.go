@@ -210,15 +210,8 @@ func TestTenantLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		current := &tenancyv1alpha1.Tenant{}
-		if err := c.Get(ctx, client.ObjectKey{Name: tenantName}, current); err != nil {
-			t.Fatal(err)
-		}
-		current.Spec.Stack.Kustomize.Tag = next.Tag
 		start := time.Now()
-		if err := c.Update(ctx, current); err != nil {
-			t.Fatal(err)
-		}
+		updateTenant(t, ctx, c, tenantName, func(tn *tenancyv1alpha1.Tenant) { tn.Spec.Stack.Kustomize.Tag = next.Tag })
 		waitTenant(t, ctx, c, tenantName, 2*time.Minute, "Ready at "+next.Tag+" on both clusters", func(tn *tenancyv1alpha1.Tenant) bool {
 			ok := isReady(tn) && tn.Status.ReadyClusters == 2
 			for _, l := range tn.Status.Clusters {

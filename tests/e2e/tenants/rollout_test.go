@@ -108,14 +108,7 @@ spec:
 	since := time.Now()
 	set := func(tag string) {
 		t.Helper()
-		current := &tenancyv1alpha1.Tenant{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
-			t.Fatal(err)
-		}
-		current.Spec.Stack.Kustomize.Tag = tag
-		if err := c.Update(ctx, current); err != nil {
-			t.Fatal(err)
-		}
+		updateTenant(t, ctx, c, name, func(tn *tenancyv1alpha1.Tenant) { tn.Spec.Stack.Kustomize.Tag = tag })
 	}
 	push("v2.0.0-broken", true)
 	set("v2.0.0-broken")
@@ -247,18 +240,14 @@ func TestTenantRolloutRefusesWhatCannotBeFollowed(t *testing.T) {
 		}, "cluster " + rolloutNamespace + "/check-2 is in waves canary and again"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			current := &tenancyv1alpha1.Tenant{}
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
-				t.Fatal(err)
-			}
-			good := current.Spec.Rollout.DeepCopy()
-			tt.change(current.Spec.Rollout)
 			// A new tag with it: nothing may move to it.
-			current.Spec.Stack.Kustomize.Tag = "v2"
 			pushRelease(t, ctx, "tenants/rollout-checks", "v2", nil)
-			if err := c.Update(ctx, current); err != nil {
-				t.Fatal(err)
-			}
+			var good *tenancyv1alpha1.RolloutSpec
+			updateTenant(t, ctx, c, name, func(tn *tenancyv1alpha1.Tenant) {
+				good = tn.Spec.Rollout.DeepCopy()
+				tt.change(tn.Spec.Rollout)
+				tn.Spec.Stack.Kustomize.Tag = "v2"
+			})
 			got := waitTenant(t, ctx, c, name, time.Minute, "InvalidRollout", func(tn *tenancyv1alpha1.Tenant) bool {
 				r := apimeta.FindStatusCondition(tn.Status.Conditions, tenancyv1alpha1.RolledOutCondition)
 				return r != nil && r.Reason == tenancyv1alpha1.InvalidRolloutReason
@@ -271,13 +260,7 @@ func TestTenantRolloutRefusesWhatCannotBeFollowed(t *testing.T) {
 					t.Errorf("%s moved to revision %s under an invalid rollout", cl, l.Revision)
 				}
 			}
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
-				t.Fatal(err)
-			}
-			current.Spec.Rollout, current.Spec.Stack.Kustomize.Tag = good, "v1"
-			if err := c.Update(ctx, current); err != nil {
-				t.Fatal(err)
-			}
+			updateTenant(t, ctx, c, name, func(tn *tenancyv1alpha1.Tenant) { tn.Spec.Rollout, tn.Spec.Stack.Kustomize.Tag = good, "v1" })
 			waitTenant(t, ctx, c, name, time.Minute, "valid again", rolledOut("v1", 2))
 		})
 	}
@@ -494,14 +477,7 @@ func TestTenantChartRollout(t *testing.T) {
 	push("0.2.0", "{{ fail \"this chart version is broken\" }}\n")
 	update := func(change func(*tenancyv1alpha1.ChartStack)) {
 		t.Helper()
-		current := &tenancyv1alpha1.Tenant{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
-			t.Fatal(err)
-		}
-		change(current.Spec.Stack.Chart)
-		if err := c.Update(ctx, current); err != nil {
-			t.Fatal(err)
-		}
+		updateTenant(t, ctx, c, name, func(tn *tenancyv1alpha1.Tenant) { change(tn.Spec.Stack.Chart) })
 	}
 	update(func(s *tenancyv1alpha1.ChartStack) { s.Version = "0.2.0" })
 	back := waitTenant(t, ctx, c, name, 4*time.Minute, "the broken chart rolled back", func(tn *tenancyv1alpha1.Tenant) bool {

@@ -51,14 +51,7 @@ func TestSuspendedTenantHoldsItsStack(t *testing.T) {
 	// Suspend and move to v2.0.0 in one change.
 	update := func(mutate func(*tenancyv1alpha1.Tenant)) {
 		t.Helper()
-		current := &tenancyv1alpha1.Tenant{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
-			t.Fatal(err)
-		}
-		mutate(current)
-		if err := c.Update(ctx, current); err != nil {
-			t.Fatal(err)
-		}
+		updateTenant(t, ctx, c, name, mutate)
 	}
 	update(func(tn *tenancyv1alpha1.Tenant) { tn.Spec.Suspend, tn.Spec.Stack.Kustomize.Tag = true, second.Tag })
 	waitTenant(t, ctx, c, name, time.Minute, "Tenant Paused", func(tn *tenancyv1alpha1.Tenant) bool {

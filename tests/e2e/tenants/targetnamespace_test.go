@@ -178,14 +178,7 @@ func TestStackWaitsForItsNamespace(t *testing.T) {
 		t.Fatalf("the stack Kustomization %s exists before its namespace was created (%v)", stackKey, err)
 	}
 
-	current := &tenancyv1alpha1.Tenant{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
-		t.Fatal(err)
-	}
-	current.Spec.Suspend = false
-	if err := c.Update(ctx, current); err != nil {
-		t.Fatal(err)
-	}
+	updateTenant(t, ctx, c, name, func(tn *tenancyv1alpha1.Tenant) { tn.Spec.Suspend = false })
 	start := time.Now()
 	waitTenant(t, ctx, c, name, 2*time.Minute, "Tenant Ready once resumed", func(tn *tenancyv1alpha1.Tenant) bool {
 		return isReady(tn) && tn.Status.ReadyClusters == 1

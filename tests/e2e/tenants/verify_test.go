@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/tests/e2e/framework"
@@ -84,16 +82,7 @@ func TestTenantStackVerification(t *testing.T) {
 	}
 
 	for _, tag := range []string{"v2.0.0", "v3.0.0"} {
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			current := &tenancyv1alpha1.Tenant{}
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, current); err != nil {
-				return err
-			}
-			current.Spec.Stack.Kustomize.Tag = tag
-			return c.Update(ctx, current)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		updateTenant(t, ctx, c, name, func(tn *tenancyv1alpha1.Tenant) { tn.Spec.Stack.Kustomize.Tag = tag })
 		tn = waitTenant(t, ctx, c, name, 2*time.Minute, tag+" refused on the cluster's line", func(tn *tenancyv1alpha1.Tenant) bool {
 			line := clusterLine(tn, cluster.Name)
 			return !isReady(tn) && line != nil && line.Reason == sourcev1.VerificationError
