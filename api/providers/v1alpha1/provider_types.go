@@ -440,7 +440,9 @@ type DriftCorrection struct {
 	// Time Flux reported the correction.
 	Time metav1.Time `json:"time"`
 
-	// Revision Flux applied again, tag@sha256:digest.
+	// Revision Flux applied again, as its event names it: the
+	// installed artifact's revision (sha256:… for the OCIRepository
+	// pinned to the checked digest).
 	Revision string `json:"revision"`
 
 	// Objects Flux created or configured again, as it names them, e.g.
