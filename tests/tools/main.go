@@ -237,14 +237,54 @@ func main() {
 	}
 	b := &builder{toolsDir: toolsDir, binDir: abs, log: os.Stderr}
 	want := flag.Args()
+	var chosen []component
 	for _, c := range components() {
-		if len(want) > 0 && !slices.Contains(want, c.Name) {
-			continue
+		if len(want) == 0 || slices.Contains(want, c.Name) {
+			chosen = append(chosen, c)
 		}
+	}
+	b.prefetch(chosen)
+	for _, c := range chosen {
 		if err := b.ensure(c); err != nil {
 			fatal(fmt.Errorf("component %s: %w", c.Name, err))
 		}
 	}
+}
+
+// prefetch downloads, in the background and one component at a time, the
+// modules of the components after the first that need building, so that
+// on a new machine the module proxy's downloads overlap the compiling of
+// the components before them. It is only a head start: it never writes a
+// wrapper's go.mod or go.sum (-mod=readonly), and whatever it fails to
+// fetch the build fetches itself.
+func (b *builder) prefetch(chosen []component) {
+	var ahead []component
+	for _, c := range chosen {
+		if len(c.Packages) > 0 && !b.upToDate(c) {
+			ahead = append(ahead, c)
+		}
+	}
+	if len(ahead) < 2 {
+		return
+	}
+	go func() {
+		for _, c := range ahead[1:] {
+			cmd := exec.Command("go", append([]string{"list", "-e", "-deps", "-f", "{{.ImportPath}}"}, c.Packages...)...)
+			cmd.Dir = filepath.Join(b.toolsDir, c.Dir)
+			cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "CGO_ENABLED=0", "GOWORK=off")
+			_ = cmd.Run() // best effort; output and errors are the build's to report
+		}
+	}()
+}
+
+// upToDate tells whether c's stamp matches and its outputs exist.
+func (b *builder) upToDate(c component) bool {
+	stamp, err := b.stamp(c)
+	if err != nil {
+		return false
+	}
+	old, err := os.ReadFile(filepath.Join(b.binDir, ".stamps", c.Name))
+	return err == nil && string(old) == stamp && b.outputsExist(c)
 }
 
 func fatal(err error) {
