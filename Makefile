@@ -19,8 +19,7 @@ WORKLOAD_CLUSTERS ?= 0
 # test's time is waiting for Flux and the plane's controllers, so three
 # packages at a time share the 2 cores without slowing each other down
 # (measured on 2 cores: the cores were 40% busy on average, and no
-# package took longer than with two at a time; `make test` took 16.5
-# minutes warm, against about 20 with two).
+# package took longer than with two at a time).
 TEST_TIMEOUT   ?= 60m
 E2E_PARALLEL   ?= 3
 # Iterations of the tenant benchmark on the plane.
