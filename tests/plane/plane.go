@@ -70,6 +70,9 @@ type Plane struct {
 	Config *rest.Config
 	// Registry is the in-process OCI registry (plain HTTP on loopback).
 	Registry *Registry
+	// Git is the in-process Git server (smart HTTP and HTTPS with the
+	// plane's CA, basic auth) holding the empty repository fleet.git.
+	Git *GitServer
 	// Webhooks routes API server webhook calls for a Service to a local
 	// process.
 	Webhooks *WebhookRouter
@@ -263,6 +266,9 @@ func (p *Plane) start(ctx, runCtx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := p.startGit(&CA{ca: p.api.ca}); err != nil {
+		return err
+	}
 	p.startCertsim(runCtx)
 
 	for _, wait := range append([]func(context.Context) error{kcm, scheduler, kwok}, flux...) {
@@ -318,6 +324,9 @@ func (p *Plane) Stop() error {
 		p.cancel()
 		if p.Registry != nil {
 			errs = append(errs, p.Registry.Close())
+		}
+		if p.Git != nil {
+			errs = append(errs, p.Git.Close())
 		}
 		p.inProcess.Wait()
 		p.stopErr = errors.Join(errs...)
