@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -49,7 +50,7 @@ func usage() {
 
 Usage:
   local-plane up   [-state DIR] [-workload-clusters N] [-capwright=false]
-                   start (with the Capwright manager), write DIR/kubeconfig and DIR/registry, run until signalled
+                   start (with the Capwright manager), write DIR/kubeconfig, DIR/registry and DIR/git-*, run until signalled
   local-plane down [-state DIR]                          stop a plane started with up
   local-plane demo                                       start, prove Flux works, print what runs, stop
 
@@ -83,7 +84,7 @@ func up(args []string) error {
 		return err
 	}
 	// Stale files from an earlier run must not look like a live plane.
-	for _, f := range []string{"kubeconfig", "registry", "ready", "run-dir"} {
+	for _, f := range []string{"kubeconfig", "registry", "ready", "run-dir", "git-url", "git-credentials", "git-ca.crt"} {
 		_ = os.Remove(filepath.Join(state.dir, f))
 	}
 	if err := os.WriteFile(state.pidFile(), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
@@ -99,6 +100,13 @@ func up(args []string) error {
 	files := map[string][]byte{
 		"registry": []byte(p.Registry.Host + "\n"),
 		"run-dir":  []byte(p.RunDir + "\n"),
+		// The Git server: fleet.git's HTTPS URL, the basic-auth
+		// credentials as username= and password= lines (the key=value
+		// form of git's credential protocol, which a shell can also
+		// source), and the CA of its certificate.
+		"git-url":         []byte(p.Git.HTTPSURL("fleet.git") + "\n"),
+		"git-credentials": []byte("username=" + p.Git.Username + "\npassword=" + p.Git.Password + "\n"),
+		"git-ca.crt":      p.Git.CACertPEM,
 	}
 	kubeconfig, err := os.ReadFile(p.Kubeconfig)
 	if err != nil {
@@ -157,9 +165,15 @@ The local management plane is up.
   registry:    %[2]s   (plain HTTP; use insecure: true in OCIRepository)
                the Capwright manager treats it as the mirror of registry.k8s.io/cluster-api/manifests:
                publish providers to %[2]s/cluster-api/manifests/<type>-<name>:<version>
+  git:         %[4]s   (%[1]s/git-url: fleet.git, empty, for Flux to sync)
+               HTTPS with the plane's CA %[1]s/git-ca.crt; plain HTTP at %[5]s
+               basic auth: %[1]s/git-credentials holds username=… and password=… lines
+               (. %[1]s/git-credentials sets $username and $password in a shell)
+               git -c http.sslCAInfo=%[1]s/git-ca.crt clone %[6]s
+               (then, in the clone, git config http.sslCAInfo %[1]s/git-ca.crt keeps the CA for pushes)
   logs:        %[3]s
 Stop it with: make plane-down
-`, abs, p.Registry.Host, p.RunDir)
+`, abs, p.Registry.Host, p.RunDir, p.Git.HTTPSURL("fleet.git"), p.Git.HTTPURL("fleet.git"), gitURLWithCredentials(p.Git))
 }
 
 // down signals the plane started by up and waits until it is gone.
@@ -191,7 +205,7 @@ func down(args []string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			for _, f := range []string{"kubeconfig", "registry", "ready", "run-dir"} {
+			for _, f := range []string{"kubeconfig", "registry", "ready", "run-dir", "git-url", "git-credentials", "git-ca.crt"} {
 				_ = os.Remove(filepath.Join(state.dir, f))
 			}
 			fmt.Println("local-plane: stopped")
@@ -200,4 +214,15 @@ func down(args []string) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("plane process %d still running after 60s; kill it with: kill -9 -- %d", pid, pid)
+}
+
+// gitURLWithCredentials is fleet.git's HTTPS URL with the credentials in
+// it, for a clone line a user can paste.
+func gitURLWithCredentials(g *plane.GitServer) string {
+	u, err := url.Parse(g.HTTPSURL("fleet.git"))
+	if err != nil {
+		return g.HTTPSURL("fleet.git")
+	}
+	u.User = url.UserPassword(g.Username, g.Password)
+	return u.String()
 }
