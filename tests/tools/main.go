@@ -53,6 +53,12 @@ type component struct {
 	Outputs []string
 	// Render runs after the build and the assets, for generated files.
 	Render func(b *builder) error
+	// Build, when set, builds the component instead of a `go build` of
+	// Packages in Dir; Packages are then only fetched ahead (prefetch).
+	Build func(b *builder) error
+	// Pins are inputs that decide the output but live in the builder's
+	// code (versions a Build or Render chooses); they join the stamp.
+	Pins []string
 }
 
 const k8sVersion = "v1.36.3"
@@ -307,7 +313,11 @@ func (b *builder) ensure(c component) error {
 	if err := os.MkdirAll(b.binDir, 0o755); err != nil {
 		return err
 	}
-	if len(c.Packages) > 0 {
+	if c.Build != nil {
+		if err := c.Build(b); err != nil {
+			return err
+		}
+	} else if len(c.Packages) > 0 {
 		if err := b.build(c); err != nil {
 			return err
 		}
@@ -350,6 +360,11 @@ func (b *builder) outputsExist(c component) bool {
 func (b *builder) stamp(c component) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%s\n%v\n%v\n", stampVersion, c.Name, c.LDFlags, c.Packages, c.Assets)
+	// Only when set, so that the stamps of components without pins stay
+	// as they were.
+	if len(c.Pins) > 0 {
+		fmt.Fprintf(h, "%v\n", c.Pins)
+	}
 	for _, f := range []string{"go.mod", "go.sum"} {
 		data, err := os.ReadFile(filepath.Join(b.toolsDir, c.Dir, f))
 		// A component without dependencies has no go.sum.
