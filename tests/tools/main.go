@@ -4,9 +4,10 @@
 //
 // Each component is built from its own wrapper module under tests/tools/<dir>
 // because their dependency graphs (Kubernetes, etcd, Flux, kwok, Cluster
-// API) cannot share one module resolution. A component is rebuilt only when
-// its pin changes: bin/.stamps/<name> records a hash of its wrapper go.mod,
-// go.sum and build settings.
+// API) cannot share one module resolution; the flux CLI is built from a copy
+// of its module's source in bin/.src instead (see fluxcli.go). A component
+// is rebuilt only when its pin changes: bin/.stamps/<name> records a hash of
+// its wrapper go.mod, go.sum and build settings.
 //
 // Usage (from the repository root, as `make tools` runs it):
 //
@@ -150,6 +151,16 @@ func components() []component {
 				{Module: "sigs.k8s.io/cluster-api", Glob: "core/config/webhook/manifests.yaml", Dest: "assets/capi/webhook"},
 			},
 			Render: renderCAPIComponents,
+		},
+		{
+			// The flux CLI v2.9.5, built from a copy of the flux2 source
+			// with the manifests it embeds generated (see fluxcli.go).
+			Name: "flux-cli", Dir: "fluxcli",
+			Packages: []string{flux2Module + "/cmd/flux"},
+			LDFlags:  fluxCLILDFlags,
+			Build:    buildFluxCLI,
+			Pins:     fluxCLIPins(),
+			Outputs:  []string{"flux"},
 		},
 		{
 			// clusterctl, built from the same Cluster API module as the
