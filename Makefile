@@ -51,7 +51,7 @@ help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: tools
-tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI, cluster-api-operator) and test CLIs (clusterctl, oras, cosign) into bin/.
+tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI, cluster-api-operator) and test CLIs (clusterctl, flux, oras, cosign) into bin/.
 	$(GO) -C tests/tools run . -bin $(BIN)
 
 .PHONY: fixtures
