@@ -2,6 +2,7 @@ package plane
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -129,4 +131,31 @@ func (p *Plane) installClusterCRD(ctx context.Context) error {
 		return err
 	}
 	return p.InstallTestInfraClusterCRD(ctx)
+}
+
+// LabelCluster sets labels on Cluster API Cluster namespace/name, keeping
+// its others (as a user labelling a Cluster for a Tenant's selector or a
+// rollout's waves does).
+func (p *Plane) LabelCluster(ctx context.Context, namespace, name string, labels map[string]string) error {
+	dyn, err := dynamic.NewForConfig(p.Config)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return err
+	}
+	if _, err := dyn.Resource(clusterGVR).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("labelling Cluster %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// ClusterAPICluster reads Cluster API Cluster namespace/name.
+func (p *Plane) ClusterAPICluster(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	dyn, err := dynamic.NewForConfig(p.Config)
+	if err != nil {
+		return nil, err
+	}
+	return dyn.Resource(clusterGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 }

@@ -250,7 +250,12 @@ func (p *Plane) installCRDs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, dir := range []string{"assets/crds/flux", "assets/crds/cert-manager"} {
+	dirs := []string{"assets/crds/flux", "assets/crds/cert-manager"}
+	if p.opts.RunDeployments {
+		// Flux's CRDs come with its components, as bootstrap applies them.
+		dirs = dirs[1:]
+	}
+	for _, dir := range dirs {
 		objs, err := applier.ApplyFiles(ctx, filepath.Join(p.opts.BinDir, dir))
 		if err != nil {
 			return fmt.Errorf("installing CRDs: %w", err)

@@ -51,6 +51,13 @@ type Options struct {
 	// verb, which object) so tests can count a component's writes; see
 	// Plane.Writes.
 	AuditLog bool
+	// RunDeployments starts no Flux controllers with the plane: Flux comes
+	// up as on a cluster, when `flux bootstrap` (or anything else) applies
+	// its Deployments, and the plane runs their pods as local processes,
+	// with what the Deployments say (feature gates included), as it does
+	// for Capwright's manager from its released image and Cluster API's
+	// core manager (pods.go). Flux's CRDs come with what bootstrap applies.
+	RunDeployments bool
 	// Log receives progress lines; default io.Discard.
 	Log io.Writer
 }
@@ -87,6 +94,9 @@ type Plane struct {
 	inProcess sync.WaitGroup
 	stopOnce  sync.Once
 	stopErr   error
+
+	// pods runs Deployments' pods (Options.RunDeployments).
+	pods *podRunner
 
 	mu        sync.Mutex
 	workloads []*WorkloadCluster
@@ -258,13 +268,20 @@ func (p *Plane) start(ctx, runCtx context.Context) error {
 	if err := p.installCRDs(ctx); err != nil {
 		return err
 	}
-	flux, err := p.startFlux(ctx)
-	if err != nil {
-		return err
+	var flux []readyWait
+	if !p.opts.RunDeployments {
+		if flux, err = p.startFlux(ctx); err != nil {
+			return err
+		}
 	}
 	p.Registry, err = startRegistry(RegistryOptions{})
 	if err != nil {
 		return err
+	}
+	if p.opts.RunDeployments {
+		if p.pods, err = p.startPodRunner(runCtx); err != nil {
+			return err
+		}
 	}
 	if err := p.startGit(&CA{ca: p.api.ca}); err != nil {
 		return err

@@ -1,29 +1,20 @@
 package install
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
@@ -31,9 +22,6 @@ import (
 
 // managerRuns numbers the managers a test starts, for their log files.
 var managerRuns atomic.Int32
-
-// maxBinarySize bounds what is read of the manager's layer.
-const maxBinarySize = 512 << 20
 
 // imageUser is the numeric non-root user the image runs as.
 const imageUser = "65532:65532"
@@ -172,115 +160,26 @@ func containerPort(t *testing.T, c corev1.Container, port intstr.IntOrString) in
 
 // pullManager pulls ref (repository@digest) from the plane's registry,
 // picks this machine's platform from the image index and writes the
-// image's /manager to a file. It returns the file and the image config.
+// image's /manager to a file. It returns the file and the image config,
+// after checking the image is what a release promises: both platforms, one
+// layer holding /manager alone.
 func pullManager(ctx context.Context, t *testing.T, ref string) (string, ocispec.ImageConfig) {
 	t.Helper()
-	repoName, dgst, ok := strings.Cut(ref, "@")
-	if !ok {
-		t.Fatalf("image %q is not pinned by digest", ref)
-	}
-	repo, err := remote.NewRepository(repoName)
+	out := filepath.Join(t.TempDir(), "manager-"+strings.NewReplacer(":", "-", "@", "-", "/", "-").Replace(ref[strings.LastIndex(ref, "@")+1:])[:19])
+	img, err := plane.PullImageFile(ctx, ref, "manager", out)
 	if err != nil {
 		t.Fatal(err)
-	}
-	repo.PlainHTTP = true
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-
-	d, err := digest.Parse(dgst)
-	if err != nil {
-		t.Fatalf("image %q: %v", ref, err)
-	}
-	indexDesc, err := repo.Resolve(ctx, d.String())
-	if err != nil {
-		t.Fatalf("resolving %s: %v", ref, err)
-	}
-	if indexDesc.MediaType != ocispec.MediaTypeImageIndex {
-		t.Fatalf("%s is a %s, want an OCI image index", ref, indexDesc.MediaType)
-	}
-	var index ocispec.Index
-	fetchJSON(ctx, t, repo, ref, indexDesc, &index)
-	platforms := map[string]bool{}
-	var manifestDesc *ocispec.Descriptor
-	for i, m := range index.Manifests {
-		if m.Platform == nil {
-			t.Fatalf("image index %s: manifest %s has no platform", ref, m.Digest)
-		}
-		platforms[m.Platform.OS+"/"+m.Platform.Architecture] = true
-		if m.Platform.OS == "linux" && m.Platform.Architecture == runtime.GOARCH {
-			manifestDesc = &index.Manifests[i]
-		}
 	}
 	for _, want := range []string{"linux/amd64", "linux/arm64"} {
-		if !platforms[want] {
-			t.Errorf("image index %s has no %s image (has %v)", ref, want, platforms)
+		if !slices.Contains(img.Platforms, want) {
+			t.Errorf("image index %s has no %s image (has %v)", ref, want, img.Platforms)
 		}
 	}
-	if manifestDesc == nil {
-		t.Fatalf("image index %s has no linux/%s image", ref, runtime.GOARCH)
+	if img.Layers != 1 {
+		t.Fatalf("image %s (linux/%s) has %d layers, want the binary's one", ref, runtime.GOARCH, img.Layers)
 	}
-	var manifest ocispec.Manifest
-	fetchJSON(ctx, t, repo, ref, *manifestDesc, &manifest)
-	var config ocispec.Image
-	fetchJSON(ctx, t, repo, ref, manifest.Config, &config)
-	if len(manifest.Layers) != 1 {
-		t.Fatalf("image %s (linux/%s) has %d layers, want the binary's one", ref, runtime.GOARCH, len(manifest.Layers))
+	if len(img.Files) != 1 {
+		t.Errorf("the layer of %s holds %v, want /manager only (no shell, nothing else)", ref, img.Files)
 	}
-	rc, err := repo.Blobs().Fetch(ctx, manifest.Layers[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	layer := content.NewVerifyReader(rc, manifest.Layers[0])
-	zr, err := gzip.NewReader(layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	out := filepath.Join(t.TempDir(), "manager-"+manifestDesc.Digest.Encoded()[:12])
-	var found []string
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("reading the layer of %s: %v", ref, err)
-		}
-		found = append(found, h.Name)
-		if strings.TrimPrefix(h.Name, "/") != "manager" {
-			continue
-		}
-		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(f, io.LimitReader(tr, maxBinarySize)); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(found) != 1 {
-		t.Errorf("the layer of %s holds %v, want /manager only (no shell, nothing else)", ref, found)
-	}
-	if _, err := os.Stat(out); err != nil {
-		t.Fatalf("the layer of %s has no /manager", ref)
-	}
-	return out, config.Config
-}
-
-func fetchJSON(ctx context.Context, t *testing.T, repo *remote.Repository, ref string, desc ocispec.Descriptor, into any) {
-	t.Helper()
-	if desc.Size > 4<<20 {
-		t.Fatalf("%s of %s is %d bytes, too large for a manifest or config", desc.Digest, ref, desc.Size)
-	}
-	data, err := content.FetchAll(ctx, repo, desc)
-	if err != nil {
-		t.Fatalf("fetching %s of %s: %v", desc.Digest, ref, err)
-	}
-	if err := json.Unmarshal(data, into); err != nil {
-		t.Fatalf("decoding %s of %s: %v", desc.Digest, ref, err)
-	}
+	return img.Path, img.Config
 }
