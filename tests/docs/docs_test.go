@@ -23,6 +23,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	notificationv1 "github.com/fluxcd/notification-controller/api/v1"
 	notificationv1beta3 "github.com/fluxcd/notification-controller/api/v1beta3"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -271,7 +272,7 @@ func strictDecoder(t *testing.T) runtime.Decoder {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme,
-		providersv1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme, clustersv1alpha1.AddToScheme, notificationv1beta3.AddToScheme,
+		providersv1alpha1.AddToScheme, tenancyv1alpha1.AddToScheme, clustersv1alpha1.AddToScheme, notificationv1.AddToScheme, notificationv1beta3.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -52,7 +55,7 @@ func StartNotification(ctx context.Context, p *plane.Plane) (*plane.Notification
 		"gotk-components.yaml": components.Bytes(),
 		"gotk-sync.yaml":       []byte(fluxSyncStandIn),
 	}
-	for _, name := range []string{"kustomization.yaml", "capwright-notification.yaml"} {
+	for _, name := range []string{"kustomization.yaml", "receiver.yaml", "capwright-notification.yaml"} {
 		if files[name], err = os.ReadFile(filepath.Join(p.RepoRoot(), FluxSystemExample, name)); err != nil {
 			return nil, err
 		}
@@ -74,6 +77,10 @@ func StartNotification(ctx context.Context, p *plane.Plane) (*plane.Notification
 	if err != nil {
 		return nil, err
 	}
+	// The Receiver is for a Git host's pushes, which these suites have
+	// none of (the gitops suite has), and its kind is not served until the
+	// CRDs applied here are established.
+	objs = slices.DeleteFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Receiver" })
 	if err := p.ApplyCRDs(ctx, objs); err != nil {
 		return nil, fmt.Errorf("applying %s: %w", FluxSystemExample, err)
 	}

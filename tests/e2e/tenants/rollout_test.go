@@ -523,7 +523,7 @@ func clusterObjectsOf(t *testing.T, ctx context.Context, c client.Client, tenant
 
 // rolloutAlertExample is the Alert the alerts guide gives for paging on a
 // stopped rollout.
-const rolloutAlertExample = "docs/examples/repository/infrastructure/tenants/team-a-rollouts.yaml"
+const rolloutAlertExample = "docs/examples/repository/infrastructure/tenant-alerts/team-a-rollouts.yaml"
 
 // applyRolloutAlert applies the guide's Alert for tenant in the rollout
 // namespace, with a webhook as its address.
