@@ -130,6 +130,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Events:     r.Recorder,
 		Metrics:    r.Metrics,
 		Written:    &r.written,
+		// Flux leaves the pruning of providers to Capwright (prune.go).
+		Metadata: keepFromFluxPrune,
 		// The Flux objects' Ready flip within a second or two while Flux
 		// fetches and applies; Installed and Available carry the news.
 		ProgressFields: []string{"fluxObjects"},
@@ -153,6 +155,16 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	out, err := r.fold(ctx, obj, desired, synced, err)
 	// Nothing is read unless a check is due (see UpgradeChecks.due).
 	r.checkUpgrades(ctx, obj, request != "")
+	// Last, as Flux's prune comes after its apply: a provider Git dropped
+	// is deleted, or kept while it is in use (prune.go).
+	switch done, res, perr := r.pruneDropped(ctx, obj); {
+	case perr != nil:
+		err = errors.Join(err, perr)
+	case done == deleted:
+		return shell.Outcome{Hold: true}, nil
+	case done == keptInUse && (out.Result.RequeueAfter == 0 || res.RequeueAfter < out.Result.RequeueAfter):
+		out.Result.RequeueAfter = res.RequeueAfter
+	}
 	return out, err
 }
 

@@ -29,7 +29,7 @@ import (
 // manifests the ConfigMaps they are read from and the ExternalArtifacts
 // (with their status) that hand them to Flux; the events Flux reports
 // changes in (drift.go) are listed and watched.
-// +kubebuilder:rbac:groups=providers.capwright.io,resources=*,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=providers.capwright.io,resources=*,verbs=get;list;watch;patch;update;delete
 // +kubebuilder:rbac:groups=providers.capwright.io,resources=*/status;*/finalizers,verbs=get;patch;update
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=ocirepositories,verbs=get;list;watch;create;patch;update;delete
 // +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get;list;watch;create;patch;update;delete
@@ -76,6 +76,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager, opts controller.O
 		// Metadata only: a ConfigMap's content is read, uncached, by the
 		// provider that names it.
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.configMapProviders), builder.OnlyMetadata).
+		// The Kustomizations that apply providers from Git: one that drops
+		// a provider, or lists it again, is seen at once (prune.go).
+		Watches(&kustomizev1.Kustomization{}, handler.EnqueueRequestsFromMapFunc(r.providersAppliedBy), builder.WithPredicates(inventoryChanged)).
 		WithOptions(opts)
 	if r.Kind.Name != "CoreProvider" {
 		b = b.Watches(&v1alpha1.CoreProvider{}, handler.EnqueueRequestsFromMapFunc(r.allOfKind), builder.WithPredicates(coreProviderChanged()))

@@ -140,6 +140,11 @@ type Reconciler[T Object] struct {
 	Written *Written
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Metadata, when set, puts the labels and annotations the kind keeps
+	// on its objects onto obj and tells whether it changed anything; they
+	// are written with the finalizer, in the same patch, before anything
+	// else is written.
+	Metadata func(obj T) bool
 	// ProgressFields are status fields (by their JSON name) that, like
 	// condition messages, report how far work has got: a status that
 	// changes only them and messages is written at most every
@@ -175,17 +180,23 @@ func (s *Reconciler[T]) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	defer func() { s.Metrics.ReconcileDone(s.Kind, req.Namespace, req.Name, s.now().Sub(start)) }()
 
-	if obj.GetDeletionTimestamp().IsZero() && !controllerutil.ContainsFinalizer(obj, s.Finalizer) {
-		// The finalizer is added before anything is written, with an
-		// optimistic lock so another controller's finalizer added at the
-		// same moment is not lost (a conflict retries).
+	if obj.GetDeletionTimestamp().IsZero() {
+		// The finalizer (and the kind's metadata) is added before anything
+		// is written, with an optimistic lock so another controller's
+		// finalizer added at the same moment is not lost (a conflict
+		// retries).
 		patch := client.MergeFromWithOptions(obj.DeepCopyObject().(T), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(obj, s.Finalizer)
-		read := obj.GetResourceVersion()
-		if err := s.Client.Patch(ctx, obj, patch); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding finalizer %s to %s %s/%s: %w", s.Finalizer, s.Kind, obj.GetNamespace(), obj.GetName(), err)
+		changed := controllerutil.AddFinalizer(obj, s.Finalizer)
+		if s.Metadata != nil && s.Metadata(obj) {
+			changed = true
 		}
-		s.Written.wrote(obj.GetUID(), read, obj.GetResourceVersion())
+		if changed {
+			read := obj.GetResourceVersion()
+			if err := s.Client.Patch(ctx, obj, patch); err != nil {
+				return reconcile.Result{}, fmt.Errorf("adding finalizer %s to %s %s/%s: %w", s.Finalizer, s.Kind, obj.GetNamespace(), obj.GetName(), err)
+			}
+			s.Written.wrote(obj.GetUID(), read, obj.GetResourceVersion())
+		}
 	}
 	before := obj.DeepCopyObject().(T)
 	s.Steps.Init(obj)
