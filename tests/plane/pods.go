@@ -364,7 +364,7 @@ func (r *podRunner) start(ctx context.Context, d *appsv1.Deployment, spec *podSp
 			"--metrics-addr=127.0.0.1:"+strconv.Itoa(metrics),
 			"--health-addr="+healthAddr,
 			"--enable-leader-election=false")
-		args = r.mapFluxAddrs(spec.controller, args, dir)
+		args = r.mapFluxAddrs(spec.controller, args)
 		// kustomize-controller clears its TMPDIR of what looks like its own
 		// working directories at start: each gets one of its own.
 		tmp := filepath.Join(dir, "tmp")
@@ -430,13 +430,13 @@ func (r *podRunner) start(ctx context.Context, d *appsv1.Deployment, spec *podSp
 // their loopback stand-ins: notification-controller listens for events
 // and webhooks where the others send them, source-controller serves its
 // artifacts where the others fetch them.
-func (r *podRunner) mapFluxAddrs(controller string, args []string, dir string) []string {
+func (r *podRunner) mapFluxAddrs(controller string, args []string) []string {
 	switch controller {
 	case "notification-controller":
 		return setFlags(args, "--events-addr="+r.eventsAddr, "--receiverAddr="+r.receiverAddr)
 	case "source-controller":
+		// --storage-path is the Deployment's: its emptyDir, mapped.
 		args = setFlags(args,
-			"--storage-path="+filepath.Join(dir, "storage"),
 			"--storage-addr="+r.storageAddr,
 			"--storage-adv-addr="+r.storageAddr)
 	}
