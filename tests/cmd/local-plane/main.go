@@ -169,8 +169,8 @@ The local management plane is up.
                HTTPS with the plane's CA %[1]s/git-ca.crt; plain HTTP at %[5]s
                basic auth: %[1]s/git-credentials holds username=… and password=… lines
                (. %[1]s/git-credentials sets $username and $password in a shell)
-               git -c http.sslCAInfo=%[1]s/git-ca.crt clone %[6]s
-               (then, in the clone, git config http.sslCAInfo %[1]s/git-ca.crt keeps the CA for pushes)
+               export GIT_SSL_CAINFO=%[1]s/git-ca.crt   (git's own setting loses to this variable where it is set)
+               git clone %[6]s
   logs:        %[3]s
 Stop it with: make plane-down
 `, abs, p.Registry.Host, p.RunDir, p.Git.HTTPSURL("fleet.git"), p.Git.HTTPURL("fleet.git"), gitURLWithCredentials(p.Git))
