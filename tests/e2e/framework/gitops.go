@@ -1,0 +1,346 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/internal/release"
+	"github.com/capwright/capwright/tests/plane"
+)
+
+// What the gitops suite and `make demo` share: a Git working copy driven
+// with the real git CLI, the example repository and the site overlay of
+// the install guide, `flux bootstrap git` against the plane's Git server,
+// Capwright released to the plane's registry, and the Receiver a Git
+// host's push webhook calls.
+
+// Reporter is what the helpers need of a test (testing.TB has it; the
+// demo has its own).
+type Reporter interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
+// What the install guide's examples name.
+const (
+	// ExampleCapwrightVersion is the Capwright version the example installs
+	// (clusters/management/capwright.yaml).
+	ExampleCapwrightVersion = "v0.1.0"
+	// The site overlay's names for the site's registry and its mirror of
+	// GitHub's releases and their downloads (docs/examples/site).
+	siteRegistry  = "registry.internal.example"
+	siteReleases  = "releases.internal.example"
+	siteDownloads = "downloads.internal.example"
+	// ExampleStackRepository is where the site's registry holds team A's
+	// stack.
+	ExampleStackRepository = "example/stacks/baseline"
+	// ManagementPath is where bootstrap puts the management cluster.
+	ManagementPath = "clusters/management"
+)
+
+// WorkingCopy is a clone of a repository on the plane's Git server, made
+// and changed with the real git CLI, as a platform engineer's laptop does:
+// HTTPS with the plane's CA, the server's credentials through a credential
+// helper (never in a URL or an argument, so they reach no log).
+type WorkingCopy struct {
+	r   Reporter
+	Dir string
+	env []string
+}
+
+// CloneFleet clones the plane's fleet repository (empty at first) into a
+// new directory under dir.
+func CloneFleet(r Reporter, ctx context.Context, g *plane.GitServer, dir string) *WorkingCopy {
+	r.Helper()
+	ca := filepath.Join(dir, "git-ca.crt")
+	if err := os.WriteFile(ca, g.CACertPEM, 0o600); err != nil {
+		r.Fatalf("%v", err)
+	}
+	// GIT_SSL_CAINFO, not http.sslCAInfo: the environment's wins, and a
+	// machine may set one for its own CAs.
+	w := &WorkingCopy{r: r, Dir: filepath.Join(dir, "fleet"), env: append(os.Environ(),
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+		"GIT_SSL_CAINFO="+ca,
+		"GIT_USER="+g.Username, "GIT_PASSWORD="+g.Password,
+		// What git reads as -c options, so every command of this copy
+		// (clone included) has them.
+		"GIT_CONFIG_COUNT=3",
+		"GIT_CONFIG_KEY_0=credential.helper", `GIT_CONFIG_VALUE_0=!f() { echo "username=$GIT_USER"; echo "password=$GIT_PASSWORD"; }; f`,
+		"GIT_CONFIG_KEY_1=user.name", "GIT_CONFIG_VALUE_1=Platform Engineer",
+		"GIT_CONFIG_KEY_2=user.email", "GIT_CONFIG_VALUE_2=platform@example.com",
+	)}
+	w.git(ctx, dir, "clone", "--quiet", g.HTTPSURL("fleet.git"), w.Dir)
+	return w
+}
+
+// git runs git in dir and returns its trimmed output.
+func (w *WorkingCopy) git(ctx context.Context, dir string, args ...string) string {
+	w.r.Helper()
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir, cmd.Env = dir, w.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		w.r.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Write puts data at path (slash-separated, relative to the root).
+func (w *WorkingCopy) Write(path string, data []byte) {
+	w.r.Helper()
+	full := filepath.Join(w.Dir, filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		w.r.Fatalf("%v", err)
+	}
+	if err := os.WriteFile(full, data, 0o644); err != nil {
+		w.r.Fatalf("%v", err)
+	}
+}
+
+// Read returns the file at path.
+func (w *WorkingCopy) Read(path string) []byte {
+	w.r.Helper()
+	data, err := os.ReadFile(filepath.Join(w.Dir, filepath.FromSlash(path)))
+	if err != nil {
+		w.r.Fatalf("%v", err)
+	}
+	return data
+}
+
+// Edit rewrites the file at path with change, which must change it.
+func (w *WorkingCopy) Edit(path string, change func(string) string) {
+	w.r.Helper()
+	before := string(w.Read(path))
+	after := change(before)
+	if after == before {
+		w.r.Fatalf("the edit of %s changed nothing", path)
+	}
+	w.Write(path, []byte(after))
+}
+
+// Remove deletes the file at path.
+func (w *WorkingCopy) Remove(path string) {
+	w.r.Helper()
+	if err := os.Remove(filepath.Join(w.Dir, filepath.FromSlash(path))); err != nil {
+		w.r.Fatalf("%v", err)
+	}
+}
+
+// Pull brings the copy up to the server's main (bootstrap commits there).
+func (w *WorkingCopy) Pull(ctx context.Context) {
+	w.r.Helper()
+	w.git(ctx, w.Dir, "pull", "--quiet", "--ff-only", "origin", "main")
+}
+
+// CommitAndPush commits every change with message and pushes it to main;
+// it returns the commit's SHA and the time the push finished.
+func (w *WorkingCopy) CommitAndPush(ctx context.Context, message string) (string, time.Time) {
+	w.r.Helper()
+	w.git(ctx, w.Dir, "add", "--all")
+	w.git(ctx, w.Dir, "commit", "--quiet", "-m", message)
+	sha := w.git(ctx, w.Dir, "rev-parse", "HEAD")
+	w.git(ctx, w.Dir, "push", "--quiet", "origin", "HEAD:main")
+	w.r.Logf("pushed %s: %s", sha[:12], message)
+	return sha, time.Now()
+}
+
+// Revert commits the revert of sha and pushes it.
+func (w *WorkingCopy) Revert(ctx context.Context, sha string) (string, time.Time) {
+	w.r.Helper()
+	w.git(ctx, w.Dir, "revert", "--no-edit", sha)
+	head := w.git(ctx, w.Dir, "rev-parse", "HEAD")
+	w.git(ctx, w.Dir, "push", "--quiet", "origin", "HEAD:main")
+	w.r.Logf("pushed %s: the revert of %s", head[:12], sha[:12])
+	return head, time.Now()
+}
+
+// ExampleRepository reads docs/examples/repository, path (slash-separated,
+// relative to it) to content: what a user commits.
+func ExampleRepository(r Reporter, repoRoot string) map[string][]byte {
+	r.Helper()
+	root := filepath.Join(repoRoot, "docs", "examples", "repository")
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		files[filepath.ToSlash(rel)] = data
+		return err
+	})
+	if err != nil {
+		r.Fatalf("%v", err)
+	}
+	return files
+}
+
+// SiteOverlay is docs/examples/site/clusters/management/kustomization.yaml
+// for the plane's site: the overlay's names of the site's registry and
+// release mirror are the plane's (releases stands in for GitHub), and one
+// patch more sends the cert-manager Kustomization to the plane's
+// cert-manager, its stand-in certsim, which runs with the plane (so the
+// Kustomization applies the namespace only: plane/cert-manager, committed
+// beside it).
+func SiteOverlay(r Reporter, p *plane.Plane, releases *plane.ReleaseServer) map[string][]byte {
+	r.Helper()
+	data, err := os.ReadFile(filepath.Join(p.RepoRoot(), "docs", "examples", "site", "clusters", "management", "kustomization.yaml"))
+	if err != nil {
+		r.Fatalf("%v", err)
+	}
+	text := strings.NewReplacer(
+		siteRegistry, p.Registry.Host,
+		siteReleases, releases.Host,
+		siteDownloads, releases.DownloadHost,
+	).Replace(string(data))
+	for _, name := range []string{p.Registry.Host, releases.Host, releases.DownloadHost} {
+		if !strings.Contains(text, name) {
+			r.Fatalf("docs/examples/site no longer names the site's %s; update framework.SiteOverlay", name)
+		}
+	}
+	text = strings.TrimRight(text, "\n") + `
+# The plane's cert-manager is its stand-in, certsim, which runs with the
+# plane; its Kustomization applies the namespace only.
+- target:
+    kind: Kustomization
+    name: cert-manager
+  patch: |
+    - op: replace
+      path: /spec/path
+      value: ./plane/cert-manager
+`
+	return map[string][]byte{
+		ManagementPath + "/kustomization.yaml": []byte(text),
+		"plane/cert-manager/namespace.yaml":    []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cert-manager\n"),
+	}
+}
+
+// ReleaseCapwright runs `make release VERSION=<version>` (the same code,
+// in-process) to the plane's registry, as the project's REGISTRY: the
+// manifests artifact the example's OCIRepository names (through the site
+// overlay) and the manager image it pins. Only this machine's platform is
+// built: the install suite checks both.
+func ReleaseCapwright(r Reporter, ctx context.Context, p *plane.Plane, version string, log func(string)) *release.Result {
+	r.Helper()
+	res, err := release.Release(ctx, release.Options{
+		Version:        version,
+		Registry:       p.Registry.Host + "/capwright",
+		PlainHTTP:      true,
+		RepoRoot:       p.RepoRoot(),
+		ImagePlatforms: []string{"linux/" + runtime.GOARCH},
+		CLIPlatforms:   []string{},
+		// The tree under test may hold uncommitted work; the dirty-tree
+		// refusal is tested in internal/release.
+		AllowDirty: true,
+		Log:        lineWriter(log),
+	})
+	if err != nil {
+		r.Fatalf("make release VERSION=%s: %v", version, err)
+	}
+	return res
+}
+
+// lineWriter calls log with each write, trailing newline dropped.
+type lineWriter func(string)
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	if w != nil {
+		w(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+// Bootstrap runs the real `flux bootstrap git` against the plane's Git
+// server over HTTPS, with the server's credentials (the password from the
+// environment, as GIT_PASSWORD) and CA, for the management cluster at
+// path; it returns bootstrap's output, the password masked.
+func Bootstrap(r Reporter, ctx context.Context, p *plane.Plane, fluxCLI, dir, path string) string {
+	r.Helper()
+	ca := filepath.Join(dir, "bootstrap-ca.crt")
+	if err := os.WriteFile(ca, p.Git.CACertPEM, 0o600); err != nil {
+		r.Fatalf("%v", err)
+	}
+	cmd := exec.CommandContext(ctx, fluxCLI, "bootstrap", "git",
+		"--url="+p.Git.HTTPSURL("fleet.git"),
+		"--branch=main",
+		"--path="+path,
+		// HTTPS with basic auth for Flux's sync too (without it bootstrap
+		// sets up SSH).
+		"--token-auth",
+		"--username="+p.Git.Username,
+		"--ca-file="+ca,
+		"--author-name=Flux", "--author-email=flux@example.com",
+		"--silent",
+		"--timeout=5m",
+		"--kubeconfig="+p.Kubeconfig)
+	cmd.Env = append(os.Environ(), "GIT_PASSWORD="+p.Git.Password)
+	out, err := cmd.CombinedOutput()
+	text := strings.ReplaceAll(string(out), p.Git.Password, "***")
+	if err != nil {
+		r.Fatalf("flux bootstrap git: %v\n%s", err, text)
+	}
+	return text
+}
+
+// FluxCLI is the flux CLI make tools builds, in binDir.
+func FluxCLI(r Reporter, binDir string) string {
+	r.Helper()
+	path := filepath.Join(binDir, "flux")
+	if _, err := os.Stat(path); err != nil {
+		r.Fatalf("the flux CLI (make tools builds it): %v", err)
+	}
+	return path
+}
+
+// NotifyPush calls the Receiver flux-system/flux-system as the Git host's
+// push webhook does.
+func NotifyPush(r Reporter, ctx context.Context, c client.Client, p *plane.Plane) {
+	r.Helper()
+	var path string
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "notification.toolkit.fluxcd.io", Version: "v1", Kind: "Receiver"})
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "flux-system"}, u); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		path, _, _ = unstructured.NestedString(u.Object, "status", "webhookPath")
+		last = fmt.Sprint(u.Object["status"])
+		return path != "", nil
+	})
+	if err != nil {
+		r.Fatalf("Receiver flux-system has no webhook path (%s): %v", last, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.ReceiverURL()+path, bytes.NewReader([]byte(`{"ref":"refs/heads/main"}`)))
+	if err != nil {
+		r.Fatalf("%v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.Fatalf("calling the Receiver: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		r.Fatalf("the Receiver answered %s", resp.Status)
+	}
+}
