@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -343,4 +344,38 @@ func objects(t *testing.T, data []byte) []map[string]any {
 		out = append(out, o)
 	}
 	return out
+}
+
+// TestGitOpsGuideShowsTheExamples: every YAML block of docs/gitops.md is
+// part of an example file, word for word (comments aside), and the gitops
+// e2e suite commits those files: what the guide shows is what was run.
+func TestGitOpsGuideShowsTheExamples(t *testing.T) {
+	guide, err := os.ReadFile(filepath.Join(repoRoot, "docs", "gitops.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var examples []string
+	err = filepath.WalkDir(filepath.Join(repoRoot, "docs", "examples"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			examples = append(examples, string(stripComments(data)))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(guide, -1)
+	if len(blocks) == 0 {
+		t.Fatal("docs/gitops.md has no YAML block")
+	}
+	for i, m := range blocks {
+		block := strings.TrimSpace(string(stripComments(m[1])))
+		if !slices.ContainsFunc(examples, func(e string) bool { return strings.Contains(e, block) }) {
+			t.Errorf("docs/gitops.md, YAML block %d is in no file of docs/examples (which tests/e2e/gitops commits):\n%s", i+1, block)
+		}
+	}
 }
