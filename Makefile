@@ -148,12 +148,13 @@ fuzz: ## Fuzz every parser of untrusted input, FUZZ_TIME each (default 10m); fin
 	done
 
 .PHONY: bench
-bench: tools $(BIN)/capwright ## Benchmarks: pure packages, the CLI (also as a process: publish, inspect, and mirror beside sequential skopeo where installed, over 10 ms of registry latency), a Tenant change on 20 clusters, a fleet of 1,000 Tenants × 20 Clusters on one manager, and the three CAPI providers installed by Capwright (from OCI and from release URLs), bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side.
+bench: tools $(BIN)/capwright ## Benchmarks: pure packages, the CLI (also as a process: publish, inspect, and mirror beside sequential skopeo where installed, over 10 ms of registry latency), a Tenant change on 20 clusters, a fleet of 1,000 Tenants × 20 Clusters on one manager, the three CAPI providers installed by Capwright (from OCI and from release URLs), bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side, and a provider upgrade pushed to Git through Capwright and through hand-written Flux Kustomizations.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./cmd/capwright/
 	$(GO) run ./tests/cmd/cli-bench -runs $(CLI_BENCH_RUNS) -capwright $(BIN)/capwright
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./tests/e2e/tenants/
 	$(GO) run ./tests/cmd/install-bench -runs $(BENCH_RUNS)
+	$(GO) run ./tests/cmd/gitops-bench -runs $(BENCH_RUNS)
 	$(GO) run ./tests/cmd/fleet-bench -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)
 	$(GO) run ./tests/cmd/fleet-bench -rollout -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)
 
