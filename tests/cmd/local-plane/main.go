@@ -76,6 +76,7 @@ func up(args []string) error {
 	state.register(fs)
 	workloads := fs.Int("workload-clusters", 0, "number of workload clusters to start")
 	capwright := fs.Bool("capwright", true, "install the Capwright CRDs and run bin/capwright-manager against the plane")
+	gitops := fs.Bool("gitops", true, "bootstrap the plane's Flux from its Git server's fleet.git with the flux CLI (flux bootstrap git, path clusters/management), so what is pushed there is applied; false starts the plane's own Flux controllers instead")
 	_ = fs.Parse(args)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -92,11 +93,16 @@ func up(args []string) error {
 	}
 	defer os.Remove(state.pidFile())
 
-	p, err := plane.Start(ctx, plane.Options{Log: os.Stdout})
+	p, err := plane.Start(ctx, plane.Options{Log: os.Stdout, RunDeployments: *gitops})
 	if err != nil {
 		return err
 	}
 	defer p.Stop()
+	if *gitops {
+		if err := bootstrapFleet(ctx, p); err != nil {
+			return fmt.Errorf("bootstrapping Flux from fleet.git: %w", err)
+		}
+	}
 	files := map[string][]byte{
 		"registry": []byte(p.Registry.Host + "\n"),
 		"run-dir":  []byte(p.RunDir + "\n"),
@@ -165,15 +171,18 @@ The local management plane is up.
   registry:    %[2]s   (plain HTTP; use insecure: true in OCIRepository)
                the Capwright manager treats it as the mirror of registry.k8s.io/cluster-api/manifests:
                publish providers to %[2]s/cluster-api/manifests/<type>-<name>:<version>
-  git:         %[4]s   (%[1]s/git-url: fleet.git, empty, for Flux to sync)
+  git:         %[4]s   (%[1]s/git-url: fleet.git, which Flux syncs)
                HTTPS with the plane's CA %[1]s/git-ca.crt; plain HTTP at %[5]s
                basic auth: %[1]s/git-credentials holds username=… and password=… lines
                (. %[1]s/git-credentials sets $username and $password in a shell)
                export GIT_SSL_CAINFO=%[1]s/git-ca.crt   (git's own setting loses to this variable where it is set)
                git clone %[6]s
+               Flux syncs clusters/management of fleet.git (flux bootstrap git made it so): commit YAML there,
+               push, and it is applied within a minute, or at once after
+               %[7]s reconcile source git flux-system --kubeconfig %[1]s/kubeconfig
   logs:        %[3]s
 Stop it with: make plane-down
-`, abs, p.Registry.Host, p.RunDir, p.Git.HTTPSURL("fleet.git"), p.Git.HTTPURL("fleet.git"), gitURLWithCredentials(p.Git))
+`, abs, p.Registry.Host, p.RunDir, p.Git.HTTPSURL("fleet.git"), p.Git.HTTPURL("fleet.git"), gitURLWithCredentials(p.Git), fluxCLIPath())
 }
 
 // down signals the plane started by up and waits until it is gone.
@@ -225,4 +234,13 @@ func gitURLWithCredentials(g *plane.GitServer) string {
 	}
 	u.User = url.UserPassword(g.Username, g.Password)
 	return u.String()
+}
+
+// fluxCLIPath is the flux CLI make tools builds.
+func fluxCLIPath() string {
+	bin, err := plane.DefaultBinDir()
+	if err != nil {
+		return "flux"
+	}
+	return filepath.Join(bin, "flux")
 }
