@@ -159,7 +159,7 @@ bench: tools $(BIN)/capwright ## Benchmarks: pure packages, the CLI (also as a p
 	$(GO) run ./tests/cmd/fleet-bench -rollout -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)
 
 .PHONY: demo
-demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Install real CAPI providers through Capwright and Flux on the local plane, give a tenant a stack, create a Cluster whose control plane is a chart, print, stop.
+demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Capwright the GitOps way on the local plane: flux bootstrap git (the real flux CLI), commit the example repository (Capwright, the real CAPI providers, a Tenant with its stack on two workload clusters), upgrade a provider by a commit, print, stop.
 	$(BIN)/local-plane demo
 
 .PHONY: plane-up
