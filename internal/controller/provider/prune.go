@@ -119,7 +119,10 @@ func (r *Reconciler) pruneDropped(ctx context.Context, obj v1alpha1.Provider) (p
 	if err != nil {
 		return notDropped, reconcile.Result{}, err
 	}
-	source := fmt.Sprintf("Kustomization %s/%s no longer applies it (its source at %s dropped it)", ks.Namespace, ks.Name, ks.Status.LastAppliedRevision)
+	// The inventory is the last attempted revision's: Flux writes it once
+	// it has applied, before its health checks (lastAppliedRevision moves
+	// after them).
+	source := fmt.Sprintf("Kustomization %s/%s no longer applies it (its source at %s dropped it)", ks.Namespace, ks.Name, ks.Status.LastAttemptedRevision)
 	if len(blockers) > 0 {
 		conditions.True(obj, v1alpha1.DeletingCondition, v1alpha1.DeletionBlockedReason,
 			fmt.Sprintf("%s, but it is kept while these exist: %s. Put it back in Git to keep it, or delete them to let it go", source, strings.Join(blockers, "; ")))

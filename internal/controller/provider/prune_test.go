@@ -30,8 +30,9 @@ func providersKustomization(prune bool, lists ...v1alpha1.Provider) *kustomizev1
 		ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "providers", Generation: 1},
 		Spec:       kustomizev1.KustomizationSpec{Prune: prune},
 		Status: kustomizev1.KustomizationStatus{
-			LastAppliedRevision: "main@sha1:0123456789abcdef",
-			Inventory:           &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{}},
+			LastAttemptedRevision: "main@sha1:0123456789abcdef",
+			LastAppliedRevision:   "main@sha1:fedcba9876543210",
+			Inventory:             &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{}},
 		},
 	}
 	for _, p := range lists {
