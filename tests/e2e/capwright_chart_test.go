@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -401,20 +399,7 @@ func chartClient(t *testing.T) client.Client {
 // (so the Helm release) is deleted when the test ends.
 func installChart(t *testing.T, ctx context.Context, c client.Client, release, namespace string, values map[string]any) *helmv2.HelmRelease {
 	t.Helper()
-	root := filepath.Join(env.RepoRoot(), "charts", "capwright")
-	files := map[string][]byte{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		files[filepath.ToSlash(rel)] = data
-		return nil
-	})
+	files, err := framework.ReadTree(filepath.Join(env.RepoRoot(), "charts", "capwright"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,7 +173,16 @@ func (w *WorkingCopy) Revert(ctx context.Context, sha string) (string, time.Time
 // relative to it) to content: what a user commits.
 func ExampleRepository(r Reporter, repoRoot string) map[string][]byte {
 	r.Helper()
-	root := filepath.Join(repoRoot, "docs", "examples", "repository")
+	files, err := ReadTree(filepath.Join(repoRoot, "docs", "examples", "repository"))
+	if err != nil {
+		r.Fatalf("%v", err)
+	}
+	return files
+}
+
+// ReadTree reads every file under root, by its slash-separated path
+// relative to root.
+func ReadTree(root string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -187,10 +196,7 @@ func ExampleRepository(r Reporter, repoRoot string) map[string][]byte {
 		files[filepath.ToSlash(rel)] = data
 		return err
 	})
-	if err != nil {
-		r.Fatalf("%v", err)
-	}
-	return files
+	return files, err
 }
 
 // SiteOverlay is docs/examples/site/clusters/management/kustomization.yaml
