@@ -49,10 +49,11 @@ func usage() {
 	fmt.Fprint(os.Stderr, `local-plane runs the local Kubernetes + Flux management plane.
 
 Usage:
-  local-plane up   [-state DIR] [-workload-clusters N] [-capwright=false]
-                   start (with the Capwright manager), write DIR/kubeconfig, DIR/registry and DIR/git-*, run until signalled
+  local-plane up   [-state DIR] [-workload-clusters N] [-capwright=false] [-gitops=false]
+                   start (Flux bootstrapped from the Git server's fleet.git, the Capwright manager), write DIR/kubeconfig,
+                   DIR/registry and DIR/git-*, run until signalled
   local-plane down [-state DIR]                          stop a plane started with up
-  local-plane demo                                       start, prove Flux works, print what runs, stop
+  local-plane demo                                       the GitOps demo: bootstrap, commit the example repository, upgrade by a commit, stop
 
 Component binaries come from bin/ (make tools); CAPWRIGHT_BIN_DIR overrides.
 `)
