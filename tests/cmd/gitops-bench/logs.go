@@ -2,10 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -166,39 +163,4 @@ func healthCheck(e *env, namespace, name string) float64 {
 		return 0
 	}
 	return d.Seconds()
-}
-
-// processCPU sums the CPU seconds of the processes by command name.
-func processCPU(pids []int) map[string]float64 {
-	out := map[string]float64{}
-	slices.Sort(pids)
-	for _, pid := range slices.Compact(pids) {
-		if pid <= 0 {
-			continue
-		}
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if err != nil {
-			continue
-		}
-		out[strings.TrimSpace(string(comm))] += cpuSeconds(pid)
-	}
-	return out
-}
-
-// cpuSeconds is the user and system CPU time a process has used, 0 if
-// unknown.
-func cpuSeconds(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces: count fields
-	// after it. utime and stime are fields 14 and 15, in clock ticks.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ is 100 on Linux
 }

@@ -60,6 +60,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/capwright/capwright/tests/benchstat"
 )
 
 func main() {
@@ -165,32 +167,12 @@ func total(m map[string]float64) float64 {
 	return t
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func collect(rs []result, f func(result) float64) []float64 {
-	out := make([]float64, 0, len(rs))
-	for _, r := range rs {
-		out = append(out, f(r))
-	}
-	return out
-}
-
 // spread is "median (min–max)".
 func spread(v []float64) string {
 	if len(v) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f (%.2f–%.2f)", median(v), slices.Min(v), slices.Max(v))
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", benchstat.Median(v), slices.Min(v), slices.Max(v))
 }
 
 func report(systems []system, results map[string][]result) {
@@ -201,9 +183,9 @@ func report(systems []system, results map[string][]result) {
 	for _, s := range systems {
 		rs := results[s.Name()]
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", s.Name(), len(rs),
-			spread(collect(rs, func(r result) float64 { return r.Upgrade.Seconds() })),
-			spread(collect(rs, func(r result) float64 { return r.Install.Seconds() })),
-			spread(collect(rs, func(r result) float64 { return total(r.CPU) })))
+			spread(benchstat.Collect(rs, func(r result) float64 { return r.Upgrade.Seconds() })),
+			spread(benchstat.Collect(rs, func(r result) float64 { return r.Install.Seconds() })),
+			spread(benchstat.Collect(rs, func(r result) float64 { return total(r.CPU) })))
 	}
 	_ = tw.Flush()
 
@@ -220,9 +202,9 @@ func report(systems []system, results map[string][]result) {
 		return "OVER 1.1×"
 	}
 	if len(perRun) > 0 {
-		ratio := median(collect(a, up)) / median(collect(b, up))
+		ratio := benchstat.Median(benchstat.Collect(a, up)) / benchstat.Median(benchstat.Collect(b, up))
 		fmt.Printf("capwright / flux, ratio of medians: %.2f× (%s)\n", ratio, verdict(ratio))
-		fmt.Printf("capwright / flux, per run: %.2f× median (%.2f–%.2f)\n", median(perRun), slices.Min(perRun), slices.Max(perRun))
+		fmt.Printf("capwright / flux, per run: %.2f× median (%.2f–%.2f)\n", benchstat.Median(perRun), slices.Min(perRun), slices.Max(perRun))
 	}
 
 	fmt.Println("\nwhere the upgrade's time goes, medians in seconds after the push (from the controllers' logs):")
@@ -245,7 +227,7 @@ func report(systems []system, results map[string][]result) {
 				if len(v) == 0 {
 					return -1
 				}
-				return median(v)
+				return benchstat.Median(v)
 			}
 			steps = append(steps, step{Name: first.Name, At: get(func(s step) float64 { return s.At }),
 				Waits: max(0, int(math.Round(get(func(s step) float64 { return float64(s.Waits) })))),
@@ -275,9 +257,9 @@ func report(systems []system, results map[string][]result) {
 	fmt.Fprintf(tw, "system\tall\t%s\n", strings.Join(procs, "\t"))
 	for _, s := range systems {
 		rs := results[s.Name()]
-		cells := []string{fmt.Sprintf("%.2f", median(collect(rs, func(r result) float64 { return total(r.CPU) })))}
+		cells := []string{fmt.Sprintf("%.2f", benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return total(r.CPU) })))}
 		for _, n := range procs {
-			cells = append(cells, fmt.Sprintf("%.2f", median(collect(rs, func(r result) float64 { return r.CPU[n] }))))
+			cells = append(cells, fmt.Sprintf("%.2f", benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return r.CPU[n] }))))
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", s.Name(), strings.Join(cells, "\t"))
 	}

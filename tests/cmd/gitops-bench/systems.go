@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/tests/benchstat"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
@@ -175,7 +176,7 @@ func runOnce(ctx context.Context, s system) (res result, err error) {
 	time.Sleep(settle)
 
 	pids := append(p.PIDs(), os.Getpid())
-	cpu0 := processCPU(pids)
+	cpu0 := benchstat.ProcessCPU(pids)
 	s.Upgrade(e)
 	e.sha, e.pushed = e.w.CommitAndPush(ctx, "Upgrade the kubeadm control plane provider to "+toVersion)
 	framework.NotifyPush(r, ctx, c, p)
@@ -194,7 +195,7 @@ func runOnce(ctx context.Context, s system) (res result, err error) {
 		time.Sleep(pollEvery)
 	}
 	res.Upgrade = end.Sub(e.pushed)
-	res.CPU = processCPU(pids)
+	res.CPU = benchstat.ProcessCPU(pids)
 	for n, v := range cpu0 {
 		res.CPU[n] -= v
 	}

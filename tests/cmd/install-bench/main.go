@@ -63,6 +63,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/tests/benchstat"
 	"github.com/capwright/capwright/tests/plane"
 )
 
@@ -232,7 +233,7 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	// plane; the system's own get as long to settle.
 	time.Sleep(settle)
 
-	cpu0 := cpuSeconds(pid)
+	cpu0 := benchstat.CPUSeconds(pid)
 	start := time.Now()
 	if err := s.Apply(ctx, c, fromVersion); err != nil {
 		return res, err
@@ -255,7 +256,7 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	}
 	if pid > 0 {
 		res.RSS = rss(pid)
-		res.CPUInstall = cpuSeconds(pid) - cpu0
+		res.CPUInstall = benchstat.CPUSeconds(pid) - cpu0
 	}
 
 	since := time.Now()
@@ -267,8 +268,8 @@ func runOnce(ctx context.Context, s system) (result, error) {
 		return res, err
 	}
 
-	cpu0 = cpuSeconds(pid)
-	plane0 := processCPU(append(p.PIDs(), pid))
+	cpu0 = benchstat.CPUSeconds(pid)
+	plane0 := benchstat.ProcessCPU(append(p.PIDs(), pid))
 	profiled := make(chan error, 2)
 	profiles := 0
 	if profileDir != "" {
@@ -305,8 +306,8 @@ func runOnce(ctx context.Context, s system) (result, error) {
 		}
 		printWatchEvents(s.Name(), watched, after)
 	}
-	res.CPUUp = cpuSeconds(pid) - cpu0
-	res.UpCPU = processCPU(append(p.PIDs(), pid))
+	res.CPUUp = benchstat.CPUSeconds(pid) - cpu0
+	res.UpCPU = benchstat.ProcessCPU(append(p.PIDs(), pid))
 	for name, v := range plane0 {
 		res.UpCPU[name] -= v
 	}
@@ -404,27 +405,6 @@ func rss(pid int) int64 {
 	return 0
 }
 
-// cpuSeconds is the user and system CPU time a process has used, 0 if
-// unknown.
-func cpuSeconds(pid int) float64 {
-	if pid <= 0 {
-		return 0
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces: count fields
-	// after it. utime and stime are fields 14 and 15, in clock ticks.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ is 100 on Linux
-}
-
 // timelines reads the manager's "install timeline" log lines: seconds per
 // step, by controller, for generation 1 (install) and 2 (upgrade).
 func timelines(logPath string) (install, upgrade map[string]map[string]float64) {
@@ -489,23 +469,6 @@ func saveProfile(ctx context.Context, hc *http.Client, url, path string) error {
 	}
 	_, err = io.Copy(f, io.LimitReader(resp.Body, 64<<20))
 	return errors.Join(err, f.Close())
-}
-
-// processCPU sums the CPU seconds of the processes by command name.
-func processCPU(pids []int) map[string]float64 {
-	out := map[string]float64{}
-	slices.Sort(pids)
-	for _, pid := range slices.Compact(pids) {
-		if pid <= 0 {
-			continue
-		}
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if err != nil {
-			continue
-		}
-		out[strings.TrimSpace(string(comm))] += cpuSeconds(pid)
-	}
-	return out
 }
 
 // fluxRuns are the reconciles of one Kustomization in a window.
@@ -581,26 +544,6 @@ const secondPoll = 4.5
 
 var stepNames = []string{"preflight", "written", "source", "applied", "healthy", "ready"}
 
-func median(ds []float64) float64 {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func collect(rs []result, f func(result) float64) []float64 {
-	out := make([]float64, 0, len(rs))
-	for _, r := range rs {
-		out = append(out, f(r))
-	}
-	return out
-}
-
 func report(systems []system, results map[string][]result) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\nthree CAPI providers, CR applied → all Ready; medians over runs (each on a fresh plane)")
@@ -608,13 +551,13 @@ func report(systems []system, results map[string][]result) {
 	base := map[string]float64{}
 	for _, s := range systems {
 		rs := results[s.Name()]
-		inst := median(collect(rs, func(r result) float64 { return r.Install.Seconds() }))
-		up := median(collect(rs, func(r result) float64 { return r.Upgrade.Seconds() }))
+		inst := benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return r.Install.Seconds() }))
+		up := benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return r.Upgrade.Seconds() }))
 		per := func(t string) float64 {
-			return median(collect(rs, func(r result) float64 { return r.PerProvider[t].Seconds() }))
+			return benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return r.PerProvider[t].Seconds() }))
 		}
 		writes := func(m func(result) map[string]int, u string) float64 {
-			return median(collect(rs, func(r result) float64 { return float64(m(r)[u]) }))
+			return benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return float64(m(r)[u]) }))
 		}
 		own := "-"
 		ownR := "-"
@@ -623,12 +566,12 @@ func report(systems []system, results map[string][]result) {
 			ownR = fmt.Sprintf("%.0f", writes(func(r result) map[string]int { return r.ReconcileWrites }, s.User()))
 		}
 		mem := "-"
-		if m := median(collect(rs, func(r result) float64 { return float64(r.RSS) })); m > 0 {
+		if m := benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return float64(r.RSS) })); m > 0 {
 			mem = fmt.Sprintf("%.0f", m/(1<<20))
 		}
 		cpu := "-"
 		if s.User() != "" {
-			cpu = fmt.Sprintf("%.2f, %.2f", median(collect(rs, func(r result) float64 { return r.CPUInstall })), median(collect(rs, func(r result) float64 { return r.CPUUp })))
+			cpu = fmt.Sprintf("%.2f, %.2f", benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return r.CPUInstall })), benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return r.CPUUp })))
 		}
 		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s, %.0f\t%s, %.0f\t%s\t%s\n", s.Name(), len(rs), inst, up,
 			per(v1alpha1.CoreProviderType), per(v1alpha1.BootstrapProviderType), per(v1alpha1.ControlPlaneProviderType),
@@ -658,7 +601,7 @@ func report(systems []system, results map[string][]result) {
 				inst = append(inst, rs[i].Install.Seconds()/against[i].Install.Seconds())
 				up = append(up, rs[i].Upgrade.Seconds()/against[i].Upgrade.Seconds())
 			}
-			fmt.Printf("  %-22s %.2f×  %.2f×\n", s.Name(), median(inst), median(up))
+			fmt.Printf("  %-22s %.2f×  %.2f×\n", s.Name(), benchstat.Median(inst), benchstat.Median(up))
 		}
 	}
 	perRound("flux", "bare Flux")
@@ -678,9 +621,9 @@ func report(systems []system, results map[string][]result) {
 		var cells []string
 		for _, t := range []string{v1alpha1.CoreProviderType, v1alpha1.BootstrapProviderType, v1alpha1.ControlPlaneProviderType} {
 			cells = append(cells, fmt.Sprintf("%.0f × %.2f s (health %.2f s)",
-				median(collect(rs, func(r result) float64 { return float64(r.UpFlux[t].Count) })),
-				median(collect(rs, func(r result) float64 { return r.UpFlux[t].Last })),
-				median(collect(rs, func(r result) float64 { return r.UpHealth[t] }))))
+				benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return float64(r.UpFlux[t].Count) })),
+				benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return r.UpFlux[t].Last })),
+				benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return r.UpHealth[t] }))))
 		}
 		second := 0
 		for _, r := range rs {
@@ -701,7 +644,7 @@ func report(systems []system, results map[string][]result) {
 	fmt.Fprintf(tw, "system\tall\t%s\n", strings.Join(procs, "\t"))
 	for _, s := range systems {
 		rs := results[s.Name()]
-		cells := []string{fmt.Sprintf("%.2f", median(collect(rs, func(r result) float64 {
+		cells := []string{fmt.Sprintf("%.2f", benchstat.Median(benchstat.Collect(rs, func(r result) float64 {
 			var all float64
 			for _, v := range r.UpCPU {
 				all += v
@@ -709,7 +652,7 @@ func report(systems []system, results map[string][]result) {
 			return all
 		})))}
 		for _, name := range procs {
-			cells = append(cells, fmt.Sprintf("%.2f", median(collect(rs, func(r result) float64 { return r.UpCPU[name] }))))
+			cells = append(cells, fmt.Sprintf("%.2f", benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return r.UpCPU[name] }))))
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", s.Name(), strings.Join(cells, "\t"))
 	}
@@ -731,13 +674,13 @@ func report(systems []system, results map[string][]result) {
 			for _, ctrl := range []string{"CoreProvider", "BootstrapProvider", "ControlPlaneProvider"} {
 				var cells []string
 				for _, st := range stepNames {
-					cells = append(cells, fmt.Sprintf("%.2f", median(collect(rs, func(r result) float64 { return phase.get(r)[ctrl][st] }))))
+					cells = append(cells, fmt.Sprintf("%.2f", benchstat.Median(benchstat.Collect(rs, func(r result) float64 { return phase.get(r)[ctrl][st] }))))
 				}
-				manager := median(collect(rs, func(r result) float64 {
+				manager := benchstat.Median(benchstat.Collect(rs, func(r result) float64 {
 					t := phase.get(r)[ctrl]
 					return t["written"] + t["ready"] - t["healthy"]
 				}))
-				flux := median(collect(rs, func(r result) float64 {
+				flux := benchstat.Median(benchstat.Collect(rs, func(r result) float64 {
 					t := phase.get(r)[ctrl]
 					return t["healthy"] - t["written"]
 				}))
@@ -789,8 +732,8 @@ func releaseVsOCI(results map[string][]result) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "system	runs	install s: median (min–max)	upgrade s: median (min–max)")
 	spread := func(rs []result, f func(result) float64) string {
-		v := collect(rs, f)
-		return fmt.Sprintf("%.2f (%.2f–%.2f)", median(v), slices.Min(v), slices.Max(v))
+		v := benchstat.Collect(rs, f)
+		return fmt.Sprintf("%.2f (%.2f–%.2f)", benchstat.Median(v), slices.Min(v), slices.Max(v))
 	}
 	install := func(r result) float64 { return r.Install.Seconds() }
 	upgrade := func(r result) float64 { return r.Upgrade.Seconds() }
@@ -812,9 +755,9 @@ func releaseVsOCI(results map[string][]result) {
 		}
 		return "OVER 1.1×"
 	}
-	ri := median(collect(rel, install)) / median(collect(oci, install))
-	ru := median(collect(rel, upgrade)) / median(collect(oci, upgrade))
+	ri := benchstat.Median(benchstat.Collect(rel, install)) / benchstat.Median(benchstat.Collect(oci, install))
+	ru := benchstat.Median(benchstat.Collect(rel, upgrade)) / benchstat.Median(benchstat.Collect(oci, upgrade))
 	fmt.Printf("release / OCI, ratio of medians: install %.2f× (%s), upgrade %.2f× (%s)\n", ri, verdict(ri), ru, verdict(ru))
 	fmt.Printf("release / OCI, per round: install %.2f× median (%.2f–%.2f), upgrade %.2f× median (%.2f–%.2f)\n",
-		median(perInstall), slices.Min(perInstall), slices.Max(perInstall), median(perUpgrade), slices.Min(perUpgrade), slices.Max(perUpgrade))
+		benchstat.Median(perInstall), slices.Min(perInstall), slices.Max(perInstall), benchstat.Median(perUpgrade), slices.Min(perUpgrade), slices.Max(perUpgrade))
 }

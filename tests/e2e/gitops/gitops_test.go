@@ -330,7 +330,7 @@ func TestGitOps(t *testing.T) {
 			r := apimeta.FindStatusCondition(ks.Status.Conditions, meta.ReadyCondition)
 			h := apimeta.FindStatusCondition(ks.Status.Conditions, "Healthy")
 			return r != nil && r.Status != metav1.ConditionTrue && ks.Status.LastAttemptedRevision == gitRevision(sha) &&
-				h != nil && h.Status != metav1.ConditionTrue && strings.Contains(h.Message, gitRevision(sha)),
+					h != nil && h.Status != metav1.ConditionTrue && strings.Contains(h.Message, gitRevision(sha)),
 				fmt.Sprintf("Ready %v, Healthy %v", r, h)
 		})
 		deploy := &appsv1.Deployment{}
