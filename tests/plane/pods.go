@@ -492,13 +492,13 @@ func (r *podRunner) volumes(ctx context.Context, namespace string, pod corev1.Po
 		case vol.Secret != nil:
 			s, err := r.kube.CoreV1().Secrets(namespace).Get(ctx, vol.Secret.SecretName, metav1.GetOptions{})
 			if err != nil {
-				return nil, fmt.Errorf("Secret %s/%s of volume %s: %w", namespace, vol.Secret.SecretName, vm.Name, err)
+				return nil, fmt.Errorf("volume %s: Secret %s/%s: %w", vm.Name, namespace, vol.Secret.SecretName, err)
 			}
 			files = s.Data
 		case vol.ConfigMap != nil:
 			cm, err := r.kube.CoreV1().ConfigMaps(namespace).Get(ctx, vol.ConfigMap.Name, metav1.GetOptions{})
 			if err != nil {
-				return nil, fmt.Errorf("ConfigMap %s/%s of volume %s: %w", namespace, vol.ConfigMap.Name, vm.Name, err)
+				return nil, fmt.Errorf("volume %s: ConfigMap %s/%s: %w", vm.Name, namespace, vol.ConfigMap.Name, err)
 			}
 			files = map[string][]byte{}
 			for k, v := range cm.Data {
