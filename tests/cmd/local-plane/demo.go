@@ -39,16 +39,15 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 )
 
-// The example repository's files the demo edits, and the version it first
-// commits the kubeadm control plane provider at, one release back: the
-// upgrade commit brings the providers file back to the example as written.
+// What the demo shares with the gitops suite: the example's providers
+// file, the control plane provider's first version (one release back: the
+// upgrade commit brings the file back to the example as written), and team
+// A's namespaces.
 const (
-	providersFile   = "infrastructure/providers/cluster-api.yaml"
-	previousVersion = "v1.13.6"
-	// tenantNamespace holds team A's Clusters (the Tenant's management
-	// namespace), stackNamespace its stack on each workload cluster.
-	tenantNamespace = "tenant-team-a"
-	stackNamespace  = "team-a"
+	providersFile   = framework.ExampleProvidersFile
+	previousVersion = framework.PreviousCAPIVersion
+	tenantNamespace = framework.ExampleTenantNamespace
+	stackNamespace  = framework.ExampleStackNamespace
 )
 
 // demo is Capwright used as its users use it, on the local plane: a Git

@@ -51,6 +51,17 @@ const (
 	ExampleStackRepository = "example/stacks/baseline"
 	// ManagementPath is where bootstrap puts the management cluster.
 	ManagementPath = "clusters/management"
+	// ExampleProvidersFile holds the example's three providers.
+	ExampleProvidersFile = "infrastructure/providers/cluster-api.yaml"
+	// PreviousCAPIVersion is the release before plane.CAPIVersion: the
+	// gitops suite and the demo first commit the kubeadm control plane
+	// provider at it, so that a commit can upgrade it to the example's.
+	PreviousCAPIVersion = "v1.13.6"
+	// ExampleTenantNamespace holds team A's Clusters (the Tenant's
+	// management namespace), and ExampleStackNamespace its stack on each
+	// workload cluster.
+	ExampleTenantNamespace = "tenant-team-a"
+	ExampleStackNamespace  = "team-a"
 )
 
 // WorkingCopy is a clone of a repository on the plane's Git server, made

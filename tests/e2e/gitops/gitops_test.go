@@ -27,15 +27,13 @@ import (
 // committed at first, one release back: the upgrade commit brings
 // infrastructure/providers/cluster-api.yaml to the example as written.
 const (
-	providersFile    = "infrastructure/providers/cluster-api.yaml"
+	providersFile    = framework.ExampleProvidersFile
 	tenantFile       = "infrastructure/tenants/team-a.yaml"
 	tenantAlertsFile = "infrastructure/tenant-alerts/team-a-rollouts.yaml"
 	exampleVersion   = plane.CAPIVersion
-	previousVersion  = "v1.13.6"
-	// tenantNamespace holds team A's Clusters (the Tenant's management
-	// namespace), and stackNamespace its stack on each workload cluster.
-	tenantNamespace = "tenant-team-a"
-	stackNamespace  = "team-a"
+	previousVersion  = framework.PreviousCAPIVersion
+	tenantNamespace  = framework.ExampleTenantNamespace
+	stackNamespace   = framework.ExampleStackNamespace
 )
 
 // theProviders are the example's three providers.
