@@ -26,19 +26,24 @@ import (
 // for the core provider, other providers) use it must not go: deleting it
 // would uninstall what those Clusters run on, and once its deletion has
 // started Kubernetes cannot take it back, so restoring the file in Git
-// would not restore it. So Capwright annotates every provider a
-// Kustomization applied kustomize.toolkit.fluxcd.io/prune=disabled, which
-// makes Flux leave it in place when the source drops it, and does the
-// pruning itself: when the Kustomization that applied the provider no
-// longer lists it in its inventory (and prunes), the provider is deleted
-// if nothing uses it, and otherwise kept, with Deleting True
-// (DeletionBlocked) naming what uses it. Put back in Git, it is listed
-// again and is the same object, with the same UID and what it installed.
+// would not restore it. So Capwright annotates every provider that a
+// pruning Kustomization applied kustomize.toolkit.fluxcd.io/prune=disabled,
+// which makes Flux leave it in place when the source drops it, marks it as
+// pruned by Capwright instead (pruneTakenOverAnnotation), and does the
+// pruning itself: when that Kustomization no longer lists the provider in
+// its inventory, or is deleted, the provider is deleted if nothing uses
+// it, and otherwise kept, with Deleting True (DeletionBlocked) naming what
+// uses it. Put back in Git, it is listed again and is the same object,
+// with the same UID and what it installed. A provider whose source says
+// prune=disabled itself is left alone, as Flux would leave it.
 
-// Flux's annotation that keeps an object from being pruned.
+// Flux's annotation that keeps an object from being pruned, and
+// Capwright's that says it set it, to prune in Flux's place.
 const (
-	fluxPruneAnnotation = "kustomize.toolkit.fluxcd.io/prune"
-	fluxPruneDisabled   = "disabled"
+	fluxPruneAnnotation      = "kustomize.toolkit.fluxcd.io/prune"
+	fluxPruneDisabled        = "disabled"
+	pruneTakenOverAnnotation = "providers.capwright.io/pruned-by"
+	prunedByCapwright        = "capwright"
 )
 
 // removedRecheck is how often a provider kept after Git dropped it looks
@@ -53,44 +58,66 @@ func appliedBy(obj ctrl.Object) (ctrl.ObjectKey, bool) {
 	return ctrl.ObjectKey{Namespace: ns, Name: name}, name != "" && ns != ""
 }
 
-// keepFromFluxPrune puts Flux's prune=disabled annotation on a provider a
-// Kustomization applied; the shell writes it with the finalizer.
-func keepFromFluxPrune(obj v1alpha1.Provider) bool {
-	if _, ok := appliedBy(obj); !ok || obj.GetAnnotations()[fluxPruneAnnotation] == fluxPruneDisabled {
+// takeOverPrune marks a provider that a pruning Kustomization applied so
+// that Flux leaves its pruning to Capwright; the shell writes the
+// annotations with the finalizer. It reads the Kustomization from the
+// cache.
+func (r *Reconciler) takeOverPrune(obj v1alpha1.Provider) bool {
+	key, ok := appliedBy(obj)
+	a := obj.GetAnnotations()
+	if !ok || a[fluxPruneAnnotation] == fluxPruneDisabled {
+		// Not from Flux, taken over already, or kept by its source.
 		return false
 	}
-	a := obj.GetAnnotations()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ks := &kustomizev1.Kustomization{}
+	if err := r.Client.Get(ctx, key, ks); err != nil || !ks.Spec.Prune || !ks.DeletionTimestamp.IsZero() {
+		return false
+	}
 	if a == nil {
 		a = map[string]string{}
 	}
 	a[fluxPruneAnnotation] = fluxPruneDisabled
+	a[pruneTakenOverAnnotation] = prunedByCapwright
 	obj.SetAnnotations(a)
 	return true
 }
 
-// droppedBy tells whether the Kustomization that applied obj prunes and
-// no longer lists it: Git dropped it. A Kustomization that is gone, or
-// does not prune, or has no inventory yet, says nothing.
-func (r *Reconciler) droppedBy(ctx context.Context, obj v1alpha1.Provider) (*kustomizev1.Kustomization, error) {
+// droppedBy tells whether Git dropped a provider whose pruning Capwright
+// took over: the Kustomization that applied it no longer lists it in its
+// inventory, or is deleted (which would have pruned it). A Kustomization
+// that no longer prunes, or has no inventory yet, says nothing. It returns
+// what to name as the dropping source.
+func (r *Reconciler) droppedBy(ctx context.Context, obj v1alpha1.Provider) (string, error) {
 	key, ok := appliedBy(obj)
-	if !ok {
-		return nil, nil
+	if !ok || obj.GetAnnotations()[pruneTakenOverAnnotation] != prunedByCapwright {
+		return "", nil
 	}
 	ks := &kustomizev1.Kustomization{}
 	if err := r.Client.Get(ctx, key, ks); err != nil {
-		if apierrors.IsNotFound(err) || isNoMatch(err) {
-			return nil, nil
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("Kustomization %s, which applied it, was deleted", key), nil
 		}
-		return nil, fmt.Errorf("reading Kustomization %s, which applied %s %s/%s: %w", key, r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)
+		if isNoMatch(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading Kustomization %s, which applied %s %s/%s: %w", key, r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)
+	}
+	if !ks.DeletionTimestamp.IsZero() {
+		return fmt.Sprintf("Kustomization %s, which applied it, is being deleted", key), nil
 	}
 	if !ks.Spec.Prune || ks.Status.Inventory == nil {
-		return nil, nil
+		return "", nil
 	}
 	id := inventoryID(obj.GetNamespace(), obj.GetName(), v1alpha1.GroupVersion.Group, r.Kind.Name)
 	if slices.ContainsFunc(ks.Status.Inventory.Entries, func(e kustomizev1.ResourceRef) bool { return e.ID == id }) {
-		return nil, nil
+		return "", nil
 	}
-	return ks, nil
+	// The inventory is the last attempted revision's: Flux writes it once
+	// it has applied, before its health checks (lastAppliedRevision moves
+	// after them).
+	return fmt.Sprintf("Kustomization %s no longer applies it (its source at %s dropped it)", key, ks.Status.LastAttemptedRevision), nil
 }
 
 // pruned is what pruneDropped did.
@@ -111,25 +138,20 @@ const (
 // Kustomization no longer applies: deletes it when nothing uses it, or
 // keeps it, saying so in Deleting.
 func (r *Reconciler) pruneDropped(ctx context.Context, obj v1alpha1.Provider) (pruned, reconcile.Result, error) {
-	ks, err := r.droppedBy(ctx, obj)
-	if err != nil || ks == nil {
+	source, err := r.droppedBy(ctx, obj)
+	if err != nil || source == "" {
 		return notDropped, reconcile.Result{}, err
 	}
 	blockers, err := r.deletionBlockers(ctx, obj)
 	if err != nil {
 		return notDropped, reconcile.Result{}, err
 	}
-	// The inventory is the last attempted revision's: Flux writes it once
-	// it has applied, before its health checks (lastAppliedRevision moves
-	// after them).
-	source := fmt.Sprintf("Kustomization %s/%s no longer applies it (its source at %s dropped it)", ks.Namespace, ks.Name, ks.Status.LastAttemptedRevision)
 	if len(blockers) > 0 {
 		conditions.True(obj, v1alpha1.DeletingCondition, v1alpha1.DeletionBlockedReason,
 			fmt.Sprintf("%s, but it is kept while these exist: %s. Put it back in Git to keep it, or delete them to let it go", source, strings.Join(blockers, "; ")))
 		return keptInUse, reconcile.Result{RequeueAfter: removedRecheck}, nil
 	}
-	log.FromContext(ctx).Info("deleting the provider, as Flux would have pruned it: "+source+" and nothing uses it",
-		"kustomization", ctrl.ObjectKeyFromObject(ks).String())
+	log.FromContext(ctx).Info("deleting the provider, as Flux would have pruned it: " + source + " and nothing uses it")
 	uid := obj.GetUID()
 	if err := r.Client.Delete(ctx, obj.(ctrl.Object), ctrl.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 		return notDropped, reconcile.Result{}, fmt.Errorf("deleting %s %s/%s, which %s: %w", r.Kind.Name, obj.GetNamespace(), obj.GetName(), source, err)
@@ -162,6 +184,6 @@ var inventoryChanged = predicate.Funcs{
 		before, ok1 := e.ObjectOld.(*kustomizev1.Kustomization)
 		after, ok2 := e.ObjectNew.(*kustomizev1.Kustomization)
 		return !ok1 || !ok2 || !equality.Semantic.DeepEqual(before.Status.Inventory, after.Status.Inventory) ||
-			before.Spec.Prune != after.Spec.Prune
+			before.Spec.Prune != after.Spec.Prune || before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero()
 	},
 }

@@ -50,8 +50,8 @@ func TestAProviderFromGitIsKeptFromFluxsPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := env.get(docker)
-	if got.GetAnnotations()[fluxPruneAnnotation] != fluxPruneDisabled || !slices.Contains(got.GetFinalizers(), v1alpha1.Finalizer) {
-		t.Fatalf("annotations %v, finalizers %v: want %s=%s and the finalizer", got.GetAnnotations(), got.GetFinalizers(), fluxPruneAnnotation, fluxPruneDisabled)
+	if a := got.GetAnnotations(); a[fluxPruneAnnotation] != fluxPruneDisabled || a[pruneTakenOverAnnotation] != prunedByCapwright || !slices.Contains(got.GetFinalizers(), v1alpha1.Finalizer) {
+		t.Fatalf("annotations %v, finalizers %v: want %s=%s, %s=%s and the finalizer", a, got.GetFinalizers(), fluxPruneAnnotation, fluxPruneDisabled, pruneTakenOverAnnotation, prunedByCapwright)
 	}
 	var patches int
 	for _, w := range env.writes {
@@ -66,21 +66,28 @@ func TestAProviderFromGitIsKeptFromFluxsPrune(t *testing.T) {
 		t.Errorf("Deleting = %+v while Git applies the provider", c)
 	}
 
-	// A provider applied by hand gets no annotation.
+	// Applied by hand, by a Kustomization that does not prune, or with
+	// prune=disabled from its own source: Flux would not prune it, nor
+	// does Capwright take anything over.
 	byHand := dockerProvider("oci://registry.invalid/capwright/manifests/infrastructure-docker", "v1.14.2")
 	byHand.Finalizers = nil
-	env = newFakeEnv(t, kindFor(byHand), byHand)
-	if _, err := env.reconcile(byHand); err != nil {
-		t.Fatal(err)
-	}
-	if a := env.get(byHand).GetAnnotations(); a[fluxPruneAnnotation] != "" {
-		t.Errorf("a provider no Kustomization applied was annotated: %v", a)
+	keptBySource := fromGit(dockerProvider("oci://registry.invalid/capwright/manifests/infrastructure-docker", "v1.14.2"))
+	keptBySource.Finalizers = nil
+	keptBySource.Annotations = map[string]string{fluxPruneAnnotation: fluxPruneDisabled}
+	for _, objs := range [][]ctrl.Object{{byHand}, {fromGit(byHand.DeepCopy()), providersKustomization(false)}, {keptBySource, providersKustomization(true)}} {
+		env = newFakeEnv(t, kindFor(byHand), objs...)
+		if _, err := env.reconcile(byHand); err != nil {
+			t.Fatal(err)
+		}
+		if a := env.get(byHand).GetAnnotations(); a[pruneTakenOverAnnotation] != "" || (len(objs) < 2 && a[fluxPruneAnnotation] != "") {
+			t.Errorf("%d objects: annotations %v, want nothing taken over", len(objs), a)
+		}
 	}
 }
 
 func TestAProviderGitDroppedIsKeptWhileInUseAndDeletedWhenNot(t *testing.T) {
 	docker := fromGit(dockerProvider("oci://registry.invalid/capwright/manifests/infrastructure-docker", "v1.14.2"))
-	docker.Annotations = map[string]string{fluxPruneAnnotation: fluxPruneDisabled}
+	docker.Annotations = map[string]string{fluxPruneAnnotation: fluxPruneDisabled, pruneTakenOverAnnotation: prunedByCapwright}
 
 	t.Run("in use: kept, Deleting names the Kustomization and what uses it", func(t *testing.T) {
 		objs := append(ownedFluxObjectsOf(docker, dockerClusterCRD), dockerClusterCRDObject(), dockerCluster("team-a", "workload-1"),
@@ -138,20 +145,24 @@ func TestAProviderGitDroppedIsKeptWhileInUseAndDeletedWhenNot(t *testing.T) {
 		}
 	})
 
-	t.Run("not in use: deleted by its UID, as Flux would have pruned it", func(t *testing.T) {
-		env := newFakeEnv(t, kindFor(docker), append(ownedFluxObjectsOf(docker, dockerClusterCRD), dockerClusterCRDObject(), docker, providersKustomization(true))...)
-		if _, err := env.reconcile(docker); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.ContainsFunc(env.writes, func(w write) bool {
-			return w.Verb == "delete" && w.Kind == "InfrastructureProvider" && w.UID == docker.GetUID()
-		}) {
-			t.Errorf("writes %v: want the provider deleted with its UID as precondition", env.writes)
+	t.Run("not in use: deleted by its UID, as Flux would have pruned it, also when its Kustomization is deleted", func(t *testing.T) {
+		for _, objs := range [][]ctrl.Object{{providersKustomization(true)}, {}} {
+			env := newFakeEnv(t, kindFor(docker), append(ownedFluxObjectsOf(docker, dockerClusterCRD), append(objs, dockerClusterCRDObject(), docker)...)...)
+			if _, err := env.reconcile(docker); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(env.writes, func(w write) bool {
+				return w.Verb == "delete" && w.Kind == "InfrastructureProvider" && w.UID == docker.GetUID()
+			}) {
+				t.Errorf("%d Kustomizations: writes %v, want the provider deleted with its UID as precondition", len(objs), env.writes)
+			}
 		}
 	})
 
-	t.Run("a Kustomization that does not prune, or is gone, deletes nothing", func(t *testing.T) {
-		for _, objs := range [][]ctrl.Object{{docker, providersKustomization(false)}, {docker}} {
+	t.Run("a Kustomization that does not prune, or a provider its source keeps, is not deleted", func(t *testing.T) {
+		keptBySource := fromGit(dockerProvider("oci://registry.invalid/capwright/manifests/infrastructure-docker", "v1.14.2"))
+		keptBySource.Annotations = map[string]string{fluxPruneAnnotation: fluxPruneDisabled}
+		for _, objs := range [][]ctrl.Object{{docker, providersKustomization(false)}, {keptBySource, providersKustomization(true)}, {keptBySource}} {
 			env := newFakeEnv(t, kindFor(docker), append(ownedFluxObjectsOf(docker, dockerClusterCRD), append(objs, dockerClusterCRDObject())...)...)
 			if _, err := env.reconcile(docker); err != nil {
 				t.Fatal(err)

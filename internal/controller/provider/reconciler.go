@@ -131,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Metrics:    r.Metrics,
 		Written:    &r.written,
 		// Flux leaves the pruning of providers to Capwright (prune.go).
-		Metadata: keepFromFluxPrune,
+		Metadata: r.takeOverPrune,
 		// The Flux objects' Ready flip within a second or two while Flux
 		// fetches and applies; Installed and Available carry the news.
 		ProgressFields: []string{"fluxObjects"},
