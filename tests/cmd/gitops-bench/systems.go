@@ -16,7 +16,6 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -148,25 +147,10 @@ func runOnce(ctx context.Context, s system) (res result, err error) {
 	e := &env{ctx: ctx, r: r, p: p, c: c, releases: releases, examples: framework.ExampleRepository(r, p.RepoRoot())}
 	s.Prepare(e)
 	e.w = framework.CloneFleet(r, ctx, p.Git, dir)
-	// As Flux documents for customising bootstrap: the flux-system folder
-	// with its kustomization.yaml, and empty files for bootstrap to fill.
-	for _, name := range []string{"kustomization.yaml", "receiver.yaml", "capwright-notification.yaml"} {
-		e.w.Write(framework.ManagementPath+"/flux-system/"+name, e.examples[framework.ManagementPath+"/flux-system/"+name])
-	}
-	e.w.Write(framework.ManagementPath+"/flux-system/gotk-components.yaml", nil)
-	e.w.Write(framework.ManagementPath+"/flux-system/gotk-sync.yaml", nil)
-	e.w.CommitAndPush(ctx, "Customise Flux for Capwright")
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}); err != nil {
-		return res, err
-	}
-	for name, data := range map[string]map[string]string{
+	framework.CustomiseFluxSystem(r, ctx, p, e.w, map[string]map[string]string{
 		"receiver-token":   {"token": receiverToken},
 		"platform-webhook": {"address": hook.URL + "/gitops"},
-	} {
-		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: name}, StringData: data}); err != nil {
-			return res, err
-		}
-	}
+	})
 	r.Logf("flux bootstrap git:\n%s", framework.Bootstrap(r, ctx, p, framework.FluxCLI(r, bin), dir, framework.ManagementPath))
 	e.w.Pull(ctx)
 
@@ -282,10 +266,10 @@ func (capwright) Install(e *env) {
 	for path, data := range framework.SiteOverlay(e.r, e.p, e.releases) {
 		e.w.Write(path, data)
 	}
-	e.w.Edit(providersFile, func(s string) string { return setControlPlaneVersion(e.r, s, fromVersion) })
+	e.w.Edit(providersFile, func(s string) string { return framework.SetControlPlaneVersion(e.r, s, fromVersion) })
 	sha, _ := e.w.CommitAndPush(e.ctx, "Install Capwright, cert-manager and the Cluster API providers")
 	framework.NotifyPush(e.r, e.ctx, e.c, e.p)
-	for _, p := range theProviders() {
+	for _, p := range framework.ExampleProviders() {
 		waitFor(e, 8*time.Minute, fmt.Sprintf("%T %s/%s Ready", p, p.GetNamespace(), p.GetName()), func() (bool, string) {
 			return providerReady(e, p, "")
 		})
@@ -299,27 +283,18 @@ func (capwright) Upgrade(e *env) {
 }
 
 func (capwright) Upgraded(e *env) (bool, string) {
-	return providerReady(e, theProviders()[2], toVersion)
+	return providerReady(e, framework.ExampleProviders()[2], toVersion)
 }
 
 func (capwright) Steps(e *env, end time.Time) []step {
 	steps := []step{fetched(e, end)}
 	steps = append(steps, kustomizationSteps(e, end, "cert-manager", "providers")...)
-	cp := theProviders()[2]
+	cp := framework.ExampleProviders()[2]
 	if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(cp), cp); err == nil {
 		steps = append(steps, capwrightTimeline(e, "ControlPlaneProvider", cp.GetGeneration())...)
 	}
 	steps = append(steps, providerKustomization(e, end))
 	return steps
-}
-
-// theProviders are the example's three providers.
-func theProviders() []v1alpha1.Provider {
-	return []v1alpha1.Provider{
-		&v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"}},
-		&v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-bootstrap-system", Name: "kubeadm"}},
-		&v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlaneDeployment.Namespace, Name: "kubeadm"}},
-	}
 }
 
 // providerReady tells whether p is Ready for its generation with its
@@ -332,16 +307,6 @@ func providerReady(e *env, p v1alpha1.Provider, version string) (bool, string) {
 	spec, installed := p.GetSpec().Version, p.GetStatus().InstalledVersion
 	return (version == "" || spec == version) && installed == spec && ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == p.GetGeneration(),
 		fmt.Sprintf("%s/%s version %s installed %s Ready %v", p.GetNamespace(), p.GetName(), spec, installed, ready)
-}
-
-// setControlPlaneVersion sets the ControlPlaneProvider's version in the
-// example's providers file.
-func setControlPlaneVersion(r reporter, s, version string) string {
-	const head = "kind: ControlPlaneProvider\nmetadata:\n  name: kubeadm\n  namespace: capi-kubeadm-control-plane-system\nspec:\n  version: "
-	if !strings.Contains(s, head+toVersion) {
-		r.Fatalf("%s no longer has the ControlPlaneProvider at %s as the benchmark expects", providersFile, toVersion)
-	}
-	return strings.Replace(s, head+toVersion, head+version, 1)
 }
 
 // bareFlux is the same repository written with Flux alone: a Kustomization

@@ -16,7 +16,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -24,8 +23,6 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -155,27 +152,17 @@ func demo(_ []string) (err error) {
 	}
 	w := framework.CloneFleet(r, ctx, p.Git, gitDir)
 	fmt.Printf("demo: cloned %s (empty) into %s\n", p.Git.HTTPSURL("fleet.git"), w.Dir)
-	// As Flux documents for customising bootstrap: the flux-system folder
-	// with its kustomization.yaml, and empty files for bootstrap to fill.
 	fluxSystem := framework.ManagementPath + "/flux-system/"
-	for _, name := range []string{"kustomization.yaml", "receiver.yaml", "capwright-notification.yaml"} {
-		w.Write(fluxSystem+name, examples[fluxSystem+name])
-	}
-	w.Write(fluxSystem+"gotk-components.yaml", nil)
-	w.Write(fluxSystem+"gotk-sync.yaml", nil)
-	fmt.Printf("demo: committing %s{kustomization.yaml,receiver.yaml,capwright-notification.yaml} and empty gotk-components.yaml, gotk-sync.yaml (kustomize-controller's ExternalArtifact gate, a Receiver)\n", fluxSystem)
-	w.CommitAndPush(ctx, "Customise Flux for Capwright")
+	fmt.Printf("demo: committing %s{%s} and empty gotk-components.yaml, gotk-sync.yaml (kustomize-controller's ExternalArtifact gate, a Receiver)\n", fluxSystem, strings.Join(framework.FluxSystemFiles, ","))
 	// The Secrets the repository names but must not hold.
 	token, err := randomToken()
 	if err != nil {
 		return err
 	}
-	if err := createSecrets(ctx, c, "flux-system", map[string]map[string]string{
+	framework.CustomiseFluxSystem(r, ctx, p, w, map[string]map[string]string{
 		"receiver-token":   {"token": token},
 		"platform-webhook": {"address": hook.URL},
-	}); err != nil {
-		return err
-	}
+	})
 	fmt.Printf("demo: created Secrets flux-system/receiver-token and flux-system/platform-webhook (Flux's Alerts go to the demo's receiver at %s)\n", hook.URL)
 	// What framework.Bootstrap runs (and --author-name, --author-email,
 	// --timeout, --kubeconfig).
@@ -196,7 +183,7 @@ func demo(_ []string) (err error) {
 	for path, data := range framework.SiteOverlay(r, p, releases) {
 		w.Write(path, data)
 	}
-	w.Edit(providersFile, func(s string) string { return setControlPlaneVersion(r, s, previousVersion) })
+	w.Edit(providersFile, func(s string) string { return framework.SetControlPlaneVersion(r, s, previousVersion) })
 	fmt.Printf("demo: committing the rest of docs/examples/repository as written, but the ControlPlaneProvider at %s (step 5 upgrades it), and the site overlay %s/kustomization.yaml (docs/examples/site: this plane's registry and mirror of GitHub)\n",
 		previousVersion, framework.ManagementPath)
 	sha, pushed := w.CommitAndPush(ctx, "Install Capwright, cert-manager, the Cluster API providers and team A")
@@ -212,7 +199,7 @@ func demo(_ []string) (err error) {
 	if err := fluxGet(ctx, fluxCLI, p.Kubeconfig); err != nil {
 		return err
 	}
-	providers := theProviders()
+	providers := framework.ExampleProviders()
 	for _, pr := range providers {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pr), pr); err != nil {
 			return err
@@ -298,25 +285,6 @@ func (demoReporter) Fatalf(format string, args ...any) {
 	panic(demoFailure{fmt.Errorf(format, args...)})
 }
 
-// theProviders are the example's three providers.
-func theProviders() []v1alpha1.Provider {
-	return []v1alpha1.Provider{
-		&v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"}},
-		&v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-bootstrap-system", Name: "kubeadm"}},
-		&v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"}},
-	}
-}
-
-// setControlPlaneVersion sets the ControlPlaneProvider's version in the
-// example's providers file.
-func setControlPlaneVersion(r framework.Reporter, s, version string) string {
-	const head = "kind: ControlPlaneProvider\nmetadata:\n  name: kubeadm\n  namespace: capi-kubeadm-control-plane-system\nspec:\n  version: "
-	if !strings.Contains(s, head+plane.CAPIVersion) {
-		r.Fatalf("%s no longer has the ControlPlaneProvider at %s as the demo expects", providersFile, plane.CAPIVersion)
-	}
-	return strings.Replace(s, head+plane.CAPIVersion, head+version, 1)
-}
-
 // firstPushKustomizations are the example's Kustomizations in flux-system,
 // in dependsOn order.
 var firstPushKustomizations = []string{"flux-system", "cert-manager", "capwright", "providers", "tenants", "tenant-alerts"}
@@ -377,7 +345,7 @@ func waitFirstPush(ctx context.Context, c client.Client, sha string, pushed time
 				return false, nil
 			}
 		}
-		for _, pr := range theProviders() {
+		for _, pr := range framework.ExampleProviders() {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(pr), pr); err != nil || !apimeta.IsStatusConditionTrue(pr.GetConditions(), v1alpha1.ReadyCondition) {
 				last = fmt.Sprintf("%s %s/%s is not Ready", reflect.TypeOf(pr).Elem().Name(), pr.GetNamespace(), pr.GetName())
 				return false, nil
@@ -459,24 +427,6 @@ func printProviders(providers []v1alpha1.Provider, detail bool) {
 		}
 	}
 	_ = w.Flush()
-}
-
-// createSecrets creates the Secrets of namespace, which it creates too.
-func createSecrets(ctx context.Context, c client.Client, namespace string, secrets map[string]map[string]string) error {
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	names := make([]string, 0, len(secrets))
-	for name := range secrets {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, StringData: secrets[name]}); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func randomToken() (string, error) {

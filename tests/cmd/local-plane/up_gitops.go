@@ -2,16 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
@@ -39,32 +32,11 @@ func bootstrapFleet(ctx context.Context, p *plane.Plane) (err error) {
 		return err
 	}
 	w := framework.CloneFleet(rep, ctx, p.Git, dir)
-	examples := framework.ExampleRepository(rep, p.RepoRoot())
-	for _, name := range []string{"kustomization.yaml", "receiver.yaml", "capwright-notification.yaml"} {
-		w.Write(framework.ManagementPath+"/flux-system/"+name, examples[framework.ManagementPath+"/flux-system/"+name])
-	}
-	w.Write(framework.ManagementPath+"/flux-system/gotk-components.yaml", nil)
-	w.Write(framework.ManagementPath+"/flux-system/gotk-sync.yaml", nil)
-	w.CommitAndPush(ctx, "Customise Flux for Capwright")
-
-	secret := make([]byte, 16)
-	if _, err := rand.Read(secret); err != nil {
-		return err
-	}
-	token := hex.EncodeToString(secret)
-	kube, err := kubernetes.NewForConfig(p.Config)
+	token, err := randomToken()
 	if err != nil {
 		return err
 	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if _, err := kube.CoreV1().Secrets("flux-system").Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "receiver-token"},
-		StringData: map[string]string{"token": token},
-	}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
+	framework.CustomiseFluxSystem(rep, ctx, p, w, map[string]map[string]string{"receiver-token": {"token": token}})
 	bin, err := plane.DefaultBinDir()
 	if err != nil {
 		return err

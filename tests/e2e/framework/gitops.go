@@ -13,11 +13,16 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/release"
 	"github.com/capwright/capwright/tests/plane"
 )
@@ -360,4 +365,59 @@ func NotifyPush(r Reporter, ctx context.Context, c client.Client, p *plane.Plane
 	if resp.StatusCode != http.StatusOK {
 		r.Fatalf("the Receiver answered %s", resp.Status)
 	}
+}
+
+// FluxSystemFiles are the example's clusters/management/flux-system files
+// a repository holds before `flux bootstrap` (docs/gitops.md).
+var FluxSystemFiles = []string{"kustomization.yaml", "receiver.yaml", "capwright-notification.yaml"}
+
+// CustomiseFluxSystem prepares the plane and w's repository for `flux
+// bootstrap`, as Flux documents for customising it: it commits and pushes
+// the example's flux-system folder with empty gotk-components.yaml and
+// gotk-sync.yaml for bootstrap to fill, and creates the Secrets the
+// repository names but must not hold (name → data) in flux-system.
+func CustomiseFluxSystem(r Reporter, ctx context.Context, p *plane.Plane, w *WorkingCopy, secrets map[string]map[string]string) {
+	r.Helper()
+	examples := ExampleRepository(r, p.RepoRoot())
+	dir := ManagementPath + "/flux-system/"
+	for _, name := range FluxSystemFiles {
+		w.Write(dir+name, examples[dir+name])
+	}
+	w.Write(dir+"gotk-components.yaml", nil)
+	w.Write(dir+"gotk-sync.yaml", nil)
+	w.CommitAndPush(ctx, "Customise Flux for Capwright")
+	kube, err := kubernetes.NewForConfig(p.Config)
+	if err != nil {
+		r.Fatalf("%v", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		r.Fatalf("creating namespace flux-system: %v", err)
+	}
+	for name, data := range secrets {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: name}, StringData: data}
+		if _, err := kube.CoreV1().Secrets("flux-system").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+			r.Fatalf("creating Secret flux-system/%s: %v", name, err)
+		}
+	}
+}
+
+// ExampleProviders are the example's three providers, empty, to read.
+func ExampleProviders() []v1alpha1.Provider {
+	return []v1alpha1.Provider{
+		&v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"}},
+		&v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-bootstrap-system", Name: "kubeadm"}},
+		&v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"}},
+	}
+}
+
+// SetControlPlaneVersion sets the ControlPlaneProvider's version in the
+// example's providers file, text, which must have it at plane.CAPIVersion.
+func SetControlPlaneVersion(r Reporter, text, version string) string {
+	r.Helper()
+	const head = "kind: ControlPlaneProvider\nmetadata:\n  name: kubeadm\n  namespace: capi-kubeadm-control-plane-system\nspec:\n  version: "
+	if !strings.Contains(text, head+plane.CAPIVersion) {
+		r.Fatalf("%s no longer has the ControlPlaneProvider at %s, as the gitops suite, the demo and the benchmark expect", ExampleProvidersFile, plane.CAPIVersion)
+	}
+	return strings.Replace(text, head+plane.CAPIVersion, head+version, 1)
 }

@@ -36,15 +36,6 @@ const (
 	stackNamespace   = framework.ExampleStackNamespace
 )
 
-// theProviders are the example's three providers.
-func theProviders() []v1alpha1.Provider {
-	return []v1alpha1.Provider{
-		&v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "cluster-api"}},
-		&v1alpha1.BootstrapProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-bootstrap-system", Name: "kubeadm"}},
-		&v1alpha1.ControlPlaneProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-kubeadm-control-plane-system", Name: "kubeadm"}},
-	}
-}
-
 // controlPlaneDeployment is the kubeadm control plane provider's manager.
 var controlPlaneDeployment = client.ObjectKey{Namespace: "capi-kubeadm-control-plane-system", Name: "capi-kubeadm-control-plane-controller-manager"}
 
@@ -69,17 +60,7 @@ func TestGitOps(t *testing.T) {
 	w := framework.CloneFleet(t, ctx, env.Git, t.TempDir())
 
 	step(t, "flux bootstrap git syncs the cluster from the repository, with the feature gate the repository sets", func(t *testing.T) {
-		// As Flux documents for customising bootstrap: the flux-system
-		// folder with its kustomization.yaml, and empty files for bootstrap
-		// to fill.
-		for _, name := range []string{"kustomization.yaml", "receiver.yaml", "capwright-notification.yaml"} {
-			w.Write(framework.ManagementPath+"/flux-system/"+name, examples[framework.ManagementPath+"/flux-system/"+name])
-		}
-		w.Write(framework.ManagementPath+"/flux-system/gotk-components.yaml", nil)
-		w.Write(framework.ManagementPath+"/flux-system/gotk-sync.yaml", nil)
-		w.CommitAndPush(ctx, "Customise Flux for Capwright")
-		// The Secrets the repository names but must not hold.
-		createSecrets(t, ctx, c, "flux-system", map[string]map[string]string{
+		framework.CustomiseFluxSystem(t, ctx, env, w, map[string]map[string]string{
 			"receiver-token":   {"token": receiverToken},
 			"platform-webhook": {"address": hook.URL + "/gitops"},
 		})
@@ -121,7 +102,7 @@ func TestGitOps(t *testing.T) {
 		for path, data := range framework.SiteOverlay(t, env, releases) {
 			w.Write(path, data)
 		}
-		w.Edit(providersFile, func(s string) string { return setControlPlaneVersion(t, s, previousVersion) })
+		w.Edit(providersFile, func(s string) string { return framework.SetControlPlaneVersion(t, s, previousVersion) })
 		sha, pushed := w.CommitAndPush(ctx, "Install Capwright, cert-manager, the Cluster API providers and team A")
 		firstPush = pushed
 		// No Receiver call: the GitRepository finds the commit at its
@@ -137,7 +118,7 @@ func TestGitOps(t *testing.T) {
 		if err := framework.WaitReady(ctx, c, capwright, time.Minute); err != nil || !strings.HasPrefix(capwright.Status.LastAppliedRevision, framework.ExampleCapwrightVersion+"@sha256:") {
 			t.Fatalf("Capwright's Kustomization applied %q: %v", capwright.Status.LastAppliedRevision, err)
 		}
-		providers := theProviders()
+		providers := framework.ExampleProviders()
 		for _, p := range providers {
 			if err := framework.WaitReady(ctx, c, p, 3*time.Minute); err != nil {
 				t.Fatal(err)
@@ -267,7 +248,7 @@ func TestGitOps(t *testing.T) {
 	})
 
 	step(t, "a commit the API server refuses fails its Kustomization, changes nothing and pages with the commit; the revert recovers", func(t *testing.T) {
-		core := theProviders()[0]
+		core := framework.ExampleProviders()[0]
 		if err := c.Get(ctx, client.ObjectKeyFromObject(core), core); err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +276,7 @@ func TestGitOps(t *testing.T) {
 	})
 
 	step(t, "a commit Capwright refuses leaves the provider as installed, the providers Kustomization says so; the revert recovers", func(t *testing.T) {
-		core := theProviders()[0]
+		core := framework.ExampleProviders()[0]
 		w.Edit(providersFile, func(s string) string {
 			return strings.Replace(s, "name: cluster-api\n  namespace: capi-system\nspec:\n  version: "+exampleVersion, "name: cluster-api\n  namespace: capi-system\nspec:\n  version: v1.14.99", 1)
 		})
@@ -347,7 +328,7 @@ func TestGitOps(t *testing.T) {
 	})
 
 	step(t, "removing a provider from Git while Clusters use it keeps it; putting it back keeps its UIDs", func(t *testing.T) {
-		core := theProviders()[0]
+		core := framework.ExampleProviders()[0]
 		if err := c.Get(ctx, client.ObjectKeyFromObject(core), core); err != nil {
 			t.Fatal(err)
 		}
@@ -444,17 +425,6 @@ func step(t *testing.T, name string, f func(t *testing.T)) {
 	}
 }
 
-// setControlPlaneVersion sets the ControlPlaneProvider's version in the
-// example's providers file.
-func setControlPlaneVersion(t *testing.T, s, version string) string {
-	t.Helper()
-	const head = "kind: ControlPlaneProvider\nmetadata:\n  name: kubeadm\n  namespace: capi-kubeadm-control-plane-system\nspec:\n  version: "
-	if !strings.Contains(s, head+exampleVersion) {
-		t.Fatalf("%s no longer has the ControlPlaneProvider at %s as the suite expects", providersFile, exampleVersion)
-	}
-	return strings.Replace(s, head+exampleVersion, head+version, 1)
-}
-
 // refused checks that commit sha failed Kustomization name, naming each of
 // what in its Ready message, and that the Alert paged with an error event
 // of that Kustomization naming the commit.
@@ -500,19 +470,6 @@ func unchanged(t *testing.T, ctx context.Context, c client.Client, before v1alph
 	if now.GetGeneration() != before.GetGeneration() || now.GetSpec().Version != before.GetSpec().Version {
 		t.Errorf("the refused commit changed %s/%s: generation %d → %d, version %s → %s", before.GetNamespace(), before.GetName(),
 			before.GetGeneration(), now.GetGeneration(), before.GetSpec().Version, now.GetSpec().Version)
-	}
-}
-
-// createSecrets creates the Secrets of namespace, which it creates too.
-func createSecrets(t *testing.T, ctx context.Context, c client.Client, namespace string, secrets map[string]map[string]string) {
-	t.Helper()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	for name, data := range secrets {
-		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, StringData: data}); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
