@@ -59,8 +59,8 @@ tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI,
 	$(GO) -C tests/tools run . -bin $(BIN)
 
 .PHONY: fixtures
-fixtures: ## Render the real provider releases used as test fixtures (Cluster API v1.13/v1.14, CAPA v2.13, Cluster API's test runtime extension v1.14) into bin/fixtures.
-	$(GO) -C tests/tools run . -bin $(BIN) capi capa capi-test-extension
+fixtures: ## Render the real provider releases used as test fixtures (Cluster API v1.13/v1.14 with its Docker provider, CAPA v2.13, Cluster API's test runtime extension v1.14) into bin/fixtures.
+	$(GO) -C tests/tools run . -bin $(BIN) capi capa capi-test-extension capd
 
 $(BIN)/local-plane: FORCE
 	$(GO) build -o $@ ./tests/cmd/local-plane

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fluxcd/pkg/envsubst"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -25,6 +26,33 @@ import (
 func installed(t *testing.T, vars map[string]string) InventoryProvider {
 	t.Helper()
 	components := clusterctltest.Read(t, clusterctltest.Previous, "core-components.yaml")
+	return InventoryProvider{
+		Namespace: "capi-system", Name: "cluster-api",
+		Labels:       map[string]string{"clusterctl.cluster.x-k8s.io": "", "cluster.x-k8s.io/provider": "cluster-api"},
+		ProviderName: "cluster-api", Type: "CoreProvider", Version: clusterctltest.Previous,
+		Deployments: renderedDeployments(t, components, vars), Components: components,
+	}
+}
+
+// installedDocker is Cluster API's Docker provider (CAPD) of release
+// v1.14.2 as clusterctl init --infrastructure docker installs it with
+// vars: its release file, infrastructure-components-development.yaml,
+// whose DOCKER_HOST env is ${CAPD_DOCKER_HOST:=""}.
+func installedDocker(t *testing.T, vars map[string]string) InventoryProvider {
+	t.Helper()
+	components := clusterctltest.Read(t, clusterctltest.Current, "infrastructure-components-development.yaml")
+	return InventoryProvider{
+		Namespace: "capd-system", Name: "infrastructure-docker",
+		Labels:       map[string]string{"clusterctl.cluster.x-k8s.io": "", "cluster.x-k8s.io/provider": "infrastructure-docker"},
+		ProviderName: "docker", Type: "InfrastructureProvider", Version: clusterctltest.Current,
+		Deployments: renderedDeployments(t, components, vars), Components: components,
+	}
+}
+
+// renderedDeployments renders a components file as clusterctl init does
+// with vars (defaults for the rest) and returns the Deployments that run.
+func renderedDeployments(t *testing.T, components []byte, vars map[string]string) []appsv1.Deployment {
+	t.Helper()
 	rendered, err := envsubst.Eval(string(components), func(name string) (string, bool) {
 		v, ok := vars[name]
 		return v, ok
@@ -32,12 +60,7 @@ func installed(t *testing.T, vars map[string]string) InventoryProvider {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return InventoryProvider{
-		Namespace: "capi-system", Name: "cluster-api",
-		Labels:       map[string]string{"clusterctl.cluster.x-k8s.io": "", "cluster.x-k8s.io/provider": "cluster-api"},
-		ProviderName: "cluster-api", Type: "CoreProvider", Version: clusterctltest.Previous,
-		Deployments: deployments(t, rendered), Components: components,
-	}
+	return deployments(t, rendered)
 }
 
 // deployments decodes the Deployments of a rendered components file.
@@ -133,6 +156,57 @@ func TestInventoryVariablesGivenToClusterctl(t *testing.T) {
 	for _, s := range []string{"keys CAPI_DIAGNOSTICS_ADDRESS, EXP_MACHINE_POOL", "argument --feature-gates", `default (":8443")`} {
 		if !strings.Contains(text, s) {
 			t.Errorf("the findings do not say %q:\n%s", s, text)
+		}
+	}
+}
+
+// TestInventoryDockerAtDefaults: CAPD installed by clusterctl with nothing
+// given runs DOCKER_HOST as the empty string, the value its release's
+// default ${CAPD_DOCKER_HOST:=""} renders to: nothing needs attention.
+// Given a value, the variable is named.
+func TestInventoryDockerAtDefaults(t *testing.T) {
+	p := installedDocker(t, nil)
+	if env := dockerHostEnv(t, p); env.Value != "" || env.ValueFrom != nil {
+		t.Fatalf("DOCKER_HOST runs as %+v, want the empty string", env)
+	}
+	c := convertInventoryOne(t, p)
+	if _, ok := c.Object.(*v1alpha1.InfrastructureProvider); !ok {
+		t.Fatalf("want an InfrastructureProvider, got %T", c.Object)
+	}
+	if got := findingFields(c, Attention); len(got) != 0 {
+		t.Errorf("attention on %v at defaults, want none:\n%s", got, findingsText(c))
+	}
+
+	c = convertInventoryOne(t, installedDocker(t, map[string]string{"CAPD_DOCKER_HOST": "tcp://docker.example.com:2376"}))
+	if got, want := findingFields(c, Attention), []string{"variables.CAPD_DOCKER_HOST", "spec.configSecret"}; !slices.Equal(got, want) {
+		t.Errorf("attention on %v, want %v:\n%s", got, want, findingsText(c))
+	}
+}
+
+// dockerHostEnv is the DOCKER_HOST env of CAPD's running manager.
+func dockerHostEnv(t *testing.T, p InventoryProvider) corev1.EnvVar {
+	t.Helper()
+	for _, d := range p.Deployments {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == "DOCKER_HOST" {
+					return e
+				}
+			}
+		}
+	}
+	t.Fatal("no container of CAPD's Deployments has DOCKER_HOST")
+	return corev1.EnvVar{}
+}
+
+// TestYAMLScalar: a default that is the whole value reads as YAML reads it.
+func TestYAMLScalar(t *testing.T) {
+	for text, want := range map[string]string{
+		`""`: "", `''`: "", "": "", "~": "", "null": "", `"a b"`: "a b", `'x'`: "x", "x": "x",
+		":8443": ":8443", "false": "false", "a: b": "a: b", `"open`: `"open`,
+	} {
+		if got := yamlScalar(text); got != want {
+			t.Errorf("yamlScalar(%q) = %q, want %q", text, got, want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -209,6 +210,12 @@ func matchTemplate(template, running string) ([]templateValue, bool) {
 	if strings.Contains(template[last:], "${") {
 		return nil, false
 	}
+	if len(vars) == 1 && vars[0].hasDefault && refs[0][0] == 0 && refs[0][1] == len(template) {
+		// The reference is the whole YAML value (value: ${VAR:=""}):
+		// clusterctl substitutes the text, then the YAML is read, so the
+		// default becomes the value it is written as.
+		vars[0].defaultValue = yamlScalar(vars[0].defaultValue)
+	}
 	pattern.WriteString(regexp.QuoteMeta(template[last:]))
 	pattern.WriteString("$")
 	re, err := regexp.Compile(pattern.String())
@@ -231,4 +238,25 @@ func matchTemplate(template, running string) ([]templateValue, bool) {
 		first[v.name] = v.value
 	}
 	return vars, true
+}
+
+// yamlScalar is the string a YAML scalar written as text reads as: ""
+// is the empty string, "a" and 'a' are a, an empty or null scalar is
+// absent (the empty string). Text that is not one scalar stays as it is.
+func yamlScalar(text string) string {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		return text
+	}
+	if doc.Kind == 0 {
+		return "" // no document: an empty value
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.ScalarNode {
+		return text
+	}
+	n := doc.Content[0]
+	if n.Tag == "!!null" {
+		return ""
+	}
+	return n.Value
 }

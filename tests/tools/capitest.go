@@ -70,3 +70,49 @@ patches:
 	}
 	return os.WriteFile(filepath.Join(out, "metadata.yaml"), metadata, 0o644)
 }
+
+// capdComponentsFile is the name Cluster API's release gives the Docker
+// infrastructure provider (CAPD)'s components, the file clusterctl's
+// built-in "docker" provider installs.
+const capdComponentsFile = "infrastructure-components-development.yaml"
+
+// renderCAPD renders test/infrastructure/docker/config/default into
+// bin/fixtures/capi/<version>/infrastructure-components-development.yaml,
+// as Cluster API's release does (release-manifests-dev after
+// manifest-modification-dev): the image at the staging registry and the
+// release tag, pull policy IfNotPresent. It sits beside the core's files,
+// as the release carries it.
+func renderCAPD(b *builder) error {
+	modDir, err := b.moduleDir("capitest", capiTestModule, capiTestVersion)
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(b.binDir, "fixtures", "capi", capiTestVersion)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	data, err := kustomizeOverlay(filepath.Join(modDir, "infrastructure", "docker", "config", "default"), func(rel string) string {
+		return fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+images:
+- name: gcr.io/k8s-staging-cluster-api/capd-manager
+  newTag: %s
+patches:
+- target:
+    group: apps
+    version: v1
+    kind: Deployment
+    name: capd-controller-manager
+  patch: |-
+    - op: replace
+      path: /spec/template/spec/containers/0/imagePullPolicy
+      value: IfNotPresent
+`, rel, capiTestVersion)
+	})
+	if err != nil {
+		return fmt.Errorf("rendering %s of %s %s: %w", capdComponentsFile, capiTestModule, capiTestVersion, err)
+	}
+	return os.WriteFile(filepath.Join(out, capdComponentsFile), data, 0o644)
+}

@@ -193,6 +193,13 @@ func components() []component {
 			Render: renderCAPITestExtension,
 		},
 		{
+			// Cluster API's Docker infrastructure provider (CAPD), as a
+			// release fixture only (see capitest.go); nothing is built.
+			Name: "capd", Dir: "capitest",
+			Outputs: []string{"fixtures/capi/" + capiTestVersion + "/" + capdComponentsFile},
+			Render:  renderCAPD,
+		},
+		{
 			// The oras CLI, a producer of OCI artifacts that is not
 			// Capwright: the providers suite pushes a provider artifact
 			// with it and installs it unmodified. Its version is compiled

@@ -1,6 +1,7 @@
 // Package clusterctltest gives tests the real Cluster API release manifests
 // that `make tools` renders into bin/fixtures/capi/<version>/ (core,
-// bootstrap and control-plane components plus metadata.yaml).
+// bootstrap and control-plane components plus metadata.yaml; Current also
+// the Docker provider's infrastructure-components-development.yaml).
 package clusterctltest
 
 import (
