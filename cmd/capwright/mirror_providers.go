@@ -48,8 +48,8 @@ func (o *mirrorOptions) parseProviderSpec(s string, withURL bool) (providerSpec,
 	if !hasVersion || version == "" {
 		return providerSpec{}, fmt.Errorf("%q has no version: want %s (the release tag; \"latest\" is never resolved)", fields[0], providerSpecForm)
 	}
-	if !clusterctl.IsProviderType(providerType) {
-		return providerSpec{}, fmt.Errorf("%q is not a provider type; use one of core, bootstrap, control-plane, infrastructure, ipam, runtime-extension, addon", providerType)
+	if err := catalog.CheckProviderType(providerType); err != nil {
+		return providerSpec{}, err
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return providerSpec{}, fmt.Errorf("%q is not a provider name: lower case a-z, 0-9, - and ., as the provider's metadata.name", name)
@@ -59,11 +59,10 @@ func (o *mirrorOptions) parseProviderSpec(s string, withURL bool) (providerSpec,
 	if len(fields) == 2 {
 		url = fields[1]
 	} else {
-		known, ok := catalog.ReleaseURL(providerType, name)
-		if !ok {
-			return providerSpec{}, fmt.Errorf("clusterctl %s knows no %s provider %q (it knows %s); for another provider give its release URL after it in --providers-file: %s:%s https://github.com/{owner}/{repo}/releases/latest/%s",
-				catalog.ClusterctlVersion, providerType, name, strings.Join(catalog.KnownReleasesOfType(providerType), ", "),
-				typeName, version, clusterctl.ComponentsFile(providerType))
+		known, err := catalog.ReleaseOf(providerType, name)
+		if err != nil {
+			return providerSpec{}, fmt.Errorf("%w; for another provider give its release URL after it in --providers-file: %s:%s https://github.com/{owner}/{repo}/releases/latest/%s",
+				err, typeName, version, clusterctl.ComponentsFile(providerType))
 		}
 		url = known
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -31,13 +32,13 @@ func (p *publishOptions) resolve() (providerrelease.Source, error) {
 				return providerrelease.Source{}, usageErrorf("%s %s contradicts --from-release %s: drop %s", flag.name, flag.given, raw, flag.name)
 			}
 		}
-		if !clusterctl.IsProviderType(providerType) {
-			return providerrelease.Source{}, usageErrorf("--from-release %s: %q is not a provider type; use one of core, bootstrap, control-plane, infrastructure, ipam, runtime-extension, addon", raw, providerType)
-		}
-		url, known := catalog.ReleaseURL(providerType, name)
-		if !known {
-			return providerrelease.Source{}, usageErrorf("--from-release %s: clusterctl %s knows no %s provider %q (it knows %s); give the provider's release URL instead",
-				raw, catalog.ClusterctlVersion, providerType, name, strings.Join(catalog.KnownReleasesOfType(providerType), ", "))
+		url, err := catalog.ReleaseOf(providerType, name)
+		var unknown *catalog.UnknownReleaseError
+		switch {
+		case errors.As(err, &unknown):
+			return providerrelease.Source{}, usageErrorf("--from-release %s: %v; give the provider's release URL instead", raw, err)
+		case err != nil:
+			return providerrelease.Source{}, usageErrorf("--from-release %s: %v", raw, err)
 		}
 		p.providerType, p.name = providerType, name
 		raw = url
@@ -47,7 +48,7 @@ func (p *publishOptions) resolve() (providerrelease.Source, error) {
 		return src, err
 	}
 	if p.providerType == "" {
-		for _, t := range []string{"core", "bootstrap", "control-plane", "infrastructure", "ipam", "runtime-extension", "addon"} {
+		for _, t := range clusterctl.ProviderTypes() {
 			if src.ComponentsPath == clusterctl.ComponentsFile(t) {
 				p.providerType = t
 			}
@@ -57,28 +58,12 @@ func (p *publishOptions) resolve() (providerrelease.Source, error) {
 		}
 	}
 	if p.name == "" {
-		p.name = knownName(src, p.providerType)
+		p.name = catalog.ReleaseName(src, p.providerType)
 		if p.name == "" {
 			return src, usageErrorf("--name is required: %s is not in clusterctl's list of well-known providers", src.URL)
 		}
 	}
 	return src, nil
-}
-
-// knownName is the name of the well-known provider of providerType whose
-// release is src's GitHub repository and components file, or "".
-func knownName(src providerrelease.Source, providerType string) string {
-	if src.Kind != providerrelease.GitHub {
-		return ""
-	}
-	for _, p := range catalog.ClusterctlProviders() {
-		known, err := providerrelease.ParseURL(p.URL)
-		if err == nil && p.Type == providerType && strings.EqualFold(known.Owner, src.Owner) &&
-			strings.EqualFold(known.Repository, src.Repository) && known.ComponentsFile(p.Type) == src.ComponentsFile(providerType) {
-			return p.Name
-		}
-	}
-	return ""
 }
 
 // fetchPublished fetches and checks the release of --from-release and

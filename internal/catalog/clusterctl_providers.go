@@ -1,11 +1,13 @@
 package catalog
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/providerrelease"
 )
 
 // ClusterctlVersion is the Cluster API release whose clusterctl provider
@@ -118,6 +120,62 @@ func ReleaseURL(providerType, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ReleaseOf is the release URL of TYPE/NAME, a provider of clusterctl's
+// list, as the CLI's arguments name one (publish --from-release, mirror
+// --provider). Errors are *ProviderTypeError and *UnknownReleaseError,
+// whose text the callers end with what to do instead.
+func ReleaseOf(providerType, name string) (string, error) {
+	if err := CheckProviderType(providerType); err != nil {
+		return "", err
+	}
+	url, ok := ReleaseURL(providerType, name)
+	if !ok {
+		return "", &UnknownReleaseError{Type: providerType, Name: name}
+	}
+	return url, nil
+}
+
+// ReleaseName is the name of the provider of clusterctl's list of type
+// providerType whose release is src's GitHub repository and components
+// file: what `clusterctl init` calls the release at that URL; "" when the
+// list has none.
+func ReleaseName(src providerrelease.Source, providerType string) string {
+	if src.Kind != providerrelease.GitHub {
+		return ""
+	}
+	for _, p := range ClusterctlProviders() {
+		known, err := providerrelease.ParseURL(p.URL)
+		if err == nil && p.Type == providerType && strings.EqualFold(known.Owner, src.Owner) &&
+			strings.EqualFold(known.Repository, src.Repository) && known.ComponentsFile(p.Type) == src.ComponentsFile(providerType) {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+// CheckProviderType refuses what is not a clusterctl provider type, with
+// a *ProviderTypeError.
+func CheckProviderType(providerType string) error {
+	if !clusterctl.IsProviderType(providerType) {
+		return &ProviderTypeError{Type: providerType}
+	}
+	return nil
+}
+
+// ProviderTypeError is a TYPE that is no clusterctl provider type.
+type ProviderTypeError struct{ Type string }
+
+func (e *ProviderTypeError) Error() string {
+	return fmt.Sprintf("%q is not a provider type; use one of %s", e.Type, strings.Join(clusterctl.ProviderTypes(), ", "))
+}
+
+// UnknownReleaseError is a TYPE/NAME clusterctl's list does not have.
+type UnknownReleaseError struct{ Type, Name string }
+
+func (e *UnknownReleaseError) Error() string {
+	return fmt.Sprintf("clusterctl %s knows no %s provider %q (it knows %s)", ClusterctlVersion, e.Type, e.Name, strings.Join(KnownReleasesOfType(e.Type), ", "))
 }
 
 // KnownReleases lists clusterctl's well-known providers as type/name, for

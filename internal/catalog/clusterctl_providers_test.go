@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -103,6 +104,36 @@ func TestReleaseURL(t *testing.T) {
 	// publishes as artifacts.
 	if got := Known(); !slices.Equal(got, []string{"bootstrap/kubeadm", "control-plane/kubeadm", "core/cluster-api"}) {
 		t.Errorf("Known() = %v", got)
+	}
+}
+
+// TestReleaseOf: TYPE/NAME as the CLI takes it resolves to the list's
+// release URL, and back from a release URL to the name; the errors say
+// what the list has.
+func TestReleaseOf(t *testing.T) {
+	url, err := ReleaseOf("infrastructure", "docker")
+	if err != nil || url != "https://github.com/kubernetes-sigs/cluster-api/releases/latest/infrastructure-components-development.yaml" {
+		t.Errorf("ReleaseOf(infrastructure, docker) = %q, %v", url, err)
+	}
+	src, err := providerrelease.ParseURL("https://github.com/Kubernetes-SIGs/cluster-api-provider-aws/releases/v2.13.0/infrastructure-components.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ReleaseName(src, "infrastructure"); got != "aws" {
+		t.Errorf("ReleaseName(%s) = %q, want aws", src.URL, got)
+	}
+	if got := ReleaseName(src, "bootstrap"); got != "" {
+		t.Errorf("ReleaseName(%s, bootstrap) = %q, want none", src.URL, got)
+	}
+	var unknown *UnknownReleaseError
+	if _, err := ReleaseOf("infrastructure", "nope"); !errors.As(err, &unknown) ||
+		!strings.HasPrefix(err.Error(), `clusterctl v1.14.2 knows no infrastructure provider "nope" (it knows aws, azure,`) {
+		t.Errorf("ReleaseOf(infrastructure, nope): %v", err)
+	}
+	var notType *ProviderTypeError
+	if _, err := ReleaseOf("cloud", "aws"); !errors.As(err, &notType) ||
+		err.Error() != `"cloud" is not a provider type; use one of core, bootstrap, control-plane, infrastructure, ipam, runtime-extension, addon` {
+		t.Errorf("ReleaseOf(cloud, aws): %v", err)
 	}
 }
 
