@@ -38,6 +38,10 @@ type apiServerOptions struct {
 	// AuditLog records every write request in <Dir>/audit.log.
 	AuditLog bool
 	Tracker  *tracker
+	// Context names the admin kubeconfig's cluster and context when Name
+	// does not (a second management cluster, whose components keep their
+	// plain names in a run directory of their own).
+	Context string
 }
 
 // apiServer is a running etcd + kube-apiserver with its PKI and an admin
@@ -243,6 +247,9 @@ func (s *apiServer) startKubeAPIServer(ctx context.Context, etcdURL string) erro
 // cluster).
 func (s *apiServer) writeKubeconfig(admin keyPair) error {
 	name := s.opts.Name
+	if name == "" {
+		name = s.opts.Context
+	}
 	if name == "" {
 		name = "capwright-plane"
 	}

@@ -98,9 +98,19 @@ type Plane struct {
 	// pods runs Deployments' pods (Options.RunDeployments).
 	pods *podRunner
 
+	// name is a second management cluster's name (StartManagementCluster);
+	// empty for the first. Such a plane shares its Registry and Git with
+	// the first, which owns them.
+	name string
+	// clusterStopped is set by StopCluster.
+	clusterStopped sync.Once
+
 	mu        sync.Mutex
 	workloads []*WorkloadCluster
-	hcpsim    *hcpsimRun // set by StartHCPSim
+	// managements are the further management clusters started beside
+	// this one (StartManagementCluster).
+	managements []*Plane
+	hcpsim      *hcpsimRun // set by StartHCPSim
 }
 
 // tracker remembers started processes so teardown reaches all of them.
@@ -216,7 +226,11 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 }
 
 func (p *Plane) logf(format string, args ...any) {
-	fmt.Fprintf(p.opts.Log, "plane: "+format+"\n", args...)
+	prefix := "plane: "
+	if p.name != "" {
+		prefix = "plane " + p.name + ": "
+	}
+	fmt.Fprintf(p.opts.Log, prefix+format+"\n", args...)
 }
 
 func (p *Plane) start(ctx, runCtx context.Context) error {
@@ -240,6 +254,7 @@ func (p *Plane) start(ctx, runCtx context.Context) error {
 		Egress:   webhooks.egressConfig,
 		Tracker:  p.tracker,
 		AuditLog: p.opts.AuditLog,
+		Context:  p.name,
 	})
 	if err != nil {
 		return err
@@ -274,17 +289,22 @@ func (p *Plane) start(ctx, runCtx context.Context) error {
 			return err
 		}
 	}
-	p.Registry, err = startRegistry(RegistryOptions{})
-	if err != nil {
-		return err
+	if p.name == "" {
+		// A second management cluster uses the first's (Registry and
+		// Git are set already).
+		if p.Registry, err = startRegistry(RegistryOptions{}); err != nil {
+			return err
+		}
 	}
 	if p.opts.RunDeployments {
 		if p.pods, err = p.startPodRunner(runCtx); err != nil {
 			return err
 		}
 	}
-	if err := p.startGit(&CA{ca: p.api.ca}); err != nil {
-		return err
+	if p.name == "" {
+		if err := p.startGit(&CA{ca: p.api.ca}); err != nil {
+			return err
+		}
 	}
 	p.startCertsim(runCtx)
 
@@ -321,14 +341,18 @@ func (p *Plane) startCertsim(ctx context.Context) {
 	}()
 }
 
-// Stop tears everything down: hcpsim and its control planes, workload
-// clusters, processes (whole process groups), in-process servers. It is safe to call more than once.
+// Stop tears everything down: the further management clusters, hcpsim
+// and its control planes, workload clusters, processes (whole process
+// groups), in-process servers. It is safe to call more than once.
 func (p *Plane) Stop() error {
 	p.stopOnce.Do(func() {
 		var errs []error
 		p.mu.Lock()
-		workloads, hcpsim := p.workloads, p.hcpsim
+		workloads, managements, hcpsim := p.workloads, p.managements, p.hcpsim
 		p.mu.Unlock()
+		for _, m := range managements {
+			errs = append(errs, m.Stop())
+		}
 		if hcpsim != nil {
 			// First: it stops the control planes it runs, and its open
 			// watch would hold up the API server's shutdown.
@@ -337,18 +361,39 @@ func (p *Plane) Stop() error {
 		for _, w := range workloads {
 			w.stop()
 		}
-		p.tracker.stopAll()
-		p.cancel()
-		if p.Registry != nil {
+		p.StopCluster()
+		if p.name == "" && p.Registry != nil {
 			errs = append(errs, p.Registry.Close())
 		}
-		if p.Git != nil {
+		if p.name == "" && p.Git != nil {
 			errs = append(errs, p.Git.Close())
 		}
 		p.inProcess.Wait()
 		p.stopErr = errors.Join(errs...)
 	})
 	return p.stopErr
+}
+
+// StopCluster tears down the management cluster itself, as a site tears
+// down a management cluster it has moved its Clusters away from: its API
+// server, etcd, controllers, the pods it runs and the in-process servers
+// that work for it (hcpsim and its control planes included). What stands
+// beside it stays: the registry, the Git server, the workload clusters
+// and the other management clusters. Stop calls it; it is safe to call
+// more than once.
+func (p *Plane) StopCluster() {
+	p.clusterStopped.Do(func() {
+		p.mu.Lock()
+		hcpsim := p.hcpsim
+		p.mu.Unlock()
+		if hcpsim != nil {
+			// First: it stops the control planes it runs, and its open
+			// watch would hold up the API server's shutdown.
+			hcpsim.stop()
+		}
+		p.tracker.stopAll()
+		p.cancel()
+	})
 }
 
 // Kill SIGKILLs the component process named name (its log's name: etcd,
@@ -373,6 +418,9 @@ func (p *Plane) PIDs() []int {
 	defer p.mu.Unlock()
 	for _, w := range p.workloads {
 		pids = append(pids, w.tracker.pids()...)
+	}
+	for _, m := range p.managements {
+		pids = append(pids, m.PIDs()...)
 	}
 	return pids
 }
