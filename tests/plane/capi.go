@@ -221,6 +221,9 @@ metadata:
   name: testinfraclusters.infrastructure.cluster.x-k8s.io
   labels:
     cluster.x-k8s.io/v1beta2: v1beta1
+    # What clusterctl labels every provider's objects with, and what
+    # clusterctl move finds the kinds to move by.
+    clusterctl.cluster.x-k8s.io: ""
 spec:
   group: infrastructure.cluster.x-k8s.io
   names:
