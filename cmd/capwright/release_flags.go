@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/providerrelease"
 )
@@ -79,22 +80,12 @@ func (o *releaseOptions) fetcher(limit int64) (*providerrelease.Fetcher, error) 
 			}
 			rules = append(rules, rule)
 		}
-		f.Rewrite = func(u string) string {
-			out, _ := rules.RewriteURL(u)
-			return out
-		}
+		f.Rewrite = rules.ReleaseRewrite()
 	}
 	if o.caFile != "" {
-		pem, err := os.ReadFile(o.caFile)
+		pool, err := caFilePool("--release-ca-file", o.caFile)
 		if err != nil {
-			return nil, usageErrorf("--release-ca-file: %v", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, usageErrorf("--release-ca-file %s: no PEM certificate in it", o.caFile)
+			return nil, err
 		}
 		f.RootCAs = pool
 	}
@@ -140,4 +131,18 @@ func fetchRelease(cmd *cobra.Command, f *providerrelease.Fetcher, src providerre
 		fmt.Fprintf(stderr, "Fetched %s %s from %s\n", file.Name, file.SHA256, from)
 	}
 	return r, nil
+}
+
+// caFilePool is the system's certificate authorities and those of the PEM
+// file a flag names (--ca-file, --release-ca-file).
+func caFilePool(flag, path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", flag, err)
+	}
+	pool, err := artifact.CertPool(pem)
+	if err != nil {
+		return nil, usageErrorf("%s %s: %v", flag, path, err)
+	}
+	return pool, nil
 }

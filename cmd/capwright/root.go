@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/x509"
 	"fmt"
 	"os"
 
@@ -41,16 +40,9 @@ func (o *registryOptions) access() (artifact.Access, error) {
 		UserAgent:          "capwright/" + version,
 	}
 	if o.caFile != "" {
-		pem, err := os.ReadFile(o.caFile)
+		pool, err := caFilePool("--ca-file", o.caFile)
 		if err != nil {
-			return a, usageErrorf("--ca-file: %v", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return a, usageErrorf("--ca-file %s: no PEM certificate in it", o.caFile)
+			return a, err
 		}
 		a.RootCAs = pool
 	}

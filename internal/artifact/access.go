@@ -3,6 +3,7 @@ package artifact
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -37,6 +38,26 @@ type Access struct {
 	Credentials auth.CredentialFunc
 	// UserAgent identifies Capwright to the registry.
 	UserAgent string
+}
+
+// ErrNoCertificate is PEM data that holds no certificate.
+var ErrNoCertificate = errors.New("no PEM certificate in it")
+
+// CertPool is the system's certificate authorities and those of pem: what
+// a CA the user gives (the CLI's --ca-file and --release-ca-file, a
+// Secret's ca.crt) is trusted as, in addition to the system's, as Flux's
+// source-controller trusts it, so a host with a publicly signed
+// certificate still passes. It fails with ErrNoCertificate when pem holds
+// no certificate. Registries and release hosts alike take the pool.
+func CertPool(pem []byte) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, ErrNoCertificate
+	}
+	return pool, nil
 }
 
 // Repository returns an oras-go repository for ref with this access, and a

@@ -3,7 +3,10 @@ package artifact_test
 import (
 	"context"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -69,5 +72,23 @@ func TestRegistryTLS(t *testing.T) {
 	var unknownCA x509.UnknownAuthorityError
 	if !errors.As(err, &unknownCA) {
 		t.Fatalf("Fetch without the CA = %v, want a certificate verification error", err)
+	}
+}
+
+// TestCertPool: a CA the user gives is trusted beside the system's; PEM
+// without a certificate is refused.
+func TestCertPool(t *testing.T) {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	pool, err := artifact.CertPool(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Certificate().Verify(x509.VerifyOptions{Roots: pool}); err != nil {
+		t.Errorf("the given CA is not trusted: %v", err)
+	}
+	if _, err := artifact.CertPool([]byte("not a certificate")); !errors.Is(err, artifact.ErrNoCertificate) {
+		t.Errorf("PEM without a certificate: %v, want ErrNoCertificate", err)
 	}
 }

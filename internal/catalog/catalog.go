@@ -196,6 +196,19 @@ func (m Mirrors) RewriteURL(raw string) (string, bool) {
 	return to + strings.TrimPrefix(rest, m[best].From), true
 }
 
+// ReleaseRewrite is the rules as a release fetcher's Rewrite
+// (providerrelease.Fetcher): each release file URL mapped by RewriteURL;
+// nil without rules, so the fetcher asks the release host itself.
+func (m Mirrors) ReleaseRewrite() func(fileURL string) string {
+	if len(m) == 0 {
+		return nil
+	}
+	return func(fileURL string) string {
+		out, _ := m.RewriteURL(fileURL)
+		return out
+	}
+}
+
 // OCISource is where Flux pulls an oci:// repository a user named (a
 // Tenant's stack, a contract backend) from: the URL after the rules, and
 // whether its registry is reached over plain HTTP because the manager's

@@ -156,7 +156,16 @@ func TestRewriteURL(t *testing.T) {
 	if got, ok := rules.Rewrite("github.com/acme/image:v1"); ok {
 		t.Errorf("a rule for release URLs rewrote an image: %s", got)
 	}
+	rewrite := rules.ReleaseRewrite()
+	if got := rewrite(releaseFileURL); got != "https://artifacts.example.com/github/o/r/releases/download/v1/metadata.yaml" {
+		t.Errorf("ReleaseRewrite()(%s) = %s", releaseFileURL, got)
+	}
+	if Mirrors(nil).ReleaseRewrite() != nil {
+		t.Error("no rules give a Rewrite: the fetcher would not ask the release host itself")
+	}
 }
+
+const releaseFileURL = "https://github.com/o/r/releases/download/v1/metadata.yaml"
 
 func TestMirrorRules(t *testing.T) {
 	for _, bad := range []string{"", "registry.k8s.io", "=x", "https://a=b", "a=ftp://b", "a=https://", "a=oci://b"} {
