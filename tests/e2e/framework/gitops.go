@@ -163,6 +163,12 @@ func (w *WorkingCopy) Pull(ctx context.Context) {
 	w.git(ctx, w.Dir, "pull", "--quiet", "--ff-only", "origin", "main")
 }
 
+// Head is the SHA of the copy's HEAD.
+func (w *WorkingCopy) Head(ctx context.Context) string {
+	w.r.Helper()
+	return w.git(ctx, w.Dir, "rev-parse", "HEAD")
+}
+
 // CommitAndPush commits every change with message and pushes it to main;
 // it returns the commit's SHA and the time the push finished.
 func (w *WorkingCopy) CommitAndPush(ctx context.Context, message string) (string, time.Time) {
@@ -224,7 +230,14 @@ func ReadTree(root string) (map[string][]byte, error) {
 // beside it).
 func SiteOverlay(r Reporter, p *plane.Plane, releases *plane.ReleaseServer) map[string][]byte {
 	r.Helper()
-	data, err := os.ReadFile(filepath.Join(p.RepoRoot(), "docs", "examples", "site", "clusters", "management", "kustomization.yaml"))
+	return SiteOverlayAt(r, p, releases, ManagementPath)
+}
+
+// SiteOverlayAt is SiteOverlay for the management cluster at path
+// (clusters/<name>), from docs/examples/site/<path>/kustomization.yaml.
+func SiteOverlayAt(r Reporter, p *plane.Plane, releases *plane.ReleaseServer, path string) map[string][]byte {
+	r.Helper()
+	data, err := os.ReadFile(filepath.Join(p.RepoRoot(), "docs", "examples", "site", filepath.FromSlash(path), "kustomization.yaml"))
 	if err != nil {
 		r.Fatalf("%v", err)
 	}
@@ -250,8 +263,8 @@ func SiteOverlay(r Reporter, p *plane.Plane, releases *plane.ReleaseServer) map[
       value: ./plane/cert-manager
 `
 	return map[string][]byte{
-		ManagementPath + "/kustomization.yaml": []byte(text),
-		"plane/cert-manager/namespace.yaml":    []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cert-manager\n"),
+		path + "/kustomization.yaml":        []byte(text),
+		"plane/cert-manager/namespace.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cert-manager\n"),
 	}
 }
 
@@ -378,14 +391,27 @@ var FluxSystemFiles = []string{"kustomization.yaml", "receiver.yaml", "capwright
 // repository names but must not hold (name → data) in flux-system.
 func CustomiseFluxSystem(r Reporter, ctx context.Context, p *plane.Plane, w *WorkingCopy, secrets map[string]map[string]string) {
 	r.Helper()
+	CustomiseFluxSystemAt(r, ctx, p, w, ManagementPath, secrets)
+}
+
+// CustomiseFluxSystemAt is CustomiseFluxSystem for the management cluster
+// p bootstrapped at path: the example's clusters/management/flux-system
+// files copied to path/flux-system, as docs/gitops.md says for a second
+// management cluster.
+func CustomiseFluxSystemAt(r Reporter, ctx context.Context, p *plane.Plane, w *WorkingCopy, path string, secrets map[string]map[string]string) {
+	r.Helper()
 	examples := ExampleRepository(r, p.RepoRoot())
-	dir := ManagementPath + "/flux-system/"
+	from, dir := ManagementPath+"/flux-system/", path+"/flux-system/"
 	for _, name := range FluxSystemFiles {
-		w.Write(dir+name, examples[dir+name])
+		w.Write(dir+name, examples[from+name])
 	}
 	w.Write(dir+"gotk-components.yaml", nil)
 	w.Write(dir+"gotk-sync.yaml", nil)
-	w.CommitAndPush(ctx, "Customise Flux for Capwright")
+	message := "Customise Flux for Capwright"
+	if path != ManagementPath {
+		message += " at " + path
+	}
+	w.CommitAndPush(ctx, message)
 	kube, err := kubernetes.NewForConfig(p.Config)
 	if err != nil {
 		r.Fatalf("%v", err)
