@@ -15,6 +15,10 @@ CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.1
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT  := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 WORKLOAD_CLUSTERS ?= 0
+# make plane-up MANAGEMENT_B=1 also starts a second, empty management
+# cluster (bin/plane/management-b.kubeconfig) to bootstrap from fleet.git
+# and move Clusters to (docs/gitops.md).
+MANAGEMENT_B   ?= 0
 # go test flags. Each e2e package starts its own plane; most of an e2e
 # test's time is waiting for Flux and the plane's controllers, so three
 # packages at a time share the 2 cores without slowing each other down
@@ -170,12 +174,12 @@ demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Capwright the GitOps 
 	$(BIN)/local-plane demo
 
 .PHONY: plane-up
-plane-up: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Start the local plane in the background (bin/plane/kubeconfig, bin/plane/registry).
+plane-up: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Start the local plane in the background (bin/plane/kubeconfig, bin/plane/registry); MANAGEMENT_B=1 adds a second, empty management cluster (bin/plane/management-b.kubeconfig).
 	@mkdir -p $(PLANE_STATE)
 	@if [ -f $(PLANE_STATE)/pid ] && kill -0 $$(cat $(PLANE_STATE)/pid) 2>/dev/null; then \
 		echo "plane already running (pid $$(cat $(PLANE_STATE)/pid)); make plane-down first"; exit 1; fi
 	@rm -f $(PLANE_STATE)/ready
-	@nohup $(BIN)/local-plane up -state $(PLANE_STATE) -workload-clusters $(WORKLOAD_CLUSTERS) > $(PLANE_STATE)/up.log 2>&1 & \
+	@nohup $(BIN)/local-plane up -state $(PLANE_STATE) -workload-clusters $(WORKLOAD_CLUSTERS) $(if $(filter 1 true yes,$(MANAGEMENT_B)),-management-b) > $(PLANE_STATE)/up.log 2>&1 & \
 	pid=$$!; \
 	for i in $$(seq 1 600); do \
 		if [ -f $(PLANE_STATE)/ready ]; then cat $(PLANE_STATE)/up.log | sed -n '/The local management plane is up/,$$p'; exit 0; fi; \

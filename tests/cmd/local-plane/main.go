@@ -59,6 +59,11 @@ Component binaries come from bin/ (make tools); CAPWRIGHT_BIN_DIR overrides.
 `)
 }
 
+// stateFiles are the files up writes in the state directory (the pid
+// file aside): removed before a start and after a stop, so that stale
+// ones never look like a live plane's.
+var stateFiles = []string{"kubeconfig", "registry", "ready", "run-dir", "git-url", "git-credentials", "git-ca.crt", "management-b.kubeconfig"}
+
 type stateFlags struct {
 	dir string
 }
@@ -77,6 +82,7 @@ func up(args []string) error {
 	state.register(fs)
 	workloads := fs.Int("workload-clusters", 0, "number of workload clusters to start")
 	capwright := fs.Bool("capwright", true, "install the Capwright CRDs and run bin/capwright-manager against the plane")
+	second := fs.Bool("management-b", false, "also start a second, empty management cluster, management-b, beside the first (its kubeconfig in management-b.kubeconfig), sharing its registry and Git server: bootstrap it at clusters/management-b of fleet.git and move Clusters to it as docs/gitops.md says")
 	gitops := fs.Bool("gitops", true, "bootstrap the plane's Flux from its Git server's fleet.git with the flux CLI (flux bootstrap git, path clusters/management), so what is pushed there is applied; false starts the plane's own Flux controllers instead")
 	_ = fs.Parse(args)
 
@@ -86,7 +92,7 @@ func up(args []string) error {
 		return err
 	}
 	// Stale files from an earlier run must not look like a live plane.
-	for _, f := range []string{"kubeconfig", "registry", "ready", "run-dir", "git-url", "git-credentials", "git-ca.crt"} {
+	for _, f := range stateFiles {
 		_ = os.Remove(filepath.Join(state.dir, f))
 	}
 	if err := os.WriteFile(state.pidFile(), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
@@ -133,6 +139,15 @@ func up(args []string) error {
 		}
 		files[w.Name+".kubeconfig"] = w.Kubeconfig
 	}
+	if *second {
+		m, err := p.StartManagementCluster(ctx, "management-b")
+		if err != nil {
+			return err
+		}
+		if files["management-b.kubeconfig"], err = os.ReadFile(m.Kubeconfig); err != nil {
+			return err
+		}
+	}
 	metrics := ""
 	if *capwright {
 		m, err := p.StartCapwright(ctx, plane.CapwrightOptions{Args: mirrorArgs(p)})
@@ -151,6 +166,13 @@ func up(args []string) error {
 		return err
 	}
 	printUsage(state.dir, p, *workloads, metrics)
+	if *second {
+		abs, _ := filepath.Abs(state.dir)
+		fmt.Printf(`  management-b: %[1]s/management-b.kubeconfig   (a second management cluster, empty: no Flux yet)
+               bootstrap it at clusters/management-b of fleet.git and move Clusters to it:
+               docs/gitops.md, "A second management cluster, and moving Clusters to it"
+`, abs)
+	}
 	<-ctx.Done()
 	fmt.Println("local-plane: stopping")
 	return p.Stop()
@@ -215,7 +237,7 @@ func down(args []string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			for _, f := range []string{"kubeconfig", "registry", "ready", "run-dir", "git-url", "git-credentials", "git-ca.crt"} {
+			for _, f := range stateFiles {
 				_ = os.Remove(filepath.Join(state.dir, f))
 			}
 			fmt.Println("local-plane: stopped")
