@@ -14,8 +14,8 @@ import (
 
 	"github.com/capwright/capwright/internal/build"
 	"github.com/capwright/capwright/internal/catalog"
-	"github.com/capwright/capwright/internal/controller/provider"
 	"github.com/capwright/capwright/internal/render"
+	"github.com/capwright/capwright/internal/resolve"
 )
 
 func init() { subcommands = append(subcommands, newBuildCommand) }
@@ -46,7 +46,7 @@ func (m *managerSettings) addFlags(cmd *cobra.Command) {
 	f.StringSliceVar(&m.forbidden, "tenant-forbidden-namespaces", render.DefaultTenantForbiddenNamespaces, "the manager's --tenant-forbidden-namespaces")
 	f.StringVar(&m.managerNamespace, "manager-namespace", "capwright-system", "the namespace the manager runs in (closed to Tenants)")
 	f.StringVar(&m.maxArtifactSize, "max-artifact-size", "64Mi", "the manager's --max-artifact-size: largest artifact or release read")
-	f.DurationVar(&m.registryTimeout, "registry-timeout", provider.DefaultRegistryTimeout, "the manager's --registry-timeout: how long a registry or release host may take per custom resource")
+	f.DurationVar(&m.registryTimeout, "registry-timeout", resolve.DefaultRegistryTimeout, "the manager's --registry-timeout: how long a registry or release host may take per custom resource")
 }
 
 // options are the build's settings from the flags.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/capwright/capwright/internal/controller/provider"
 	"github.com/capwright/capwright/internal/render"
+	"github.com/capwright/capwright/internal/resolve"
 )
 
 // features are Capwright's feature gates (--feature-gates=Name=true), as
@@ -59,14 +60,14 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.eventsAddr, "events-addr", "", "The address of notification-controller's event receiver, to forward events to as Flux's controllers do (e.g. http://notification-controller.flux-system.svc.cluster.local./).")
 	fs.IntVar(&o.concurrent, "concurrent", 4, "The number of providers of one kind, and of Tenants, reconciled at once.")
 	fs.DurationVar(&o.resync, "resync-interval", 10*time.Minute, "How often an unchanged provider's artifact tag is re-resolved and an unchanged Tenant looked at again, at most (spec.interval may be shorter).")
-	fs.DurationVar(&o.registryTimeout, "registry-timeout", provider.DefaultRegistryTimeout, "The longest a provider's reconcile waits for its registry (resolving the tag, fetching the artifact); a registry that does not answer in time fails that reconcile only.")
+	fs.DurationVar(&o.registryTimeout, "registry-timeout", resolve.DefaultRegistryTimeout, "The longest a provider's reconcile waits for its registry (resolving the tag, fetching the artifact); a registry that does not answer in time fails that reconcile only.")
 	fs.StringVar(&o.maxSize, "max-artifact-size", "64Mi", "The largest provider artifact read from a registry, compressed or unpacked.")
 	fs.StringArrayVar(&o.mirrors, "registry-mirror", nil, "A FROM=TO mirror rule for artifacts, container images and release URLs (repeatable), e.g. registry.k8s.io=mirror.example.com/k8s; a TO with https:// rewrites release URLs only, e.g. github.com=https://artifacts.example.com/github; a FROM of TYPE/NAME sends that provider, without spec.source, to the OCI repository TO, e.g. infrastructure/aws=mirror.example.com/capi/manifests/infrastructure-aws.")
 	fs.StringArrayVar(&o.insecure, "insecure-registry", nil, "HOST[:PORT] of a registry reached over plain HTTP, e.g. an internal mirror (repeatable); TLS verification is never switched off for HTTPS registries.")
 	fs.StringVar(&o.mirrorFile, "registry-mirror-file", "", "A file of FROM=TO rules, one per line, as capwright mirror writes it.")
 	fs.BoolVar(&o.catalogOCI, "catalog-oci-artifacts", false, "Install the providers Cluster API publishes as OCI provider artifacts (core cluster-api, bootstrap and control-plane kubeadm) from registry.k8s.io/cluster-api/manifests instead of their GitHub release assets. Off until Cluster API publishes there; a --registry-mirror rule for that path switches it on for the providers it covers.")
 	fs.StringArrayVar(&o.releaseRedirectHosts, "release-redirect-host", nil, "HOST[:PORT] a release host may redirect a download to, besides GitHub's own download hosts (repeatable), e.g. the storage host of an internal release mirror.")
-	fs.DurationVar(&o.releaseRecheck, "release-recheck-interval", provider.DefaultReleaseRecheck, "How often an installed release is fetched again to notice files re-uploaded under the same version; a resync in between makes no request to the release host (a reconcile request does).")
+	fs.DurationVar(&o.releaseRecheck, "release-recheck-interval", resolve.DefaultReleaseRecheck, "How often an installed release is fetched again to notice files re-uploaded under the same version; a resync in between makes no request to the release host (a reconcile request does).")
 	fs.DurationVar(&o.upgradeCheck, "upgrade-check-interval", provider.DefaultUpgradeCheckInterval, "How often each installed provider's source is asked for newer versions (status.upgrades, the UpgradeAvailable condition): for an OCI repository a tag list and a manifest request per provider and check, plus the newest tag's metadata.yaml when its digest is new; for a release URL one request for the latest release, plus its metadata.yaml when new. Each provider's check comes up to a tenth of the interval late, and a reconcile request checks at once. 0 turns the checks off.")
 	fs.StringVar(&o.storagePath, "artifact-storage-path", "", "The directory where the manager keeps the artifacts of providers' additional manifests for Flux to fetch; empty refuses spec.additionalManifests.")
 	fs.StringVar(&o.storageAddr, "artifact-bind-address", ":9090", "The address the artifact server listens on.")

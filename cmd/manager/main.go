@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/capwright/capwright/internal/releasecopy"
+	"github.com/capwright/capwright/internal/resolve"
 	capwrightscheme "github.com/capwright/capwright/internal/scheme"
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -141,9 +143,7 @@ func run(o *options) error {
 		return err
 	}
 	fetcher := &artifact.Fetcher{MaxArtifactSize: size.Value()}
-	cache := &provider.ArtifactCache{}
 	timelines := provider.NewTimelines()
-	resolutions := &provider.Resolutions{}
 	recorderMetrics := metrics.NewRecorder(ctrlmetrics.Registry)
 	kinds := provider.Kinds()
 	corePreflights := provider.NewCorePreflights()
@@ -152,33 +152,40 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
+	// One resolution stage for every kind: its memory of what tags and
+	// releases resolved to, and of checked artifacts, is shared.
+	source := &resolve.Resolver{
+		Client:              mgr.GetClient(),
+		Reader:              mgr.GetAPIReader(),
+		Fetcher:             fetcher,
+		Cache:               &resolve.ArtifactCache{},
+		Resolutions:         &resolve.Resolutions{},
+		Mirrors:             rules,
+		CatalogOCIArtifacts: o.catalogOCI,
+		InsecureRegistries:  o.insecure,
+		Releases:            resolve.ReleaseSettings{RedirectHosts: o.releaseRedirectHosts, Recheck: o.releaseRecheck},
+		// The Deployment sets RUNTIME_NAMESPACE (see run); outside the
+		// cluster no copies are kept.
+		Copies:          releasecopy.Store{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: os.Getenv("RUNTIME_NAMESPACE")},
+		RegistryTimeout: o.registryTimeout,
+		ResyncInterval:  o.resync,
+	}
 	var reconcilers []*provider.Reconciler
 	for _, k := range kinds {
 		r := &provider.Reconciler{
-			Client:              mgr.GetClient(),
-			Reader:              mgr.GetAPIReader(),
-			Kind:                k,
-			Kinds:               kinds,
-			Fetcher:             fetcher,
-			Cache:               cache,
-			Mirrors:             rules,
-			InsecureRegistries:  o.insecure,
-			CatalogOCIArtifacts: o.catalogOCI,
-			Releases: provider.ReleaseSettings{RedirectHosts: o.releaseRedirectHosts, Recheck: o.releaseRecheck,
-				// The Deployment sets RUNTIME_NAMESPACE (see run); outside
-				// the cluster no copies are kept.
-				CopyNamespace: os.Getenv("RUNTIME_NAMESPACE")},
-			Recorder:        recorder,
-			ResyncInterval:  o.resync,
-			RegistryTimeout: o.registryTimeout,
-			Artifacts:       storage,
-			RESTMapper:      mgr.GetRESTMapper(),
-			Timelines:       timelines,
-			Resolutions:     resolutions,
-			Metrics:         recorderMetrics,
-			CorePreflights:  corePreflights,
-			Upgrades:        upgradeChecks,
-			APIs:            servedAPIs,
+			Client:         mgr.GetClient(),
+			Reader:         mgr.GetAPIReader(),
+			Kind:           k,
+			Kinds:          kinds,
+			Source:         source,
+			Recorder:       recorder,
+			Artifacts:      storage,
+			RESTMapper:     mgr.GetRESTMapper(),
+			Timelines:      timelines,
+			Metrics:        recorderMetrics,
+			CorePreflights: corePreflights,
+			Upgrades:       upgradeChecks,
+			APIs:           servedAPIs,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)

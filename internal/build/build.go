@@ -39,6 +39,7 @@ import (
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	tenantplan "github.com/capwright/capwright/internal/plan/tenant"
 	"github.com/capwright/capwright/internal/render"
+	"github.com/capwright/capwright/internal/resolve"
 	"github.com/capwright/capwright/internal/scheme"
 )
 
@@ -203,22 +204,25 @@ func (b *building) provider(obj v1alpha1.Provider, it *Item) error {
 		}
 	}
 	access := b.o.Access
-	r := &provider.Reconciler{
-		Client: b.store, Reader: b.store, Kind: kind, Kinds: provider.Kinds(),
+	source := &resolve.Resolver{
+		Client: b.store, Reader: b.store,
 		Fetcher:             &artifact.Fetcher{MaxArtifactSize: b.o.MaxArtifactSize},
-		Cache:               &provider.ArtifactCache{},
+		Cache:               &resolve.ArtifactCache{},
+		Resolutions:         &resolve.Resolutions{},
 		Mirrors:             b.o.Mirrors,
 		InsecureRegistries:  b.o.InsecureRegistries,
 		CatalogOCIArtifacts: b.o.CatalogOCIArtifacts,
-		Releases:            provider.ReleaseSettings{RedirectHosts: b.o.ReleaseRedirectHosts},
+		Releases:            resolve.ReleaseSettings{RedirectHosts: b.o.ReleaseRedirectHosts},
 		RegistryTimeout:     b.o.RegistryTimeout,
-		Artifacts:           b.storage,
-		RESTMapper:          b.store.RESTMapper(),
-		CorePreflights:      b.preflights,
-		Resolutions:         &provider.Resolutions{},
 		BaseAccess:          &access,
 	}
-	from, err := b.preload(r, obj)
+	r := &provider.Reconciler{
+		Client: b.store, Reader: b.store, Kind: kind, Kinds: provider.Kinds(), Source: source,
+		Artifacts:      b.storage,
+		RESTMapper:     b.store.RESTMapper(),
+		CorePreflights: b.preflights,
+	}
+	from, err := b.preload(source, obj)
 	if err != nil {
 		return err
 	}
@@ -226,7 +230,7 @@ func (b *building) provider(obj v1alpha1.Provider, it *Item) error {
 		it.Notes = append(it.Notes, from)
 	}
 	var unreached error
-	r.OnUnreachable = func(_ v1alpha1.Provider, err error) { unreached = err }
+	source.OnUnreachable = func(_ v1alpha1.Provider, err error) { unreached = err }
 	f := r.Facts(b.ctx, obj)
 	if unreached != nil && f.Refusal != nil {
 		return &UnreachableError{Item: it.Ref(), Err: unreached}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
-	"github.com/capwright/capwright/internal/controller/provider"
+	"github.com/capwright/capwright/internal/resolve"
 )
 
 // maxIndexSize bounds an OCI image layout's index.json.
@@ -57,11 +57,11 @@ func readLayouts(dirs []string) ([]layoutEntry, error) {
 // by its tag alone whose annotations name the provider (capwright publish
 // --output). It tells where the artifact came from, "" when no layout
 // holds it (the registry is asked then).
-func (b *building) preload(r *provider.Reconciler, obj v1alpha1.Provider) (string, error) {
+func (b *building) preload(r *resolve.Resolver, obj v1alpha1.Provider) (string, error) {
 	if len(b.layouts) == 0 {
 		return "", nil
 	}
-	ref, release, err := r.ArtifactReference(obj)
+	ref, release, err := r.Reference(obj)
 	if err != nil || release != "" || ref.Tag == "" {
 		return "", nil // the facts say what is wrong, or a release is fetched
 	}

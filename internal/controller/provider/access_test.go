@@ -376,7 +376,7 @@ func TestRegistryAccess(t *testing.T) {
 			p := accessProvider(tt.chart, tt.access)
 			env := newFakeEnv(t, kindFor(p), append(objs, p.(ctrl.Object))...)
 
-			a, err := env.r.registryAccess(context.Background(), p)
+			a, err := env.r.Source.Access(context.Background(), p)
 			if tt.wantErr == nil {
 				if err != nil {
 					t.Fatalf("registryAccess: %v", err)

@@ -73,7 +73,7 @@ func (r *Reconciler) installations(ctx context.Context, obj v1alpha1.Provider) (
 	request := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]
 	if v, ok := r.installationsRead.m.Load(obj.GetUID()); ok {
 		read := v.(installationsRead)
-		if read.generation == obj.GetGeneration() && read.request == request && time.Since(read.at) < min(time.Minute, r.resyncInterval(obj)/2) {
+		if read.generation == obj.GetGeneration() && read.request == request && time.Since(read.at) < min(time.Minute, r.Source.Interval(obj)/2) {
 			return read.found, nil
 		}
 	}

@@ -192,7 +192,7 @@ func TestAdoptionOfAClusterctlInstallation(t *testing.T) {
 
 	// Flux installed it: the inventory entry clusterctl created is
 	// Capwright's now, same name, clusterctl's labels kept.
-	if err := env.r.recordInventory(ctx, core, "v1.14.2", env.r.resyncInterval(core)); err != nil {
+	if err := env.r.recordInventory(ctx, core, "v1.14.2", env.r.Source.Interval(core)); err != nil {
 		t.Fatalf("recordInventory over clusterctl's entry: %v", err)
 	}
 	inv := &unstructured.Unstructured{}
@@ -312,7 +312,7 @@ func TestAdoptedCoreKeepsTheContractCheck(t *testing.T) {
 		t.Fatalf("the core's Compatible = %+v, want True, adopting", c)
 	}
 
-	dockers := &Reconciler{Client: env.client, Reader: env.client, Kind: kindFor(docker), Kinds: Kinds(), Fetcher: env.r.Fetcher, Cache: &ArtifactCache{},
+	dockers := &Reconciler{Client: env.client, Reader: env.client, Kind: kindFor(docker), Kinds: Kinds(), Source: newSource(env.client, env.r.Source.Fetcher),
 		Recorder: env.events, CorePreflights: env.r.CorePreflights}
 	before := len(env.fluxWrites())
 	if _, err := dockers.Reconcile(context.Background(), reconcile.Request{NamespacedName: ctrl.ObjectKeyFromObject(docker)}); err != nil {

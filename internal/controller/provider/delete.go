@@ -57,7 +57,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (shell
 	if err := r.removeStored(name, obj); err != nil {
 		return shell.Outcome{}, err
 	}
-	if err := r.pruneReleaseCopy(ctx, obj, 0); err != nil {
+	if err := r.Source.Copies.Prune(ctx, obj, 0); err != nil {
 		return shell.Outcome{}, err
 	}
 	extra, err := r.removeAdditional(ctx, obj)

@@ -35,6 +35,8 @@ import (
 	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
 	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/releasecopy"
+	"github.com/capwright/capwright/internal/resolve"
 )
 
 // The helpers of the fake-client tests of the provider reconciler: a fake
@@ -211,8 +213,14 @@ func newFakeEnv(t *testing.T, kind Kind, objs ...ctrl.Object) *fakeEnv {
 			},
 		}).Build()
 	env.client = c
-	env.r = &Reconciler{Client: c, Reader: c, Kind: kind, Kinds: Kinds(), Fetcher: &artifact.Fetcher{}, Cache: &ArtifactCache{}, Recorder: env.events}
+	env.r = &Reconciler{Client: c, Reader: c, Kind: kind, Kinds: Kinds(), Source: newSource(c, &artifact.Fetcher{}), Recorder: env.events}
 	return env
+}
+
+// newSource is a resolution stage over c with an empty memory, as a
+// manager starts with.
+func newSource(c ctrl.Client, f *artifact.Fetcher) *resolve.Resolver {
+	return &resolve.Resolver{Client: c, Reader: c, Fetcher: f, Cache: &resolve.ArtifactCache{}, Copies: releasecopy.Store{Client: c, Reader: c}}
 }
 
 // reads is how often objects of kind were read as unstructured, or, for

@@ -18,7 +18,7 @@ func TestInventoryIsReadOncePerVersion(t *testing.T) {
 	reads := func() int { return env.reads(inventoryGVK.Kind) }
 	record := func() {
 		t.Helper()
-		if err := env.r.recordInventory(ctx, docker, docker.Status.InstalledVersion, env.r.resyncInterval(docker)); err != nil {
+		if err := env.r.recordInventory(ctx, docker, docker.Status.InstalledVersion, env.r.Source.Interval(docker)); err != nil {
 			t.Fatalf("recordInventory: %v", err)
 		}
 	}

@@ -21,14 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
-	"github.com/capwright/capwright/internal/artifact"
-	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/metrics"
 	"github.com/capwright/capwright/internal/plan"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
+	"github.com/capwright/capwright/internal/resolve"
 )
 
 // Kind describes one provider kind to the reconciler.
@@ -43,29 +42,13 @@ type Reconciler struct {
 	Client ctrl.Client
 	// Reader reads without the cache (for objects the manager does not
 	// watch, such as Secrets and CAPI objects).
-	Reader   ctrl.Reader
-	Kind     Kind
-	Kinds    []Kind // every provider kind, for duplicate and dependency checks
-	Fetcher  *artifact.Fetcher
-	Cache    *ArtifactCache
-	Mirrors  catalog.Mirrors
+	Reader ctrl.Reader
+	Kind   Kind
+	Kinds  []Kind // every provider kind, for duplicate and dependency checks
+	// Source is the resolution stage: which checked artifact the
+	// provider installs (internal/resolve); shared by every kind.
+	Source   *resolve.Resolver
 	Recorder kuberecorder.EventRecorder
-	// CatalogOCIArtifacts installs the providers Cluster API publishes as
-	// provider artifacts from their OCI repository rather than their
-	// release assets (--catalog-oci-artifacts).
-	CatalogOCIArtifacts bool
-	// Releases are the settings for release hosts.
-	Releases ReleaseSettings
-	// InsecureRegistries are hosts reached over plain HTTP although the
-	// provider does not say so itself (a plain-HTTP mirror of catalog
-	// providers).
-	InsecureRegistries []string
-	// RegistryTimeout bounds the registry's share of one reconcile
-	// (resolving, fetching); default DefaultRegistryTimeout.
-	RegistryTimeout time.Duration
-	// ResyncInterval bounds how long a tag move goes unnoticed when
-	// spec.interval is longer.
-	ResyncInterval time.Duration
 	// Artifacts stores and serves the artifacts of additional manifests;
 	// nil when the manager runs without artifact storage, and then
 	// spec.additionalManifests is refused.
@@ -76,24 +59,9 @@ type Reconciler struct {
 	// Timelines records when each step of an install or upgrade happened;
 	// nil records nothing.
 	Timelines *Timelines
-	// Resolutions remembers what each provider's tag resolved to, so
-	// reconciles woken by Flux's progress do not ask the registry again;
-	// nil asks every time.
-	Resolutions *Resolutions
 	// Metrics records reconcile durations and each provider's state; nil
 	// records nothing.
 	Metrics *metrics.Recorder
-	// BaseAccess, when set, is the registry access every provider's
-	// artifact is fetched with, and the Secrets of spec.source (registry
-	// and release credentials, CAs) are not read: `capwright build`,
-	// which has the CLI's flags and the docker credential chain instead
-	// of the cluster's Secrets.
-	BaseAccess *artifact.Access
-	// OnUnreachable, when set, is told of every provider whose registry
-	// or release host could not be asked (down, unknown, hanging), not
-	// that it answered no: `capwright build` then stops with the offline
-	// alternative rather than reporting a refusal.
-	OnUnreachable func(obj v1alpha1.Provider, err error)
 	// CorePreflights hands the core provider's contract to the other
 	// kinds the moment its preflight passes, shared by the reconcilers of
 	// all kinds; nil leaves them to read it from the core's status.
@@ -138,15 +106,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}).Reconcile(ctx, req)
 }
 
-// reconcile walks the four stages once, in order: the facts (what the
-// cluster and the registry say: facts.go, with the source written ahead of
-// the slow ones), the plan (pure: internal/plan/provider), the sync (the
-// writes, in order: sync.go) and the fold (what the Flux objects say,
-// into the status: fold.go). Every path — suspended, refused, kept,
-// written — ends in the one fold.
+// reconcile walks the stages once, in order: the resolution (which
+// checked artifact to install: internal/resolve), the facts (what the
+// cluster says: facts.go, with the source written ahead of the slow
+// ones), the plan (pure: internal/plan/provider), the sync (the writes,
+// in order: sync.go) and the fold (what the Flux objects say, into the
+// status: fold.go). Every path — suspended, refused, kept, written — ends
+// in the one fold.
 func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, request string) (shell.Outcome, error) {
 	r.Timelines.seen(obj, time.Now())
-	facts := r.resolve(ctx, obj)
+	facts := r.facts(ctx, obj, r.resolve(ctx, obj))
 	if r.fetchAhead(ctx, facts) {
 		facts = r.gather(ctx, facts)
 	}
@@ -168,12 +137,21 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	return out, err
 }
 
+// resolve is the resolution stage: which checked artifact obj installs,
+// or why none (nothing is resolved for a suspended provider).
+func (r *Reconciler) resolve(ctx context.Context, obj v1alpha1.Provider) resolve.Result {
+	if obj.GetSpec().Suspend {
+		return resolve.Result{}
+	}
+	return r.Source.Resolve(ctx, obj)
+}
+
 // Facts gathers what the plan of obj needs, as a reconcile does, without
 // writing anything (no source is written ahead): the artifact resolved
 // and checked and, once the quick checks pass, the slower facts.
 // `capwright build` plans from them what the manager would write.
 func (r *Reconciler) Facts(ctx context.Context, obj v1alpha1.Provider) providerplan.Facts {
-	facts := r.resolve(ctx, obj)
+	facts := r.facts(ctx, obj, r.resolve(ctx, obj))
 	if _, more := providerplan.Ahead(facts); more {
 		facts = r.gather(ctx, facts)
 	}

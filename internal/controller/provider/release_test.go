@@ -17,6 +17,7 @@ import (
 	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
 	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/providerrelease/releasetest"
+	"github.com/capwright/capwright/internal/resolve"
 )
 
 // releaseEnv serves release v1.14.2 of Cluster API's core at github.com
@@ -35,8 +36,8 @@ func releaseEnv(t *testing.T) (*fakeEnv, *v1alpha1.CoreProvider, *releasetest.Ho
 		t.Fatal(err)
 	}
 	env.r.Artifacts = storage
-	env.r.Releases = ReleaseSettings{Transport: hosts.Transport()}
-	env.r.Resolutions = &Resolutions{}
+	env.r.Source.Releases = resolve.ReleaseSettings{Transport: hosts.Transport()}
+	env.r.Source.Resolutions = &resolve.Resolutions{}
 	return env, core, hosts, files
 }
 

@@ -11,6 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/internal/fluxartifact"
+	"github.com/capwright/capwright/internal/releasecopy"
+	"github.com/capwright/capwright/internal/resolve"
 )
 
 // TestReleaseCopyServesARestartedManager checks that a manager starting
@@ -20,10 +22,10 @@ import (
 // and that without the copy it could not.
 func TestReleaseCopyServesARestartedManager(t *testing.T) {
 	ctx := context.Background()
-	defer func(part int) { releaseCopyPart = part }(releaseCopyPart)
-	releaseCopyPart = 256 // several parts of the test's release
+	defer func(part int) { releasecopy.PartSize = part }(releasecopy.PartSize)
+	releasecopy.PartSize = 256 // several parts of the test's release
 	env, core, hosts, _ := releaseEnv(t)
-	env.r.Releases.CopyNamespace = "capwright-system"
+	env.r.Source.Copies.Namespace = "capwright-system"
 	if _, err := env.reconcile(core); err != nil {
 		t.Fatal(err)
 	}
@@ -35,14 +37,14 @@ func TestReleaseCopyServesARestartedManager(t *testing.T) {
 	served := *ea.Status.Artifact
 
 	var copies corev1.ConfigMapList
-	if err := env.client.List(ctx, &copies, ctrl.InNamespace("capwright-system"), ctrl.MatchingLabels{releaseCopyLabel: releaseCopyID(core)}); err != nil {
+	if err := env.client.List(ctx, &copies, ctrl.InNamespace("capwright-system"), ctrl.MatchingLabels{releasecopy.Label: releasecopy.ID(core)}); err != nil {
 		t.Fatal(err)
 	}
 	if len(copies.Items) < 2 {
-		t.Fatalf("the release is kept in %d ConfigMaps, want it split over several parts of %d bytes", len(copies.Items), releaseCopyPart)
+		t.Fatalf("the release is kept in %d ConfigMaps, want it split over several parts of %d bytes", len(copies.Items), releasecopy.PartSize)
 	}
 	for _, cm := range copies.Items {
-		if cm.Annotations[releaseCopyDigest] != served.Digest || !strings.Contains(cm.Annotations[releaseCopyProvider], "CoreProvider "+core.Namespace+"/"+core.Name) {
+		if cm.Annotations[releasecopy.DigestAnnotation] != served.Digest || !strings.Contains(cm.Annotations[releasecopy.ProviderAnnotation], "CoreProvider "+core.Namespace+"/"+core.Name) {
 			t.Errorf("ConfigMap %s annotations %v: want the served digest %s and the provider", cm.Name, cm.Annotations, served.Digest)
 		}
 	}
@@ -57,7 +59,7 @@ func TestReleaseCopyServesARestartedManager(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env.r.Artifacts, env.r.Cache = storage, &ArtifactCache{}
+		env.r.Artifacts, env.r.Source.Cache = storage, &resolve.ArtifactCache{}
 	}
 	restart(t)
 	if err := RestoreAdditional(env.r)(ctx, "externalartifact", key.Namespace, key.Name); err != nil {
@@ -66,12 +68,12 @@ func TestReleaseCopyServesARestartedManager(t *testing.T) {
 	if !env.r.Artifacts.Exists(served) {
 		t.Fatal("a restarted manager with the release host down does not serve the installed release again from its copy")
 	}
-	if got := env.r.releaseCopy(ctx, core, served.Digest); fluxartifact.Digest(got) != served.Digest {
+	if got := env.r.Source.Copies.Read(ctx, core, served.Digest); fluxartifact.Digest(got) != served.Digest {
 		t.Errorf("the copy's parts join to %s, want %s", fluxartifact.Digest(got), served.Digest)
 	}
 
 	t.Run("without the copy nothing is served", func(t *testing.T) {
-		if err := env.r.pruneReleaseCopy(ctx, core, 0); err != nil {
+		if err := env.r.Source.Copies.Prune(ctx, core, 0); err != nil {
 			t.Fatal(err)
 		}
 		restart(t)
@@ -94,24 +96,24 @@ func TestReleaseCopyServesARestartedManager(t *testing.T) {
 // another digest is not read.
 func TestReleaseCopyPartsShrink(t *testing.T) {
 	ctx := context.Background()
-	defer func(part int) { releaseCopyPart = part }(releaseCopyPart)
-	releaseCopyPart = 10
+	defer func(part int) { releasecopy.PartSize = part }(releasecopy.PartSize)
+	releasecopy.PartSize = 10
 	env, core, _, _ := releaseEnv(t)
-	env.r.Releases.CopyNamespace = "capwright-system"
+	env.r.Source.Copies.Namespace = "capwright-system"
 	large, small := bytes.Repeat([]byte("a"), 35), []byte("b")
-	if err := env.r.keepReleaseCopy(ctx, core, "sha256:large", large); err != nil {
+	if err := env.r.Source.Copies.Keep(ctx, "CoreProvider", core, "sha256:large", large); err != nil {
 		t.Fatal(err)
 	}
-	if got := env.r.releaseCopy(ctx, core, "sha256:large"); !bytes.Equal(got, large) {
+	if got := env.r.Source.Copies.Read(ctx, core, "sha256:large"); !bytes.Equal(got, large) {
 		t.Fatalf("read %q, want %q", got, large)
 	}
-	if err := env.r.keepReleaseCopy(ctx, core, "sha256:small", small); err != nil {
+	if err := env.r.Source.Copies.Keep(ctx, "CoreProvider", core, "sha256:small", small); err != nil {
 		t.Fatal(err)
 	}
-	if got := env.r.releaseCopy(ctx, core, "sha256:small"); !bytes.Equal(got, small) {
+	if got := env.r.Source.Copies.Read(ctx, core, "sha256:small"); !bytes.Equal(got, small) {
 		t.Fatalf("read %q, want %q", got, small)
 	}
-	if got := env.r.releaseCopy(ctx, core, "sha256:large"); got != nil {
+	if got := env.r.Source.Copies.Read(ctx, core, "sha256:large"); got != nil {
 		t.Errorf("the copy of another digest was read: %q", got)
 	}
 	var left corev1.ConfigMapList

@@ -34,7 +34,7 @@ func (s providerSteps) Reconcile(ctx context.Context, obj v1alpha1.Provider, req
 
 func (s providerSteps) Finalize(ctx context.Context, obj v1alpha1.Provider) (shell.Outcome, error) {
 	s.r.Timelines.forget(obj)
-	s.r.Resolutions.forget(obj)
+	s.r.Source.Forget(obj)
 	return s.r.finalize(ctx, obj)
 }
 

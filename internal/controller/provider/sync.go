@@ -117,15 +117,15 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 		if err := r.removeStored(objectName(obj), obj); err != nil {
 			return synced{}, err
 		}
-		if err := r.pruneReleaseCopy(ctx, obj, 0); err != nil {
+		if err := r.Source.Copies.Prune(ctx, obj, 0); err != nil {
 			return synced{}, err
 		}
 	}
 	if packed := releaseWritten(obj, want.Writes); packed != nil {
 		// Kept in the cluster for a manager that starts with empty
 		// storage while the release host is down (restore).
-		if err := r.keepReleaseCopy(ctx, obj, fluxartifact.Digest(packed), packed); err != nil {
-			return synced{}, fmt.Errorf("keeping a copy of the release in namespace %s: %w", r.Releases.CopyNamespace, err)
+		if err := r.Source.Copies.Keep(ctx, r.Kind.Name, obj, fluxartifact.Digest(packed), packed); err != nil {
+			return synced{}, fmt.Errorf("keeping a copy of the release in namespace %s: %w", r.Source.Copies.Namespace, err)
 		}
 	}
 	if d.Adopting != "" && r.Recorder != nil {
@@ -334,7 +334,7 @@ func (r *Reconciler) restore(ctx context.Context, obj v1alpha1.Provider, name st
 			return packed
 		}
 	case objectName(obj):
-		pack = func(served string) []byte { return r.packedRelease(ctx, obj, served) }
+		pack = func(served string) []byte { return r.Source.PackedRelease(ctx, obj, served) }
 	default:
 		return nil
 	}
@@ -511,3 +511,14 @@ func (c *recentChecks) done(uid types.UID, key string) {
 
 // forget makes the next check read the object again.
 func (c *recentChecks) forget(uid types.UID) { c.m.Delete(uid) }
+
+// releaseWritten is the release artifact the sync wrote for the provider's
+// ExternalArtifact, if it wrote one.
+func releaseWritten(obj v1alpha1.Provider, writes []plan.Write) []byte {
+	for _, w := range writes {
+		if w.Artifact != nil && w.Object.GetName() == objectName(obj) && w.Object.GetNamespace() == obj.GetNamespace() {
+			return w.Artifact.Data
+		}
+	}
+	return nil
+}

@@ -59,7 +59,7 @@ func TestAnInstalledProviderStaysReadyWhileItsRegistryIsDown(t *testing.T) {
 
 	t.Run("a restarted manager without the artifact leaves the Flux objects as they are", func(t *testing.T) {
 		r := env.r
-		restarted := &Reconciler{Client: r.Client, Reader: r.Reader, Kind: r.Kind, Kinds: r.Kinds, Fetcher: r.Fetcher, Cache: &ArtifactCache{}, Recorder: r.Recorder}
+		restarted := &Reconciler{Client: r.Client, Reader: r.Reader, Kind: r.Kind, Kinds: r.Kinds, Source: newSource(env.client, r.Source.Fetcher), Recorder: r.Recorder}
 		p := installed.DeepCopyObject().(v1alpha1.Provider)
 		res, perr := preflight(ctx, restarted, p)
 		if perr != nil || !res.Keep || res.Digest != art.Digest {
@@ -109,7 +109,7 @@ func TestARegistryThatDoesNotAnswerIsBoundedByTheRegistryTimeout(t *testing.T) {
 	t.Cleanup(stuck.Close)
 	p := coreProvider("oci://"+strings.TrimPrefix(stuck.URL, "http://")+"/capwright/manifests/core-cluster-api", "v1.14.2")
 	env := newFakeEnv(t, kindFor(p), p)
-	env.r.RegistryTimeout = 300 * time.Millisecond
+	env.r.Source.RegistryTimeout = 300 * time.Millisecond
 
 	start := time.Now()
 	_, perr := preflight(context.Background(), env.r, p)
@@ -126,7 +126,7 @@ func TestARegistryThatDoesNotAnswerIsBoundedByTheRegistryTimeout(t *testing.T) {
 // obj as the fold does, without the Flux objects' health: the artifact
 // resolved, and the refusal (nil when the checks passed).
 func preflight(ctx context.Context, r *Reconciler, obj v1alpha1.Provider) (providerplan.Artifact, *plan.Refusal) {
-	facts := r.resolve(ctx, obj)
+	facts := r.facts(ctx, obj, r.resolve(ctx, obj))
 	if r.fetchAhead(ctx, facts) {
 		facts = r.gather(ctx, facts)
 	}

@@ -84,8 +84,6 @@ func (r *Reconciler) checkUpgrades(ctx context.Context, obj v1alpha1.Provider, r
 	if !r.Upgrades.due(obj, requested, now) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.registryTimeout())
-	defer cancel()
 	st := obj.GetStatus()
 	st.LastUpgradeCheck = &metav1.Time{Time: now}
 	// What is installed now is no upgrade, whatever the check says: a
@@ -111,7 +109,7 @@ func (r *Reconciler) checkUpgrades(ctx context.Context, obj v1alpha1.Provider, r
 		set(metav1.ConditionUnknown, v1alpha1.UpgradeNotCheckedReason, where.Unsupported)
 		return
 	}
-	listing, source, err := r.listVersions(ctx, obj, where)
+	listing, source, err := r.Source.Versions(ctx, obj, r.Upgrades.Lister, where)
 	if err != nil {
 		log.FromContext(ctx).V(1).Info("cannot check for newer versions", "source", source, "error", err.Error())
 		set(metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason,
@@ -131,27 +129,6 @@ func (r *Reconciler) checkUpgrades(ctx context.Context, obj v1alpha1.Provider, r
 	}
 	st.Upgrades = upgrades.Statuses(res.Candidates)
 	set(upgradeCondition(obj, res))
-}
-
-// listVersions reads what the provider's source offers: the tags of its
-// OCI repository, with the provider's registry access, or the latest
-// release of its release URL, with its release settings (mirror rules,
-// credentials).
-func (r *Reconciler) listVersions(ctx context.Context, obj v1alpha1.Provider, where upgrades.Where) (upgrades.Listing, string, error) {
-	if where.Release != "" {
-		f, err := r.releaseFetcher(ctx, obj)
-		if err != nil {
-			return upgrades.Listing{}, where.Release, err
-		}
-		l, err := r.Upgrades.Lister.Release(ctx, where.Release, f)
-		return l, where.Release, err
-	}
-	access, err := r.registryAccess(ctx, obj)
-	if err != nil {
-		return upgrades.Listing{}, where.OCI, err
-	}
-	l, err := r.Upgrades.Lister.OCI(ctx, where.OCI, access)
-	return l, where.OCI, err
 }
 
 // upgradeCondition is the UpgradeAvailable condition of a provider's plan.

@@ -84,7 +84,7 @@ func TestCheckUpgrades(t *testing.T) {
 			Artifact: &v1alpha1.ResolvedArtifact{URL: url}}}
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(core).Build()
 	kinds := Kinds()
-	r := &Reconciler{Client: c, Reader: c, Kind: kinds[3], Kinds: kinds,
+	r := &Reconciler{Client: c, Reader: c, Kind: kinds[3], Kinds: kinds, Source: newSource(c, &artifact.Fetcher{}),
 		Upgrades: &UpgradeChecks{Interval: time.Hour, Started: time.Now(), Lister: &upgrades.Lister{Fetcher: &artifact.Fetcher{}}}}
 
 	r.checkUpgrades(ctx, p, false)

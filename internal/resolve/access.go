@@ -1,4 +1,4 @@
-package provider
+package resolve
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,15 +20,16 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
+	"github.com/capwright/capwright/internal/providerrelease"
 )
 
-// registryAccess builds the credentials and TLS settings for the provider's
+// Access builds the credentials and TLS settings for the provider's
 // registry from the same Secrets its OCIRepository uses: those named by
 // spec.source.oci or spec.source.chart, which carry the same access fields.
 // The Secrets are LocalObjectReferences, so always in the provider's
 // namespace, and are read uncached through r.Reader. Secret contents never
 // appear in errors.
-func (r *Reconciler) registryAccess(ctx context.Context, obj v1alpha1.Provider) (artifact.Access, error) {
+func (r *Resolver) Access(ctx context.Context, obj v1alpha1.Provider) (artifact.Access, error) {
 	access := artifact.Access{UserAgent: "capwright"}
 	if r.BaseAccess != nil {
 		access = *r.BaseAccess
@@ -62,6 +64,76 @@ func (r *Reconciler) registryAccess(ctx context.Context, obj v1alpha1.Provider) 
 	return access, nil
 }
 
+// ReleaseFetcher is the fetcher of the provider's release: the manager's
+// mirror rules, redirect hosts, size bound and timeout, and the
+// credentials, CA and plain-HTTP consent of spec.source.release.
+func (r *Resolver) ReleaseFetcher(ctx context.Context, obj v1alpha1.Provider) (*providerrelease.Fetcher, error) {
+	f := &providerrelease.Fetcher{
+		Transport:            r.Releases.Transport,
+		Timeout:              r.Timeout(),
+		AllowedRedirectHosts: providerrelease.AllowHosts(r.Releases.RedirectHosts...),
+		UserAgent:            "capwright",
+		Fields:               providerrelease.ControllerFields,
+	}
+	if r.Fetcher != nil {
+		f.MaxSize = r.Fetcher.MaxArtifactSize
+	}
+	if r.BaseAccess != nil {
+		// The CLI's own TLS settings.
+		f.RootCAs, f.InsecureSkipVerify = r.BaseAccess.RootCAs, r.BaseAccess.InsecureSkipVerify
+	}
+	if len(r.Mirrors) > 0 {
+		mirrors := r.Mirrors
+		f.Rewrite = func(u string) string {
+			out, _ := mirrors.RewriteURL(u)
+			return out
+		}
+	}
+	src := obj.GetSpec().Source
+	if src == nil || src.Release == nil {
+		return f, nil
+	}
+	rs, ns := src.Release, obj.GetNamespace()
+	f.AllowPlainHTTP = rs.Insecure
+	if r.BaseAccess != nil {
+		return f, nil // no Secret of the cluster is read
+	}
+	if rs.SecretRef != nil {
+		const field = "spec.source.release.secretRef"
+		secret, err := r.registrySecret(ctx, field, ns, rs.SecretRef.Name,
+			fmt.Sprintf("create it with kubectl create secret generic %s --namespace %s --from-literal=token=<token>", rs.SecretRef.Name, ns))
+		if err != nil {
+			return nil, err
+		}
+		switch token := firstKey(secret.Data, "token", "bearerToken"); {
+		case token != "":
+			f.Auth.BearerToken = token
+		case len(secret.Data["username"]) > 0:
+			f.Auth.Username, f.Auth.Password = string(secret.Data["username"]), string(secret.Data["password"])
+		default:
+			return nil, fmt.Errorf("%s: Secret %s/%s has neither a token key nor username and password keys; put the release host's token under token (or bearerToken), or basic-auth credentials under username and password",
+				field, ns, rs.SecretRef.Name)
+		}
+	}
+	if rs.CertSecretRef != nil {
+		var access artifact.Access
+		if err := r.registryTLS(ctx, "spec.source.release.certSecretRef", ns, rs.CertSecretRef.Name, &access); err != nil {
+			return nil, err
+		}
+		f.RootCAs = access.RootCAs
+	}
+	return f, nil
+}
+
+func firstKey(data map[string][]byte, keys ...string) string {
+	for _, k := range keys {
+		if v := strings.TrimSpace(string(data[k])); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // registrySource is the provider's source with registry access settings
 // and its field path; nil for a provider the catalog gives the URL of.
 func registrySource(obj v1alpha1.Provider) (string, *v1alpha1.OCIRegistryAccess) {
@@ -78,7 +150,7 @@ func registrySource(obj v1alpha1.Provider) (string, *v1alpha1.OCIRegistryAccess)
 // field names. oras-go's credential store reads the entry as docker does:
 // username and password, auth (base64 of username:password), identitytoken
 // (an OAuth2 refresh token) and registrytoken.
-func (r *Reconciler) registryCredential(ctx context.Context, field, namespace, name, host string) (auth.Credential, error) {
+func (r *Resolver) registryCredential(ctx context.Context, field, namespace, name, host string) (auth.Credential, error) {
 	secret, err := r.registrySecret(ctx, field, namespace, name,
 		fmt.Sprintf("create it with kubectl create secret docker-registry %s --namespace %s --docker-server %s", name, namespace, host))
 	if err != nil {
@@ -128,7 +200,7 @@ func serverAddresses(host string) []string {
 
 // registryTLS sets the CA and client certificate from the Secret field
 // names: ca.crt, and tls.crt with tls.key.
-func (r *Reconciler) registryTLS(ctx context.Context, field, namespace, name string, access *artifact.Access) error {
+func (r *Resolver) registryTLS(ctx context.Context, field, namespace, name string, access *artifact.Access) error {
 	secret, err := r.registrySecret(ctx, field, namespace, name, "create it with ca.crt (and tls.crt and tls.key for a client certificate)")
 	if err != nil {
 		return err
@@ -157,7 +229,7 @@ func (r *Reconciler) registryTLS(ctx context.Context, field, namespace, name str
 }
 
 // registrySecret reads the Secret field names; fix says how to create it.
-func (r *Reconciler) registrySecret(ctx context.Context, field, namespace, name, fix string) (*corev1.Secret, error) {
+func (r *Resolver) registrySecret(ctx context.Context, field, namespace, name, fix string) (*corev1.Secret, error) {
 	var secret corev1.Secret
 	if err := r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: name}, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -170,7 +242,7 @@ func (r *Reconciler) registrySecret(ctx context.Context, field, namespace, name,
 
 // insecureRegistry tells whether the host of an oci:// URL was configured
 // as a plain-HTTP registry (--insecure-registry).
-func (r *Reconciler) insecureRegistry(url string) bool {
+func (r *Resolver) insecureRegistry(url string) bool {
 	return slices.Contains(r.InsecureRegistries, providerplan.RegistryHost(url))
 }
 

@@ -1,4 +1,4 @@
-package provider
+package resolve
 
 import (
 	"context"
@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
@@ -39,11 +36,6 @@ type ReleaseSettings struct {
 	// Transport sends the requests; nil is the default transport (with
 	// the proxy from the environment).
 	Transport http.RoundTripper
-	// CopyNamespace is the manager's namespace, where the checked release
-	// each provider's ExternalArtifact serves is kept in ConfigMaps for a
-	// manager that restarts with empty storage while the release host is
-	// down; "" keeps no copies.
-	CopyNamespace string
 }
 
 // DefaultReleaseRecheck is how often an unchanged release is fetched again
@@ -51,18 +43,18 @@ type ReleaseSettings struct {
 // outside its API rate limit, but a resync must not cost a request.
 const DefaultReleaseRecheck = 6 * time.Hour
 
-func (r *Reconciler) releaseRecheck() time.Duration {
+func (r *Resolver) releaseRecheck() time.Duration {
 	if r.Releases.Recheck > 0 {
 		return r.Releases.Recheck
 	}
 	return DefaultReleaseRecheck
 }
 
-// resolveRelease fetches and checks the release of spec.version at url
-// (before the mirror rules), or takes it from memory when it was fetched
-// within the recheck interval for the same spec and no reconcile was
-// requested since.
-func (r *Reconciler) resolveRelease(ctx context.Context, obj v1alpha1.Provider, url string) (providerplan.Artifact, *plan.Refusal) {
+// release fetches and checks the release of spec.version at url (before
+// the mirror rules), or takes it from memory when it was fetched within
+// the recheck interval for the same spec and no reconcile was requested
+// since.
+func (r *Resolver) release(ctx context.Context, obj v1alpha1.Provider, url string) (providerplan.Artifact, *plan.Refusal) {
 	spec := obj.GetSpec()
 	key := "release " + url + "@" + spec.Version
 	if digest, kept, ok := r.Resolutions.get(obj, key, r.releaseRecheck(), time.Now()); ok {
@@ -70,7 +62,7 @@ func (r *Reconciler) resolveRelease(ctx context.Context, obj v1alpha1.Provider, 
 			return releaseArtifact(url, spec.Version, ca, kept), nil
 		}
 	}
-	timeout := r.registryTimeout()
+	timeout := r.Timeout()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ca, err := r.fetchRelease(ctx, obj, url)
@@ -83,7 +75,7 @@ func (r *Reconciler) resolveRelease(ctx context.Context, obj v1alpha1.Provider, 
 			}
 			held := kept{reason: v1alpha1.ReleaseUnreachableReason, message: fmt.Sprintf(
 				"cannot reach the release host to check release %s of %s again (%s); the revision checked when it was installed stays installed, and the release is checked again within %s",
-				spec.Version, url, msg, min(time.Minute, r.resyncInterval(obj)))}
+				spec.Version, url, msg, min(time.Minute, r.Interval(obj)))}
 			if a, ok := r.keepInstalled(ctx, obj, url, held); ok {
 				// Remembered for a retry's time only: the host is asked
 				// again within a minute.
@@ -124,9 +116,9 @@ func releaseArtifact(url, version string, ca *CheckedArtifact, held kept) provid
 
 // fetchRelease fetches the release, checks it as a provider artifact and
 // keeps it in the artifact cache by its digest.
-func (r *Reconciler) fetchRelease(ctx context.Context, obj v1alpha1.Provider, url string) (*CheckedArtifact, error) {
+func (r *Resolver) fetchRelease(ctx context.Context, obj v1alpha1.Provider, url string) (*CheckedArtifact, error) {
 	spec := obj.GetSpec()
-	fetcher, err := r.releaseFetcher(ctx, obj)
+	fetcher, err := r.ReleaseFetcher(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -158,76 +150,6 @@ func (r *Reconciler) fetchRelease(ctx context.Context, obj v1alpha1.Provider, ur
 		{Name: rel.Metadata.Name, URL: rel.Metadata.FetchedFrom, SHA256: rel.Metadata.SHA256},
 		{Name: rel.Components.Name, URL: rel.Components.FetchedFrom, SHA256: rel.Components.SHA256},
 	}})
-}
-
-// releaseFetcher is the fetcher of the provider's release: the manager's
-// mirror rules, redirect hosts, size bound and timeout, and the
-// credentials, CA and plain-HTTP consent of spec.source.release.
-func (r *Reconciler) releaseFetcher(ctx context.Context, obj v1alpha1.Provider) (*providerrelease.Fetcher, error) {
-	f := &providerrelease.Fetcher{
-		Transport:            r.Releases.Transport,
-		Timeout:              r.registryTimeout(),
-		AllowedRedirectHosts: providerrelease.AllowHosts(r.Releases.RedirectHosts...),
-		UserAgent:            "capwright",
-		Fields:               providerrelease.ControllerFields,
-	}
-	if r.Fetcher != nil {
-		f.MaxSize = r.Fetcher.MaxArtifactSize
-	}
-	if r.BaseAccess != nil {
-		// The CLI's own TLS settings.
-		f.RootCAs, f.InsecureSkipVerify = r.BaseAccess.RootCAs, r.BaseAccess.InsecureSkipVerify
-	}
-	if len(r.Mirrors) > 0 {
-		mirrors := r.Mirrors
-		f.Rewrite = func(u string) string {
-			out, _ := mirrors.RewriteURL(u)
-			return out
-		}
-	}
-	src := obj.GetSpec().Source
-	if src == nil || src.Release == nil {
-		return f, nil
-	}
-	rs, ns := src.Release, obj.GetNamespace()
-	f.AllowPlainHTTP = rs.Insecure
-	if r.BaseAccess != nil {
-		return f, nil // no Secret of the cluster is read
-	}
-	if rs.SecretRef != nil {
-		const field = "spec.source.release.secretRef"
-		secret, err := r.registrySecret(ctx, field, ns, rs.SecretRef.Name,
-			fmt.Sprintf("create it with kubectl create secret generic %s --namespace %s --from-literal=token=<token>", rs.SecretRef.Name, ns))
-		if err != nil {
-			return nil, err
-		}
-		switch token := firstKey(secret.Data, "token", "bearerToken"); {
-		case token != "":
-			f.Auth.BearerToken = token
-		case len(secret.Data["username"]) > 0:
-			f.Auth.Username, f.Auth.Password = string(secret.Data["username"]), string(secret.Data["password"])
-		default:
-			return nil, fmt.Errorf("%s: Secret %s/%s has neither a token key nor username and password keys; put the release host's token under token (or bearerToken), or basic-auth credentials under username and password",
-				field, ns, rs.SecretRef.Name)
-		}
-	}
-	if rs.CertSecretRef != nil {
-		var access artifact.Access
-		if err := r.registryTLS(ctx, "spec.source.release.certSecretRef", ns, rs.CertSecretRef.Name, &access); err != nil {
-			return nil, err
-		}
-		f.RootCAs = access.RootCAs
-	}
-	return f, nil
-}
-
-func firstKey(data map[string][]byte, keys ...string) string {
-	for _, k := range keys {
-		if v := strings.TrimSpace(string(data[k])); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // releasePin is spec.source.release.digest.
@@ -295,47 +217,9 @@ func releaseReason(err error) string {
 // (sooner with a shorter interval) while the host fails, the resync
 // interval when it answered no, so a version not released yet is not
 // asked for every minute.
-func (r *Reconciler) releaseRetry(obj v1alpha1.Provider, err error) time.Duration {
+func (r *Resolver) releaseRetry(obj v1alpha1.Provider, err error) time.Duration {
 	if releaseUnreachable(err) {
-		return min(time.Minute, r.resyncInterval(obj))
+		return min(time.Minute, r.Interval(obj))
 	}
-	return r.resyncInterval(obj)
-}
-
-// componentsArtifactPins tells whether the provider's ExternalArtifact
-// already serves digest: what it installs is then what was checked.
-func (r *Reconciler) componentsArtifactPins(ctx context.Context, obj v1alpha1.Provider, digest string) bool {
-	var ea sourcev1.ExternalArtifact
-	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, &ea); err != nil {
-		return false
-	}
-	return ea.Status.Artifact != nil && ea.Status.Artifact.Digest == digest
-}
-
-// packedRelease is the release artifact of digest served, for restore:
-// the provider's checked release from memory, else from its copy in the
-// cluster, else fetched again from its installed URL and version; nil
-// when none gives that digest.
-func (r *Reconciler) packedRelease(ctx context.Context, obj v1alpha1.Provider, served string) []byte {
-	prev := obj.GetStatus().Artifact
-	if prev == nil || prev.Digest != served || len(prev.Files) == 0 {
-		return nil
-	}
-	version, _, _ := strings.Cut(prev.Revision, "@")
-	if ca := r.Cache.Cached(served, obj.ProviderType(), obj.GetName(), version); ca != nil && ca.Release != nil {
-		return ca.Release.Packed
-	}
-	if packed := r.releaseCopy(ctx, obj, served); packed != nil {
-		return packed
-	}
-	if version != obj.GetSpec().Version {
-		return nil // fetchRelease fetches spec.version only
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.registryTimeout())
-	defer cancel()
-	ca, err := r.fetchRelease(ctx, obj, prev.URL)
-	if err != nil || ca.Fetched.Digest != served {
-		return nil
-	}
-	return ca.Release.Packed
+	return r.Interval(obj)
 }

@@ -1,0 +1,32 @@
+package resolve
+
+import (
+	"context"
+
+	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/upgrades"
+)
+
+// Versions lists what the provider's source offers, for the upgrade
+// check: the tags of its OCI repository, with the provider's registry
+// access, or the latest release of its release URL, with its release
+// settings (mirror rules, credentials); source names what was asked. It
+// is bounded by the registry timeout.
+func (r *Resolver) Versions(ctx context.Context, obj v1alpha1.Provider, lister *upgrades.Lister, where upgrades.Where) (l upgrades.Listing, source string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout())
+	defer cancel()
+	if where.Release != "" {
+		f, err := r.ReleaseFetcher(ctx, obj)
+		if err != nil {
+			return upgrades.Listing{}, where.Release, err
+		}
+		l, err := lister.Release(ctx, where.Release, f)
+		return l, where.Release, err
+	}
+	access, err := r.Access(ctx, obj)
+	if err != nil {
+		return upgrades.Listing{}, where.OCI, err
+	}
+	l, err = lister.OCI(ctx, where.OCI, access)
+	return l, where.OCI, err
+}
