@@ -1,6 +1,7 @@
 // Package provider holds the reconciler of the seven provider kinds. It
-// gathers the facts of a provider (its artifact, checked; the core
-// provider; its dependencies), has internal/plan/provider turn them into
+// asks internal/resolve which checked artifact a provider installs,
+// gathers the rest of its facts (the core provider, its dependencies),
+// has internal/plan/provider turn them into
 // the Flux objects that install it, writes those, and folds the Flux
 // objects' health back into the provider's status; Flux does the
 // fetching, applying, health checking and drift correction.
