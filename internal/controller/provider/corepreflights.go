@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/plan"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
 // CorePreflights hands what a core provider's preflight established to
@@ -58,6 +60,25 @@ func (c *CorePreflights) Pass(core v1alpha1.Provider, contract string) {
 		case ch <- event.GenericEvent{Object: core.DeepCopyObject().(*v1alpha1.CoreProvider)}:
 		default:
 		}
+	}
+}
+
+// settle records what the plan of a core provider established: its
+// preflight passed for its contract (Pass), or it was refused and no
+// longer vouches for a contract (a config Secret or a dependency changed,
+// the generation did not). It comes before the core's writes, so the
+// other kinds' providers wake at once; nothing is recorded for another
+// kind, a suspended core, or one kept as installed.
+func (c *CorePreflights) settle(core v1alpha1.Provider, d providerplan.Desired, err error) {
+	if core.ProviderType() != v1alpha1.CoreProviderType || d.Suspend {
+		return
+	}
+	if refusal, refused := plan.AsRefusal(err); refused && refusal.Condition != v1alpha1.InstalledCondition {
+		c.forget(core)
+		return
+	}
+	if !d.Keep {
+		c.Pass(core, d.Status.Contract)
 	}
 }
 

@@ -121,6 +121,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 		facts = r.gather(ctx, facts)
 	}
 	desired, err := providerplan.Plan(facts)
+	r.CorePreflights.settle(obj, desired, err)
 	synced, err := r.sync(ctx, obj, desired, request, err)
 	out, err := r.fold(ctx, obj, desired, synced, err)
 	// Nothing is read unless a check is due (see UpgradeChecks.due).

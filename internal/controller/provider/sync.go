@@ -47,46 +47,62 @@ type synced struct {
 	now time.Time
 }
 
-// sync writes what the plan wants, given its refusal (err):
+// sync writes what the plan wants, given its refusal (err), then reads
+// the Flux objects back once:
 //   - suspended: spec.suspend is carried to the existing Flux objects;
 //   - refused, or kept (the registry is down and the checked artifact is
 //     not at hand): nothing new is written; what Flux installed before
-//     stays, and so do the additional manifests it was given;
-//   - otherwise the installer, the Flux objects (passing a reconcile
-//     request on) and the additional manifests, what is no longer wanted
-//     pruned, Flux nudged where it waits for dependencies Ready now, and
-//     last clusterctl's inventory.
+//     stays, and so do the additional manifests it was given, served
+//     again if the artifact storage lost them (restoreServed);
+//   - otherwise the writes, in order (write), and last clusterctl's
+//     inventory.
 func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, request string, err error) (synced, error) {
-	logger := log.FromContext(ctx)
 	syncer := apply.Syncer{Client: r.Client, Reader: r.Reader, Artifacts: r.Artifacts}
 	refusal, refused := plan.AsRefusal(err)
+	var observed plan.Observed
+	var refusedErr error
+	wrote := false
 	switch {
 	case d.Suspend:
 		if err := r.suspend(ctx, obj); err != nil {
 			return synced{}, err
 		}
-		return r.observe(ctx, obj, d, syncer.Observe(ctx, d.Sync.Observe)), nil
+		observed = syncer.Observe(ctx, d.Sync.Observe)
 	case refused && refusal.Condition != v1alpha1.InstalledCondition:
-		logger.Info("preflight refused the provider", "reason", refusal.Reason, "message", refusal.Message)
-		// A core refused now (its config Secret or a dependency changed,
-		// the generation did not) no longer vouches for its contract.
-		r.CorePreflights.forget(obj)
+		log.FromContext(ctx).Info("preflight refused the provider", "reason", refusal.Reason, "message", refusal.Message)
 		r.restoreServed(ctx, obj)
-		return r.observe(ctx, obj, d, syncer.Observe(ctx, d.Sync.Observe)), err
-	}
-	r.Timelines.mark(obj, stepPreflight, time.Now())
-	if d.Keep {
+		observed, refusedErr = syncer.Observe(ctx, d.Sync.Observe), err
+	case d.Keep:
+		r.Timelines.mark(obj, stepPreflight, time.Now())
 		// The Flux objects stay as they are, pinned to what was checked.
 		r.restoreServed(ctx, obj)
-		return r.observe(ctx, obj, d, syncer.Observe(ctx, d.Sync.Observe)), nil
-	}
-	if obj.ProviderType() == v1alpha1.CoreProviderType {
-		r.CorePreflights.Pass(obj, d.Status.Contract)
-	}
-	if err != nil {
+		observed = syncer.Observe(ctx, d.Sync.Observe)
+	case err != nil:
+		r.Timelines.mark(obj, stepPreflight, time.Now())
 		return synced{}, err // the Flux objects cannot be rendered
+	default:
+		r.Timelines.mark(obj, stepPreflight, time.Now())
+		if observed, err = r.write(ctx, obj, d, request, syncer); err != nil {
+			return synced{}, err
+		}
+		wrote = true
 	}
+	s := r.observe(ctx, obj, d, observed)
+	if wrote && !s.finishing() {
+		if err := r.recordInventory(ctx, obj, health.FoldProvider(*s.in).InstalledVersion, d.Resync); err != nil {
+			log.FromContext(ctx).Error(err, "recording the clusterctl inventory")
+		}
+	}
+	return s, refusedErr
+}
 
+// write makes the writes of the plan, in order: the installer (unless
+// checked recently), the Flux objects (passing a reconcile request on) and
+// the additional manifests, what is no longer wanted pruned, Flux nudged
+// where it waits for dependencies Ready now, the stored artifacts no
+// longer served removed, and the release copy kept; it returns the Flux
+// objects as read back.
+func (r *Reconciler) write(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, request string, syncer apply.Syncer) (plan.Observed, error) {
 	want := d.Sync
 	want.Owned, want.Request = r.owned(obj), request
 	installer, fresh := r.installerFresh(obj, want.Writes, d.Resync)
@@ -100,32 +116,32 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 	case errors.As(err, &nudge):
 		// Only asking Flux to look again failed (the objects were
 		// written and read back): the next change asks again.
-		logger.Error(err, "nudging a Kustomization whose dependencies are Ready")
+		log.FromContext(ctx).Error(err, "nudging a Kustomization whose dependencies are Ready")
 	case err != nil:
-		return synced{}, err
+		return nil, err
 	}
 	if len(res.Conflicts) > 0 {
 		// The first object in the way: nothing after it was written.
-		return synced{}, fmt.Errorf("%s", res.Conflicts[slices.Sorted(maps.Keys(res.Conflicts))[0]])
+		return nil, fmt.Errorf("%s", res.Conflicts[slices.Sorted(maps.Keys(res.Conflicts))[0]])
 	}
 	if !d.Additional {
 		if err := r.removeStored(additionalKey(obj).Name, obj); err != nil {
-			return synced{}, err
+			return nil, err
 		}
 	}
-	if !d.Release && !d.Keep {
+	if !d.Release {
 		if err := r.removeStored(objectName(obj), obj); err != nil {
-			return synced{}, err
+			return nil, err
 		}
 		if err := r.Source.Copies.Prune(ctx, obj, 0); err != nil {
-			return synced{}, err
+			return nil, err
 		}
 	}
 	if packed := releaseWritten(obj, want.Writes); packed != nil {
 		// Kept in the cluster for a manager that starts with empty
 		// storage while the release host is down (restore).
 		if err := r.Source.Copies.Keep(ctx, r.Kind.Name, obj, fluxartifact.Digest(packed), packed); err != nil {
-			return synced{}, fmt.Errorf("keeping a copy of the release in namespace %s: %w", r.Source.Copies.Namespace, err)
+			return nil, fmt.Errorf("keeping a copy of the release in namespace %s: %w", r.Source.Copies.Namespace, err)
 		}
 	}
 	if d.Adopting != "" && r.Recorder != nil {
@@ -135,13 +151,7 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 	if !fresh {
 		r.installers.done(obj.GetUID(), installer)
 	}
-	s := r.observe(ctx, obj, d, res.Observed)
-	if !s.finishing() {
-		if err := r.recordInventory(ctx, obj, health.FoldProvider(*s.in).InstalledVersion, d.Resync); err != nil {
-			logger.Error(err, "recording the clusterctl inventory")
-		}
-	}
-	return s, nil
+	return res.Observed, nil
 }
 
 // owned refuses an existing object Capwright did not create for the
