@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -12,13 +11,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
-	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/build"
+	"github.com/capwright/capwright/internal/fluxobjects"
 	"github.com/capwright/capwright/internal/plan"
 )
 
@@ -115,9 +115,9 @@ func runDiff(cmd *cobra.Command, reg *registryOptions, o *diffOptions) error {
 	if err != nil {
 		return diffFailedError{err}
 	}
-	live, err := liveWorld(ctx, c, in.CRs)
+	live, err := build.LiveWorld(ctx, c, in.CRs)
 	if err != nil {
-		if notInstalled(err) {
+		if fluxobjects.NotServed(err) {
 			return &notInstalledError{context: name, missing: []string{"coreproviders." + v1alpha1.GroupVersion.Group}}
 		}
 		return diffFailedError{fmt.Errorf("reading context %q: %w", name, err)}
@@ -142,85 +142,6 @@ func runDiff(cmd *cobra.Command, reg *registryOptions, o *diffOptions) error {
 		return differencesError{changed}
 	}
 	return nil
-}
-
-// liveWorld is what the cluster says that build would otherwise fill in:
-// each custom resource's identity and status (carried onto crs), the
-// Clusters and the names of kubeconfig Secrets, the Flux objects of the
-// custom resources' namespaces and those labelled for Tenants, and the
-// revisions Tenants keep.
-func liveWorld(ctx context.Context, c ctrl.Client, crs []ctrl.Object) ([]ctrl.Object, error) {
-	var core v1alpha1.CoreProviderList
-	if err := c.List(ctx, &core, ctrl.Limit(1)); err != nil {
-		return nil, err
-	}
-	namespaces := map[string]bool{}
-	var tenants []string
-	for _, cr := range crs {
-		live := cr.DeepCopyObject().(ctrl.Object)
-		err := c.Get(ctx, ctrl.ObjectKeyFromObject(cr), live)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, err
-		default:
-			carryLive(cr, live)
-		}
-		if t, ok := cr.(*tenancyv1alpha1.Tenant); ok {
-			tenants = append(tenants, t.Name)
-			namespaces[t.ManagementNamespace()] = true
-			for _, ns := range t.Spec.Clusters.Namespaces {
-				namespaces[ns] = true
-			}
-		} else {
-			namespaces[cr.GetNamespace()] = true
-		}
-	}
-	var out []ctrl.Object
-	add := func(list ctrl.ObjectList, opts ...ctrl.ListOption) error {
-		if err := c.List(ctx, list, opts...); err != nil && !notInstalled(err) {
-			return err
-		}
-		items, err := listItems(list)
-		out = append(out, items...)
-		return err
-	}
-	for ns := range namespaces {
-		for _, k := range fluxKinds {
-			if err := add(k.newList(), ctrl.InNamespace(ns)); err != nil {
-				return nil, err
-			}
-		}
-		if err := add(newClusterList(), ctrl.InNamespace(ns)); err != nil {
-			return nil, err
-		}
-		if err := addSecretNames(ctx, c, ns, &out); err != nil {
-			return nil, err
-		}
-	}
-	for _, t := range tenants {
-		sel := ctrl.MatchingLabels{tenancyv1alpha1.TenantLabel: t}
-		lists := tenantManagementLists()
-		for _, k := range fluxKinds {
-			lists = append(lists, k.newList())
-		}
-		for _, list := range lists {
-			if err := add(list, sel); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return dedupe(out), nil
-}
-
-// carryLive gives the custom resource of the files the live one's
-// identity and status: what the manager's facts read.
-func carryLive(cr, live ctrl.Object) {
-	cr.SetUID(live.GetUID())
-	cr.SetCreationTimestamp(live.GetCreationTimestamp())
-	cr.SetGeneration(live.GetGeneration())
-	cr.SetResourceVersion(live.GetResourceVersion())
-	setStatusFrom(cr, live)
 }
 
 // diffItem prints what applying it's objects, and pruning its Prune,
@@ -318,23 +239,25 @@ func comparable(obj *unstructured.Unstructured) (string, error) {
 	return string(data), err
 }
 
-// dedupe drops repeated objects (listed by namespace and by label).
-func dedupe(objs []ctrl.Object) []ctrl.Object {
-	seen := map[string]bool{}
-	return slices.DeleteFunc(objs, func(o ctrl.Object) bool {
-		key := fmt.Sprintf("%T %s/%s", o, o.GetNamespace(), o.GetName())
-		if seen[key] {
-			return true
-		}
-		seen[key] = true
-		return false
-	})
-}
-
 // lines splits text into lines for a diff; an absent object has none.
 func lines(text string) []string {
 	if text == "" {
 		return nil
 	}
 	return difflib.SplitLines(text)
+}
+
+// toUnstructured is obj with its kind, by c's scheme.
+func toUnstructured(c ctrl.Client, obj plan.Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	gvks, _, err := c.Scheme().ObjectKinds(obj)
+	if err != nil || len(gvks) == 0 {
+		return nil, fmt.Errorf("the kind of %T: %v", obj, err)
+	}
+	u.SetGroupVersionKind(gvks[0])
+	return u, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/providerrelease"
+	"github.com/capwright/capwright/internal/status"
 )
 
 // Exit codes scripts can rely on; the root command's help lists them.
@@ -70,7 +71,7 @@ func exitCode(err error) int {
 		differences differencesError
 		diffFailed  diffFailedError
 		kubeAuth    kubeAuthError
-		absent      *notFoundInClusterError
+		absent      *status.NotFoundError
 		uninstalled *notInstalledError
 	)
 	switch {

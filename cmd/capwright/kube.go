@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -83,11 +81,4 @@ func (o *clusterOptions) client() (ctrl.Client, string, error) {
 		return nil, "", fmt.Errorf("connecting to context %q: %w", name, err)
 	}
 	return c, name, nil
-}
-
-// notInstalled tells whether err says the cluster does not serve a kind
-// (its CRD is missing: Capwright, or Flux, is not installed there).
-func notInstalled(err error) bool {
-	var noMatch *apimeta.NoKindMatchError
-	return errors.As(err, &noMatch) || apimeta.IsNoMatchError(err)
 }

@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/internal/scheme"
+	"github.com/capwright/capwright/internal/status"
 )
 
 func init() { subcommands = append(subcommands, newStatusCommand) }
@@ -114,22 +115,22 @@ func runStatus(cmd *cobra.Command, o *statusOptions, args []string) error {
 	if (o.untilReady || o.timeout != 0) && !o.watch {
 		return usageErrorf("--until-ready and --timeout go with --watch")
 	}
-	sel := statusSelection{namespace: o.namespace}
+	sel := status.Selection{Namespace: o.namespace}
 	if len(args) == 1 {
 		k, name, err := parseStatusArg(args[0])
 		if err != nil {
 			return err
 		}
-		if !k.namespaced && o.namespace != "" {
+		if !k.Namespaced && o.namespace != "" {
 			return usageErrorf("%s is cluster-scoped: drop -n %s", k.Kind, o.namespace)
 		}
-		sel.kind, sel.name = &k, name
+		sel.Kind, sel.Name = &k, name
 	}
 	c, name, err := o.cluster.statusClient(statusRequestTimeout)
 	if err != nil {
 		return err
 	}
-	g := &statusGatherer{c: c, context: name, warn: cmd.ErrOrStderr()}
+	g := &statusGatherer{gatherer: status.Gatherer{Client: c}, context: name, warn: cmd.ErrOrStderr()}
 	ctx := cmd.Context()
 	if !o.watch {
 		report, err := g.gather(ctx, sel)
@@ -144,9 +145,41 @@ func runStatus(cmd *cobra.Command, o *statusOptions, args []string) error {
 	return watchStatus(ctx, cmd.OutOrStdout(), o, g, sel)
 }
 
+// statusGatherer reads the tree (internal/status) for the command: its
+// notes go to warn, its errors become the command's.
+type statusGatherer struct {
+	gatherer status.Gatherer
+	// context names the cluster in errors.
+	context string
+	// warn gets notes on what could not be shown (a kind the cluster does
+	// not serve).
+	warn io.Writer
+}
+
+func (g *statusGatherer) gather(ctx context.Context, sel status.Selection) (*status.Report, error) {
+	r, err := g.gatherer.Gather(ctx, sel)
+	var (
+		uninstalled *status.NotInstalledError
+		ambiguous   *status.AmbiguousError
+	)
+	switch {
+	case errors.As(err, &uninstalled):
+		return nil, &notInstalledError{context: g.context, missing: uninstalled.Missing}
+	case errors.As(err, &ambiguous):
+		return nil, usageErrorf("%s %s exists in namespaces %s: pick one with -n, e.g. -n %s",
+			ambiguous.Kind, ambiguous.Name, strings.Join(ambiguous.Namespaces, ", "), ambiguous.Namespaces[0])
+	case err != nil:
+		return nil, err
+	}
+	for _, note := range r.Notes {
+		fmt.Fprintf(g.warn, "Note: %s\n", note)
+	}
+	return r, nil
+}
+
 // watchStatus prints the tree whenever it changes: on a terminal in
 // place, elsewhere one after the other.
-func watchStatus(ctx context.Context, out io.Writer, o *statusOptions, g *statusGatherer, sel statusSelection) error {
+func watchStatus(ctx context.Context, out io.Writer, o *statusOptions, g *statusGatherer, sel status.Selection) error {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
@@ -222,21 +255,21 @@ func watchStatus(ctx context.Context, out io.Writer, o *statusOptions, g *status
 // credentials.
 func transient(err error) bool {
 	var (
-		absent      *notFoundInClusterError
+		absent      *status.NotFoundError
 		uninstalled *notInstalledError
 		usage       usageError
 	)
 	return !errors.As(err, &absent) && !errors.As(err, &uninstalled) && !errors.As(err, &usage) && !isKubeAuthError(err)
 }
 
-func readyOrNot(r *statusReport) error {
+func readyOrNot(r *status.Report) error {
 	if r.Ready {
 		return nil
 	}
-	return notReadyError{&notReadyObjects{objects: r.notReady()}}
+	return notReadyError{&notReadyObjects{objects: r.NotReady()}}
 }
 
-func printStatus(w io.Writer, output string, r *statusReport) error {
+func printStatus(w io.Writer, output string, r *status.Report) error {
 	if printed, err := printData(w, output, r); printed {
 		return err
 	}
@@ -274,14 +307,14 @@ func completeStatusArg(ctx context.Context, o *statusOptions, toComplete string)
 	kindName, prefix, ok := strings.Cut(toComplete, "/")
 	if !ok {
 		var out []string
-		for _, k := range statusKindNames() {
+		for _, k := range status.KindNames() {
 			if strings.HasPrefix(k, strings.ToLower(toComplete)) {
 				out = append(out, k+"/")
 			}
 		}
 		return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 	}
-	k, found := lookupStatusKind(kindName)
+	k, found := status.Lookup(kindName)
 	if !found {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -292,8 +325,8 @@ func completeStatusArg(ctx context.Context, o *statusOptions, toComplete string)
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	g := &statusGatherer{c: c, warn: io.Discard}
-	objs, err := g.list(ctx, k, o.namespace)
+	g := &status.Gatherer{Client: c}
+	objs, err := g.List(ctx, k, o.namespace)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

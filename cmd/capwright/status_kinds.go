@@ -2,118 +2,23 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
-	"github.com/capwright/capwright/api/providers/v1alpha1"
-	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/provider"
+	"github.com/capwright/capwright/internal/status"
 )
-
-// statusKind is a kind `capwright status` shows: how users may name it and
-// how to list it.
-type statusKind struct {
-	Kind string
-	// resource is the plural, lower case, as the CRD names it.
-	resource   string
-	group      string
-	shortName  string
-	namespaced bool
-	newList    func() client.ObjectList
-}
-
-// statusKinds are the kinds Capwright manages, in the order the tree shows
-// them: the providers (core first), Tenants, then the contract kinds.
-var statusKinds = append(providerStatusKinds(),
-	statusKind{Kind: tenancyv1alpha1.TenantKind, resource: "tenants", group: tenancyv1alpha1.GroupVersion.Group, shortName: "tnt",
-		newList: func() client.ObjectList { return &tenancyv1alpha1.TenantList{} }},
-	statusKind{Kind: clustersv1alpha1.ControlPlaneKind, resource: "capwrightcontrolplanes", group: clustersv1alpha1.GroupVersion.Group, shortName: "cwcp", namespaced: true,
-		newList: func() client.ObjectList { return &clustersv1alpha1.CapwrightControlPlaneList{} }},
-	statusKind{Kind: clustersv1alpha1.ClusterKind, resource: "capwrightclusters", group: clustersv1alpha1.GroupVersion.Group, shortName: "cwc", namespaced: true,
-		newList: func() client.ObjectList { return &clustersv1alpha1.CapwrightClusterList{} }},
-)
-
-// providerShortNames are the short names status takes for the provider
-// kinds.
-var providerShortNames = map[string]string{
-	"CoreProvider": "corep", "BootstrapProvider": "bootp", "ControlPlaneProvider": "cpp", "InfrastructureProvider": "infrap",
-	"IPAMProvider": "ipamp", "RuntimeExtensionProvider": "rxp", "AddonProvider": "addonp",
-}
-
-// providerStatusKinds are the seven provider kinds, as the manager's
-// provider controllers have them (core first).
-func providerStatusKinds() []statusKind {
-	var out []statusKind
-	for _, k := range provider.Kinds() {
-		out = append(out, providerKind(k.Name, providerShortNames[k.Name], func() client.ObjectList { return k.NewList() }))
-	}
-	return out
-}
-
-func providerKind(kind, short string, newList func() client.ObjectList) statusKind {
-	return statusKind{Kind: kind, resource: strings.ToLower(kind) + "s", group: v1alpha1.GroupVersion.Group, shortName: short, namespaced: true, newList: newList}
-}
-
-// crd is the name of the kind's CustomResourceDefinition.
-func (k statusKind) crd() string { return k.resource + "." + k.group }
-
-// lookupStatusKind finds a kind by its name, plural or short name, in any
-// case, as kubectl does.
-func lookupStatusKind(name string) (statusKind, bool) {
-	name = strings.ToLower(name)
-	for _, k := range statusKinds {
-		if name == strings.ToLower(k.Kind) || name == k.resource || name == k.shortName || name == k.crd() {
-			return k, true
-		}
-	}
-	return statusKind{}, false
-}
-
-// statusKindNames are the kinds as the argument takes them, lower case.
-func statusKindNames() []string {
-	out := make([]string, len(statusKinds))
-	for i, k := range statusKinds {
-		out[i] = strings.ToLower(k.Kind)
-	}
-	return out
-}
 
 // parseStatusArg reads KIND/NAME.
-func parseStatusArg(arg string) (statusKind, string, error) {
+func parseStatusArg(arg string) (status.Kind, string, error) {
 	kindName, name, ok := strings.Cut(arg, "/")
 	if !ok || kindName == "" || name == "" || strings.Contains(name, "/") {
-		return statusKind{}, "", usageErrorf("%q: give KIND/NAME, e.g. coreprovider/cluster-api or tenant/team-a (the namespace goes in -n)", arg)
+		return status.Kind{}, "", usageErrorf("%q: give KIND/NAME, e.g. coreprovider/cluster-api or tenant/team-a (the namespace goes in -n)", arg)
 	}
-	k, found := lookupStatusKind(kindName)
+	k, found := status.Lookup(kindName)
 	if !found {
-		return statusKind{}, "", usageErrorf("%q: unknown kind %q; the kinds are %s (or their short names: %s)", arg, kindName,
-			strings.Join(statusKindNames(), ", "), strings.Join(shortNames(), ", "))
+		return status.Kind{}, "", usageErrorf("%q: unknown kind %q; the kinds are %s (or their short names: %s)", arg, kindName,
+			strings.Join(status.KindNames(), ", "), strings.Join(status.ShortNames(), ", "))
 	}
 	return k, name, nil
-}
-
-func shortNames() []string {
-	out := make([]string, 0, len(statusKinds))
-	for _, k := range statusKinds {
-		out = append(out, k.shortName)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// notFoundInClusterError is a KIND/NAME the cluster does not have.
-type notFoundInClusterError struct {
-	kind, namespace, name string
-}
-
-func (e *notFoundInClusterError) Error() string {
-	if e.namespace != "" {
-		return fmt.Sprintf("%s %s/%s not found (kubectl get %s -A lists them)", e.kind, e.namespace, e.name, strings.ToLower(e.kind))
-	}
-	return fmt.Sprintf("%s %s not found in any namespace (kubectl get %s -A lists them)", e.kind, e.name, strings.ToLower(e.kind))
 }
 
 // notInstalledError is a cluster that does not serve Capwright's kinds.
@@ -133,7 +38,7 @@ func (e *notInstalledError) Error() string {
 
 // notReadyObjects names what is not Ready; wrapped in a notReadyError,
 // it is exit code 8.
-type notReadyObjects struct{ objects []*statusNode }
+type notReadyObjects struct{ objects []*status.Node }
 
 func (e *notReadyObjects) Error() string {
 	const most = 5
@@ -143,7 +48,7 @@ func (e *notReadyObjects) Error() string {
 			names = append(names, fmt.Sprintf("and %d more", len(e.objects)-most))
 			break
 		}
-		what := n.ref() + " is " + readyWord(n)
+		what := n.Ref() + " is " + readyWord(n)
 		if n.Reason != "" {
 			what += " (" + n.Reason
 			if n.Message != "" {
@@ -156,7 +61,7 @@ func (e *notReadyObjects) Error() string {
 	return fmt.Sprintf("%d of the objects shown are not Ready: %s", len(e.objects), strings.Join(names, "; "))
 }
 
-func readyWord(n *statusNode) string {
+func readyWord(n *status.Node) string {
 	if n.Ready == "False" {
 		return "not Ready"
 	}

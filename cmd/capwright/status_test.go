@@ -33,6 +33,7 @@ import (
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/render"
 	"github.com/capwright/capwright/internal/scheme"
+	"github.com/capwright/capwright/internal/status"
 )
 
 const (
@@ -125,15 +126,15 @@ func newFakeClient(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object
 	return b.Build()
 }
 
-func gatherFake(t *testing.T, c client.Client, sel statusSelection) (*statusReport, string, error) {
+func gatherFake(t *testing.T, c client.Client, sel status.Selection) (*status.Report, string, error) {
 	t.Helper()
 	var warn bytes.Buffer
-	g := &statusGatherer{c: c, context: "test", warn: &warn}
+	g := &statusGatherer{gatherer: status.Gatherer{Client: c}, context: "test", warn: &warn}
 	r, err := g.gather(context.Background(), sel)
 	return r, warn.String(), err
 }
 
-func treeText(t *testing.T, r *statusReport) string {
+func treeText(t *testing.T, r *status.Report) string {
 	t.Helper()
 	var out bytes.Buffer
 	if err := printStatus(&out, "tree", r); err != nil {
@@ -144,13 +145,13 @@ func treeText(t *testing.T, r *statusReport) string {
 
 func TestStatusTreeOfAReadyProvider(t *testing.T) {
 	c := newFakeClient(t, nil, coreProviderObjects()...)
-	k, _ := lookupStatusKind("corep")
-	r, _, err := gatherFake(t, c, statusSelection{kind: &k, name: "cluster-api"})
+	k, _ := status.Lookup("corep")
+	r, _, err := gatherFake(t, c, status.Selection{Kind: &k, Name: "cluster-api"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !r.Ready || readyOrNot(r) != nil {
-		t.Fatalf("a provider whose objects are all Ready is not Ready: %v", r.notReady())
+		t.Fatalf("a provider whose objects are all Ready is not Ready: %v", r.NotReady())
 	}
 	got := treeText(t, r)
 	want := []string{
@@ -190,7 +191,7 @@ func TestStatusNamesWhatIsNotReady(t *testing.T) {
 	ks := objs[2].(*kustomizev1.Kustomization)
 	ks.Status.Conditions = readyCond(metav1.ConditionFalse, meta.HealthCheckFailedReason, "Deployment capi-system/capi-controller-manager not found", 1)
 	c := newFakeClient(t, nil, objs...)
-	r, _, err := gatherFake(t, c, statusSelection{})
+	r, _, err := gatherFake(t, c, status.Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestStatusOfAProviderNotHandledYet(t *testing.T) {
 	p := objs[0].(*v1alpha1.CoreProvider)
 	p.Generation = 2 // spec.version changed; the manager has not seen it
 	c := newFakeClient(t, nil, objs...)
-	r, _, err := gatherFake(t, c, statusSelection{})
+	r, _, err := gatherFake(t, c, status.Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,8 +230,8 @@ func TestStatusOfAProviderNotHandledYet(t *testing.T) {
 
 func TestStatusTreeOfATenant(t *testing.T) {
 	c := newFakeClient(t, nil, append(tenantObjects(), coreProviderObjects()...)...)
-	k, _ := lookupStatusKind("Tenant")
-	r, _, err := gatherFake(t, c, statusSelection{kind: &k, name: "team-a"})
+	k, _ := status.Lookup("Tenant")
+	r, _, err := gatherFake(t, c, status.Selection{Kind: &k, Name: "team-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,15 +243,15 @@ func TestStatusTreeOfATenant(t *testing.T) {
 		t.Fatalf("Tenant node: clusters %q, %d children, want 1/2 ready and source + 2 clusters", tn.Clusters, len(tn.Children))
 	}
 	if tn.Children[0].Kind != sourcev1.OCIRepositoryKind || tn.Children[0].Name != "team-a-stack" {
-		t.Errorf("first child %s, want the tenant's OCIRepository", tn.Children[0].ref())
+		t.Errorf("first child %s, want the tenant's OCIRepository", tn.Children[0].Ref())
 	}
 	one, two := tn.Children[1], tn.Children[2]
-	if one.ref() != "Cluster/fleet/one" || one.Ready != metav1.ConditionTrue || two.Ready != metav1.ConditionFalse || two.Reason != "HealthCheckFailed" {
-		t.Errorf("cluster lines %s %s, %s %s %s", one.ref(), one.Ready, two.ref(), two.Ready, two.Reason)
+	if one.Ref() != "Cluster/fleet/one" || one.Ready != metav1.ConditionTrue || two.Ready != metav1.ConditionFalse || two.Reason != "HealthCheckFailed" {
+		t.Errorf("cluster lines %s %s, %s %s %s", one.Ref(), one.Ready, two.Ref(), two.Ready, two.Reason)
 	}
 	ks := one.Children[0]
 	if ks.Kind != kustomizev1.KustomizationKind || len(ks.Children) != 1 || ks.Children[0].Ready != "" || !strings.Contains(ks.Note, "kubeconfig Secret fleet/one-kubeconfig") {
-		t.Errorf("the cluster's Kustomization %s: %d children, first ready %q, note %q; want the workload cluster's Deployment, health not read", ks.ref(), len(ks.Children), ks.Children[0].Ready, ks.Note)
+		t.Errorf("the cluster's Kustomization %s: %d children, first ready %q, note %q; want the workload cluster's Deployment, health not read", ks.Ref(), len(ks.Children), ks.Children[0].Ready, ks.Note)
 	}
 	err = readyOrNot(r)
 	if exitCode(err) != exitNotReady || !strings.Contains(err.Error(), "Cluster/fleet/two is not Ready (HealthCheckFailed: Deployment fleet/web not ready)") {
@@ -282,7 +283,7 @@ func TestStatusTreeOfAContractObjectWithAHelmRelease(t *testing.T) {
 	other := hr.DeepCopy()
 	other.Name, other.Labels = "controlplane-two", map[string]string{clustersv1alpha1.BackendLabel: render.OwnerLabelValue(clustersv1alpha1.ControlPlaneKind, "two")}
 	c := newFakeClient(t, nil, cp, hr, other, &corev1.ConfigMap{ObjectMeta: objMeta("fleet", "one-settings", nil)})
-	r, _, err := gatherFake(t, c, statusSelection{})
+	r, _, err := gatherFake(t, c, status.Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func TestStatusFindsKindNameInAnyNamespace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, _, err := gatherFake(t, c, statusSelection{kind: &k, name: name, namespace: tc.namespace})
+		r, _, err := gatherFake(t, c, status.Selection{Kind: &k, Name: name, Namespace: tc.namespace})
 		if err == nil {
 			err = readyOrNot(r)
 		}
@@ -371,13 +372,14 @@ func TestStatusOnAClusterWithoutCapwright(t *testing.T) {
 		return c.List(ctx, list, opts...)
 	}}
 	c := newFakeClient(t, &noKind)
-	for _, sel := range []statusSelection{{}, {kind: &statusKinds[7], name: "team-a"}} {
+	tenant, _ := status.Lookup("tenant")
+	for _, sel := range []status.Selection{{}, {Kind: &tenant, Name: "team-a"}} {
 		_, _, err := gatherFake(t, c, sel)
 		if exitCode(err) != exitNotFound || !strings.Contains(err.Error(), "Capwright is not installed there") || !strings.Contains(err.Error(), "docs/install.md") {
 			t.Errorf("%+v: exit code %d, error %v; want 3 saying Capwright is not installed and where to read how", sel, exitCode(err), err)
 		}
 	}
-	_, _, err := gatherFake(t, c, statusSelection{})
+	_, _, err := gatherFake(t, c, status.Selection{})
 	if !strings.Contains(err.Error(), "coreproviders.providers.capwright.io") {
 		t.Errorf("the error does not name the missing CRDs: %v", err)
 	}
@@ -385,7 +387,7 @@ func TestStatusOnAClusterWithoutCapwright(t *testing.T) {
 
 func TestStatusDataOutput(t *testing.T) {
 	c := newFakeClient(t, nil, coreProviderObjects()...)
-	r, _, err := gatherFake(t, c, statusSelection{})
+	r, _, err := gatherFake(t, c, status.Selection{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +395,7 @@ func TestStatusDataOutput(t *testing.T) {
 	if err := printStatus(&out, "json", r); err != nil {
 		t.Fatal(err)
 	}
-	var back statusReport
+	var back status.Report
 	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +403,7 @@ func TestStatusDataOutput(t *testing.T) {
 		t.Errorf("-o json lost the tree:\n%s", out.String())
 	}
 	out.Reset()
-	if err := printStatus(&out, "tree", newStatusReport(nil)); err != nil || out.String() != "No Capwright objects found.\n" {
+	if err := printStatus(&out, "tree", &status.Report{Ready: true, Objects: []*status.Node{}}); err != nil || out.String() != "No Capwright objects found.\n" {
 		t.Errorf("empty tree: %q, %v", out.String(), err)
 	}
 }
@@ -442,11 +444,11 @@ func TestStatusWatchUntilReady(t *testing.T) {
 	p := objs[0].(*v1alpha1.CoreProvider)
 	p.Status.Conditions = readyCond(metav1.ConditionFalse, "Installing", "Flux is applying v1.14.2", 1)
 	c := newFakeClient(t, nil, objs...)
-	g := &statusGatherer{c: c, context: "test", warn: io.Discard}
+	g := &statusGatherer{gatherer: status.Gatherer{Client: c}, context: "test", warn: io.Discard}
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- watchStatus(context.Background(), &out, &statusOptions{output: "tree", watch: true, untilReady: true, timeout: 30 * time.Second}, g, statusSelection{})
+		done <- watchStatus(context.Background(), &out, &statusOptions{output: "tree", watch: true, untilReady: true, timeout: 30 * time.Second}, g, status.Selection{})
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(out.String(), "Installing") {
@@ -479,10 +481,10 @@ func TestStatusWatchUntilReady(t *testing.T) {
 func TestStatusWatchTimesOutNotReady(t *testing.T) {
 	objs := coreProviderObjects()
 	objs[0].(*v1alpha1.CoreProvider).Status.Conditions = readyCond(metav1.ConditionFalse, "Installing", "Flux is applying v1.14.2", 1)
-	g := &statusGatherer{c: newFakeClient(t, nil, objs...), context: "test", warn: io.Discard}
+	g := &statusGatherer{gatherer: status.Gatherer{Client: newFakeClient(t, nil, objs...)}, context: "test", warn: io.Discard}
 	var out syncBuffer
 	start := time.Now()
-	err := watchStatus(context.Background(), &out, &statusOptions{output: "yaml", watch: true, untilReady: true, timeout: time.Second}, g, statusSelection{})
+	err := watchStatus(context.Background(), &out, &statusOptions{output: "yaml", watch: true, untilReady: true, timeout: time.Second}, g, status.Selection{})
 	if exitCode(err) != exitNotReady || time.Since(start) > 5*time.Second {
 		t.Errorf("after --timeout 1s: exit code %d (%v) after %s, want 8 at once", exitCode(err), err, time.Since(start))
 	}
@@ -532,10 +534,10 @@ func TestStatusWatchOutlivesAFailingRead(t *testing.T) {
 	}}
 	c := newFakeClient(t, &funcs, objs...)
 	var out, warn syncBuffer
-	g := &statusGatherer{c: c, context: "test", warn: &warn}
+	g := &statusGatherer{gatherer: status.Gatherer{Client: c}, context: "test", warn: &warn}
 	done := make(chan error, 1)
 	go func() {
-		done <- watchStatus(context.Background(), &out, &statusOptions{output: "tree", watch: true, untilReady: true, timeout: 30 * time.Second}, g, statusSelection{})
+		done <- watchStatus(context.Background(), &out, &statusOptions{output: "tree", watch: true, untilReady: true, timeout: 30 * time.Second}, g, status.Selection{})
 	}()
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()

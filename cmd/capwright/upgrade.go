@@ -11,6 +11,7 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/controller/provider"
+	"github.com/capwright/capwright/internal/fluxobjects"
 	"github.com/capwright/capwright/internal/providerrelease"
 	"github.com/capwright/capwright/internal/upgrades"
 )
@@ -147,7 +148,7 @@ func runUpgradePlan(cmd *cobra.Command, reg *registryOptions, o *upgradePlanOpti
 	for _, k := range provider.Kinds() {
 		list := k.NewList()
 		if err := c.List(ctx, list); err != nil {
-			if notInstalled(err) {
+			if fluxobjects.NotServed(err) {
 				return &notInstalledError{context: context, missing: []string{strings.ToLower(k.Name) + "s." + v1alpha1.GroupVersion.Group}}
 			}
 			return fmt.Errorf("listing the %ss of context %q: %w", k.Name, context, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/artifact/registrytest"
+	"github.com/capwright/capwright/internal/status"
 	"github.com/capwright/capwright/internal/upgrades"
 )
 
@@ -46,15 +47,15 @@ func fakeAPIServer(t *testing.T, providers map[string][]any) string {
 			write(w, map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 		case p == "/apis/"+gv && providers != nil:
 			resources := []any{}
-			for _, k := range providerStatusKinds() {
-				resources = append(resources, map[string]any{"name": k.resource, "singularName": strings.ToLower(k.Kind), "namespaced": true,
+			for _, k := range providerKinds() {
+				resources = append(resources, map[string]any{"name": k.Resource, "singularName": strings.ToLower(k.Kind), "namespaced": true,
 					"kind": k.Kind, "verbs": []string{"get", "list", "watch"}})
 			}
 			write(w, map[string]any{"kind": "APIResourceList", "groupVersion": gv, "resources": resources})
 		case strings.HasPrefix(p, "/apis/"+gv+"/") && providers != nil:
 			resource := strings.TrimPrefix(p, "/apis/"+gv+"/")
-			for _, k := range providerStatusKinds() {
-				if k.resource == resource {
+			for _, k := range providerKinds() {
+				if k.Resource == resource {
 					items := providers[k.Kind]
 					if items == nil {
 						items = []any{}
@@ -187,4 +188,15 @@ func TestUpgradePlanBadInput(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "No provider is installed") {
 		t.Errorf("no providers: exit %d, %s%s", code, out, stderr)
 	}
+}
+
+// providerKinds are the provider kinds of status.Kinds.
+func providerKinds() []status.Kind {
+	var out []status.Kind
+	for _, k := range status.Kinds() {
+		if k.Group == v1alpha1.GroupVersion.Group {
+			out = append(out, k)
+		}
+	}
+	return out
 }
