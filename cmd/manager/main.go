@@ -97,6 +97,7 @@ func run(o *options) error {
 	}
 	cfg := runtimeclient.GetConfigOrDie(o.client)
 	cfg.WarningHandlerWithContext = newAPIWarnings()
+	retryInitializing(cfg)
 	if err := requireFluxAPIs(cfg); err != nil {
 		return err
 	}
