@@ -13,7 +13,8 @@
 // them ("flux+capwright-objects+idle-manager": what a watching controller
 // costs, apart from Capwright's work) — and prints the medians and ratios, with kustomize-controller's
 // own reconcile times and every plane process's CPU during the upgrade.
-// `make bench` runs it; -profile keeps CPU profiles of the upgrade.
+// `make bench` runs it; -profile keeps CPU profiles of the upgrade, and
+// a CPU profile and execution trace of the manager's first install.
 //
 // Every run of every system gets a fresh plane and the same procedure:
 // publish v1.13.6 and v1.14.2 of the three providers to the plane's
@@ -137,7 +138,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per system, alternating")
 	flag.BoolVar(&showWatchEvents, "watch-events", false, "print the watch events (count and bytes, by resource) the API server sent during each upgrade")
 	flag.BoolVar(&showWrites, "writes", false, "print what the system's own controller wrote during each install, by verb and resource")
-	flag.StringVar(&profileDir, "profile", "", "directory to write Capwright's manager CPU profile of each upgrade to (upgrade-<run>.pprof)")
+	flag.StringVar(&profileDir, "profile", "", "directory to write Capwright's manager CPU profile of each upgrade (manager-<time>.pprof) and its CPU profile and execution trace of each first install (install-<system>-<time>.pprof, .trace) to")
 	only := flag.String("systems", "capwright,capwright-release,flux,flux+contract,flux+capwright-objects,cluster-api-operator", "systems to run, comma-separated; flux+capwright-objects+idle-manager (Capwright's objects with an idle manager beside them) is also known; -systems capwright,capwright-release compares only the release and OCI paths")
 	flag.Parse()
 	if err := run(*runs, strings.Split(*only, ",")); err != nil {
@@ -234,12 +235,16 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	time.Sleep(settle)
 
 	cpu0 := benchstat.CPUSeconds(pid)
+	installProfiled := profileInstall(ctx, s)
 	start := time.Now()
 	if err := s.Apply(ctx, c, fromVersion); err != nil {
 		return res, err
 	}
 	if res.PerProvider, err = waitReady(ctx, c, s, fromVersion, start); err != nil {
 		return res, err
+	}
+	if err := installProfiled(); err != nil {
+		return res, fmt.Errorf("profiling the install: %w", err)
 	}
 	for _, d := range res.PerProvider {
 		res.Install = max(res.Install, d)
@@ -437,6 +442,33 @@ func timelines(logPath string) (install, upgrade map[string]map[string]float64) 
 		}
 	}
 	return install, upgrade
+}
+
+// installWindow is how long the manager's CPU profile and execution
+// trace of a first install last: the manager's own share of it (from the
+// objects applied to the Flux objects written) is what they are for.
+const installWindow = 3 * time.Second
+
+// profileInstall starts recording, with -profile, the manager's CPU
+// profile and execution trace of the first install
+// (install-<system>-<time>.pprof and .trace), where a cold manager's
+// first reconciles show; the returned func waits for both.
+func profileInstall(ctx context.Context, s system) func() error {
+	cw, ok := s.(*capwright)
+	if profileDir == "" || !ok {
+		return func() error { return nil }
+	}
+	stamp := time.Now().Format("150405")
+	done := make(chan error, 2)
+	go func() {
+		done <- cw.profile(ctx, installWindow, filepath.Join(profileDir, fmt.Sprintf("install-%s-%s.pprof", s.Name(), stamp)))
+	}()
+	go func() {
+		done <- cw.trace(ctx, installWindow, filepath.Join(profileDir, fmt.Sprintf("install-%s-%s.trace", s.Name(), stamp)))
+	}()
+	// Both have begun before the objects are applied.
+	time.Sleep(100 * time.Millisecond)
+	return func() error { return errors.Join(<-done, <-done) }
 }
 
 // apiServerProfile records the API server's CPU profile (its

@@ -131,6 +131,13 @@ func (cw *capwright) profile(ctx context.Context, d time.Duration, path string) 
 	return saveProfile(ctx, http.DefaultClient, url, path)
 }
 
+// trace records the manager's execution trace for the given time into
+// path.
+func (cw *capwright) trace(ctx context.Context, d time.Duration, path string) error {
+	url := strings.TrimSuffix(cw.metrics, "/metrics") + fmt.Sprintf("/debug/pprof/trace?seconds=%d", int(d.Seconds()))
+	return saveProfile(ctx, http.DefaultClient, url, path)
+}
+
 func capwrightObject(pt providerSpec) v1alpha1.Provider {
 	om := metav1.ObjectMeta{Namespace: pt.Namespace, Name: pt.Name}
 	switch pt.Type {
