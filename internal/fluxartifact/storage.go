@@ -180,3 +180,13 @@ func objectDir(kind, namespace, name string) (string, error) {
 	}
 	return path.Join(strings.ToLower(kind), namespace, name), nil
 }
+
+// Recover asks Restore to store again the current artifact of the object
+// kind (lower case) namespace/name, as a request for one of its files
+// that is not stored would; nothing without a Restore.
+func (s *Storage) Recover(ctx context.Context, kind, namespace, name string) error {
+	if s == nil || s.Restore == nil {
+		return nil
+	}
+	return s.Restore(ctx, kind, namespace, name)
+}

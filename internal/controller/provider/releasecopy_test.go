@@ -72,6 +72,20 @@ func TestReleaseCopyServesARestartedManager(t *testing.T) {
 		t.Errorf("the copy's parts join to %s, want %s", fluxartifact.Digest(got), served.Digest)
 	}
 
+	t.Run("a reconcile serves it again before Flux asks", func(t *testing.T) {
+		restart(t)
+		env.r.Artifacts.Restore = RestoreAdditional(env.r)
+		if err := env.client.Get(ctx, ctrl.ObjectKeyFromObject(core), core); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.reconcile(core); err != nil {
+			t.Fatal(err)
+		}
+		if !env.r.Artifacts.Exists(served) {
+			t.Fatal("a reconcile of the restarted manager, with the release host down, does not serve the installed release again")
+		}
+	})
+
 	t.Run("without the copy nothing is served", func(t *testing.T) {
 		if err := env.r.Source.Copies.Prune(ctx, core, 0); err != nil {
 			t.Fatal(err)
