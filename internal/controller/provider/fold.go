@@ -50,11 +50,9 @@ func (s synced) nudgeMissed() bool {
 
 // fold sets the provider's status and tells the shell what comes next.
 func (r *Reconciler) fold(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, s synced, err error) (shell.Outcome, error) {
-	if res := providerplan.Fold(obj, d, s.in, err); res != nil {
-		r.Timelines.observe(obj, *s.in, s.now)
-		if res.Installed.Status == metav1.ConditionTrue {
-			r.Timelines.finish(obj, r.Kind.Name, log.FromContext(ctx), s.now)
-		}
+	res := providerplan.Fold(obj, d, s.in, err)
+	r.Timelines.record(obj, r.Kind.Name, s, res, log.FromContext(ctx))
+	if res != nil {
 		if res.Installed.Reason == v1alpha1.InstallFailedReason {
 			// Flux may have failed for want of the installer's
 			// permissions: its next attempt should find them restored.

@@ -45,6 +45,10 @@ type synced struct {
 	// was.
 	in  *health.ProviderInput
 	now time.Time
+	// passed and written are when the preflight passed and the writes
+	// were made in this reconcile, for the install timeline; zero when
+	// they were not.
+	passed, written time.Time
 }
 
 // sync writes what the plan wants, given its refusal (err), then reads
@@ -61,7 +65,7 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 	refusal, refused := plan.AsRefusal(err)
 	var observed plan.Observed
 	var refusedErr error
-	wrote := false
+	var passed, written time.Time
 	switch {
 	case d.Suspend:
 		if err := r.suspend(ctx, obj); err != nil {
@@ -73,22 +77,22 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 		r.restoreServed(ctx, obj)
 		observed, refusedErr = syncer.Observe(ctx, d.Sync.Observe), err
 	case d.Keep:
-		r.Timelines.mark(obj, stepPreflight, time.Now())
+		passed = time.Now()
 		// The Flux objects stay as they are, pinned to what was checked.
 		r.restoreServed(ctx, obj)
 		observed = syncer.Observe(ctx, d.Sync.Observe)
 	case err != nil:
-		r.Timelines.mark(obj, stepPreflight, time.Now())
-		return synced{}, err // the Flux objects cannot be rendered
+		return synced{passed: time.Now()}, err // the Flux objects cannot be rendered
 	default:
-		r.Timelines.mark(obj, stepPreflight, time.Now())
+		passed = time.Now()
 		if observed, err = r.write(ctx, obj, d, request, syncer); err != nil {
-			return synced{}, err
+			return synced{passed: passed}, err
 		}
-		wrote = true
+		written = time.Now()
 	}
 	s := r.observe(ctx, obj, d, observed)
-	if wrote && !s.finishing() {
+	s.passed, s.written = passed, written
+	if !written.IsZero() && !s.finishing() {
 		if err := r.recordInventory(ctx, obj, health.FoldProvider(*s.in).InstalledVersion, d.Resync); err != nil {
 			log.FromContext(ctx).Error(err, "recording the clusterctl inventory")
 		}
@@ -147,7 +151,6 @@ func (r *Reconciler) write(ctx context.Context, obj v1alpha1.Provider, d provide
 	if d.Adopting != "" && r.Recorder != nil {
 		r.Recorder.Event(obj, corev1.EventTypeNormal, providerplan.AdoptingEvent, d.Adopting)
 	}
-	r.Timelines.mark(obj, stepWritten, time.Now())
 	if !fresh {
 		r.installers.done(obj.GetUID(), installer)
 	}

@@ -106,6 +106,29 @@ func (t *Timelines) mark(obj v1alpha1.Provider, step string, now time.Time) {
 	}
 }
 
+// record puts on the provider's timeline what this reconcile did: its
+// preflight passing and its writes, when the sync made them, and, once the
+// fold read the Flux objects (res), the steps they show and Ready, which
+// logs the timeline and records it in the metric.
+func (t *Timelines) record(obj v1alpha1.Provider, kind string, s synced, res *health.ProviderResult, logger logr.Logger) {
+	if t == nil {
+		return
+	}
+	if !s.passed.IsZero() {
+		t.mark(obj, stepPreflight, s.passed)
+	}
+	if !s.written.IsZero() {
+		t.mark(obj, stepWritten, s.written)
+	}
+	if res == nil {
+		return
+	}
+	t.observe(obj, *s.in, s.now)
+	if res.Installed.Status == metav1.ConditionTrue {
+		t.finish(obj, kind, logger, s.now)
+	}
+}
+
 // observe marks the steps the Flux objects show for the expected revision.
 func (t *Timelines) observe(obj v1alpha1.Provider, in health.ProviderInput, now time.Time) {
 	if in.ExpectedRevision == "" {
