@@ -25,13 +25,8 @@ import (
 // the release's components file.
 func installed(t *testing.T, vars map[string]string) InventoryProvider {
 	t.Helper()
-	components := clusterctltest.Read(t, clusterctltest.Previous, "core-components.yaml")
-	return InventoryProvider{
-		Namespace: "capi-system", Name: "cluster-api",
-		Labels:       map[string]string{"clusterctl.cluster.x-k8s.io": "", "cluster.x-k8s.io/provider": "cluster-api"},
-		ProviderName: "cluster-api", Type: "CoreProvider", Version: clusterctltest.Previous,
-		Deployments: renderedDeployments(t, components, vars), Components: components,
-	}
+	return install(t, InventoryProvider{Namespace: "capi-system", Name: "cluster-api", ProviderName: "cluster-api", Type: "CoreProvider",
+		Version: clusterctltest.Previous}, "core-components.yaml", vars)
 }
 
 // installedDocker is Cluster API's Docker provider (CAPD) of release
@@ -40,13 +35,19 @@ func installed(t *testing.T, vars map[string]string) InventoryProvider {
 // whose DOCKER_HOST env is ${CAPD_DOCKER_HOST:=""}.
 func installedDocker(t *testing.T, vars map[string]string) InventoryProvider {
 	t.Helper()
-	components := clusterctltest.Read(t, clusterctltest.Current, "infrastructure-components-development.yaml")
-	return InventoryProvider{
-		Namespace: "capd-system", Name: "infrastructure-docker",
-		Labels:       map[string]string{"clusterctl.cluster.x-k8s.io": "", "cluster.x-k8s.io/provider": "infrastructure-docker"},
-		ProviderName: "docker", Type: "InfrastructureProvider", Version: clusterctltest.Current,
-		Deployments: renderedDeployments(t, components, vars), Components: components,
-	}
+	return install(t, InventoryProvider{Namespace: "capd-system", Name: "infrastructure-docker", ProviderName: "docker", Type: "InfrastructureProvider",
+		Version: clusterctltest.Current}, "infrastructure-components-development.yaml", vars)
+}
+
+// install completes p, clusterctl's inventory entry, with its labels, the
+// release's components file and the Deployments it runs once rendered
+// with vars.
+func install(t *testing.T, p InventoryProvider, file string, vars map[string]string) InventoryProvider {
+	t.Helper()
+	p.Labels = map[string]string{"clusterctl.cluster.x-k8s.io": "", "cluster.x-k8s.io/provider": p.Name}
+	p.Components = clusterctltest.Read(t, p.Version, file)
+	p.Deployments = renderedDeployments(t, p.Components, vars)
+	return p
 }
 
 // renderedDeployments renders a components file as clusterctl init does

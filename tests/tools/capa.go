@@ -36,28 +36,8 @@ func renderCAPAComponents(b *builder) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	data, err := kustomizeOverlay(filepath.Join(modDir, "config", "default"), func(rel string) string {
-		return fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: gcr.io/k8s-staging-cluster-api-aws/cluster-api-aws-controller
-  newName: registry.k8s.io/cluster-api-aws/cluster-api-aws-controller
-  newTag: %s
-patches:
-- target:
-    group: apps
-    version: v1
-    kind: Deployment
-    name: capa-controller-manager
-    namespace: capa-system
-  patch: |-
-    - op: replace
-      path: /spec/template/spec/containers/0/imagePullPolicy
-      value: IfNotPresent
-`, rel, capaVersion)
-	})
+	data, err := releaseOverlay(filepath.Join(modDir, "config", "default"), "gcr.io/k8s-staging-cluster-api-aws/cluster-api-aws-controller",
+		"registry.k8s.io/cluster-api-aws/cluster-api-aws-controller", capaVersion, "capa-controller-manager")
 	if err != nil {
 		return fmt.Errorf("rendering infrastructure-components.yaml of %s %s: %w", capaModule, capaVersion, err)
 	}

@@ -100,6 +100,37 @@ images:
 	})
 }
 
+// releaseOverlay renders tree as a provider's release does: image (the
+// development image the tree references) renamed to newName, "" to keep
+// its name, at tag, and the pull policy IfNotPresent on the first
+// container of Deployment deployment.
+func releaseOverlay(tree, image, newName, tag, deployment string) ([]byte, error) {
+	name := ""
+	if newName != "" {
+		name = "\n  newName: " + newName
+	}
+	return kustomizeOverlay(tree, func(rel string) string {
+		return fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+images:
+- name: %s%s
+  newTag: %s
+patches:
+- target:
+    group: apps
+    version: v1
+    kind: Deployment
+    name: %s
+  patch: |-
+    - op: replace
+      path: /spec/template/spec/containers/0/imagePullPolicy
+      value: IfNotPresent
+`, rel, image, name, tag, deployment)
+	})
+}
+
 // kustomizeOverlay renders tree with kustomize (krusty) through an overlay
 // in a temporary directory, since the module cache is read-only;
 // kustomization gets tree's path relative to the overlay (kustomize refuses

@@ -38,26 +38,8 @@ func renderCAPITestExtension(b *builder) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	data, err := kustomizeOverlay(filepath.Join(modDir, "extension", "config", "default"), func(rel string) string {
-		return fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: gcr.io/k8s-staging-cluster-api/test-extension
-  newTag: %s
-patches:
-- target:
-    group: apps
-    version: v1
-    kind: Deployment
-    name: test-extension-controller-manager
-  patch: |-
-    - op: replace
-      path: /spec/template/spec/containers/0/imagePullPolicy
-      value: IfNotPresent
-`, rel, capiTestVersion)
-	})
+	data, err := releaseOverlay(filepath.Join(modDir, "extension", "config", "default"),
+		"gcr.io/k8s-staging-cluster-api/test-extension", "", capiTestVersion, "test-extension-controller-manager")
 	if err != nil {
 		return fmt.Errorf("rendering runtime-extension-components.yaml of %s %s: %w", capiTestModule, capiTestVersion, err)
 	}
@@ -91,26 +73,8 @@ func renderCAPD(b *builder) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	data, err := kustomizeOverlay(filepath.Join(modDir, "infrastructure", "docker", "config", "default"), func(rel string) string {
-		return fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: gcr.io/k8s-staging-cluster-api/capd-manager
-  newTag: %s
-patches:
-- target:
-    group: apps
-    version: v1
-    kind: Deployment
-    name: capd-controller-manager
-  patch: |-
-    - op: replace
-      path: /spec/template/spec/containers/0/imagePullPolicy
-      value: IfNotPresent
-`, rel, capiTestVersion)
-	})
+	data, err := releaseOverlay(filepath.Join(modDir, "infrastructure", "docker", "config", "default"),
+		"gcr.io/k8s-staging-cluster-api/capd-manager", "", capiTestVersion, "capd-controller-manager")
 	if err != nil {
 		return fmt.Errorf("rendering %s of %s %s: %w", capdComponentsFile, capiTestModule, capiTestVersion, err)
 	}
