@@ -18,27 +18,22 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
-	"github.com/capwright/capwright/internal/catalog"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/providerrelease"
 )
 
 // Access builds the credentials and TLS settings for the provider's
-// registry from the same Secrets its OCIRepository uses: those named by
+// registry at url (its OCI repository, after the catalog and mirror
+// rules) from the same Secrets its OCIRepository uses: those named by
 // spec.source.oci or spec.source.chart, which carry the same access fields.
 // The Secrets are LocalObjectReferences, so always in the provider's
 // namespace, and are read uncached through r.Reader. Secret contents never
 // appear in errors.
-func (r *Resolver) Access(ctx context.Context, obj v1alpha1.Provider) (artifact.Access, error) {
+func (r *Resolver) Access(ctx context.Context, obj v1alpha1.Provider, url string) (artifact.Access, error) {
 	access := artifact.Access{UserAgent: "capwright"}
 	if r.BaseAccess != nil {
 		access = *r.BaseAccess
 	}
-	loc, err := catalog.Locate(obj, r.catalogOptions())
-	if err != nil {
-		return access, err
-	}
-	url := loc.OCI
 	access.PlainHTTP = access.PlainHTTP || r.insecureRegistry(url)
 	field, src := registrySource(obj)
 	if src == nil {

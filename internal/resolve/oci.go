@@ -110,7 +110,7 @@ func (r *Resolver) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, ref
 		// Looked at again within a minute, sooner with a shorter interval.
 		return unresolved(fetchFailureReason(err), msg+accessHint(obj, err), min(time.Minute, r.Interval(obj)))
 	}
-	access, err := r.Access(ctx, obj)
+	access, err := r.Access(ctx, obj, ref.URL())
 	if err != nil {
 		return providerplan.Artifact{}, unresolved(v1alpha1.AuthenticationFailedReason, err.Error(), 0)
 	}

@@ -23,7 +23,7 @@ func (r *Resolver) Versions(ctx context.Context, obj v1alpha1.Provider, lister *
 		l, err := lister.Release(ctx, where.Release, f)
 		return l, where.Release, err
 	}
-	access, err := r.Access(ctx, obj)
+	access, err := r.Access(ctx, obj, where.OCI)
 	if err != nil {
 		return upgrades.Listing{}, where.OCI, err
 	}

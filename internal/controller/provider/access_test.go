@@ -376,7 +376,8 @@ func TestRegistryAccess(t *testing.T) {
 			p := accessProvider(tt.chart, tt.access)
 			env := newFakeEnv(t, kindFor(p), append(objs, p.(ctrl.Object))...)
 
-			a, err := env.r.Source.Access(context.Background(), p)
+			ref, _, _ := env.r.Source.Reference(p)
+			a, err := env.r.Source.Access(context.Background(), p, ref.URL())
 			if tt.wantErr == nil {
 				if err != nil {
 					t.Fatalf("registryAccess: %v", err)
