@@ -28,12 +28,8 @@ const (
 // policy IfNotPresent on capa-controller-manager) into
 // bin/fixtures/capa/<version>/, with the release's metadata.yaml.
 func renderCAPAComponents(b *builder) error {
-	modDir, err := b.moduleDir("capa", capaModule, capaVersion)
+	modDir, out, err := b.fixtureModule("capa", capaModule, capaVersion, "capa", capaVersion)
 	if err != nil {
-		return err
-	}
-	out := filepath.Join(b.binDir, "fixtures", "capa", capaVersion)
-	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	data, err := releaseOverlay(filepath.Join(modDir, "config", "default"), "gcr.io/k8s-staging-cluster-api-aws/cluster-api-aws-controller",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
@@ -56,16 +57,13 @@ var capiProviders = []capiProvider{
 // bin/fixtures/capi/<version>/ along with that release's metadata.yaml.
 func renderCAPIComponents(b *builder) error {
 	for _, version := range capiFixtureVersions {
-		modDir, err := b.moduleDir("capi", "sigs.k8s.io/cluster-api", version)
+		modDir, out, err := b.fixtureModule("capi", "sigs.k8s.io/cluster-api", version, "capi", version)
 		if err != nil {
 			return err
 		}
-		out := filepath.Join(b.binDir, "fixtures", "capi", version)
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return err
-		}
 		for _, p := range capiProviders {
-			data, err := renderTree(filepath.Join(modDir, p.Tree(version)), p.Image, version)
+			data, err := releaseOverlay(filepath.Join(modDir, p.Tree(version)), "gcr.io/k8s-staging-cluster-api/"+p.Image,
+				"registry.k8s.io/cluster-api/"+p.Image, version, "")
 			if err != nil {
 				return fmt.Errorf("rendering %s of cluster-api %s: %w", p.File, version, err)
 			}
@@ -84,40 +82,18 @@ func renderCAPIComponents(b *builder) error {
 	return nil
 }
 
-// renderTree runs kustomize on tree through a small overlay that sets the
-// release image, as a Cluster API release does.
-func renderTree(tree, image, version string) ([]byte, error) {
-	return kustomizeOverlay(tree, func(rel string) string {
-		return fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: gcr.io/k8s-staging-cluster-api/%s
-  newName: registry.k8s.io/cluster-api/%s
-  newTag: %s
-`, rel, image, image, version)
-	})
-}
-
 // releaseOverlay renders tree as a provider's release does: image (the
-// development image the tree references) renamed to newName, "" to keep
-// its name, at tag, and the pull policy IfNotPresent on the first
-// container of Deployment deployment.
+// development image the tree references) renamed to newName ("" keeps
+// its name) at tag, and, when deployment is set, the pull policy
+// IfNotPresent on the first container of that Deployment.
 func releaseOverlay(tree, image, newName, tag, deployment string) ([]byte, error) {
-	name := ""
+	var extra strings.Builder
 	if newName != "" {
-		name = "\n  newName: " + newName
+		extra.WriteString("\n  newName: " + newName)
 	}
-	return kustomizeOverlay(tree, func(rel string) string {
-		return fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-images:
-- name: %s%s
-  newTag: %s
-patches:
+	extra.WriteString("\n  newTag: " + tag + "\n")
+	if deployment != "" {
+		fmt.Fprintf(&extra, `patches:
 - target:
     group: apps
     version: v1
@@ -127,8 +103,22 @@ patches:
     - op: replace
       path: /spec/template/spec/containers/0/imagePullPolicy
       value: IfNotPresent
-`, rel, image, name, tag, deployment)
+`, deployment)
+	}
+	return kustomizeOverlay(tree, func(rel string) string {
+		return fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\nimages:\n- name: %s%s", rel, image, extra.String())
 	})
+}
+
+// fixtureModule fetches module at version through the wrapper module dir
+// and creates bin/fixtures/<fixture...>: the source to render and where
+// to write.
+func (b *builder) fixtureModule(dir, module, version string, fixture ...string) (modDir, out string, err error) {
+	if modDir, err = b.moduleDir(dir, module, version); err != nil {
+		return "", "", err
+	}
+	out = filepath.Join(append([]string{b.binDir, "fixtures"}, fixture...)...)
+	return modDir, out, os.MkdirAll(out, 0o755)
 }
 
 // kustomizeOverlay renders tree with kustomize (krusty) through an overlay

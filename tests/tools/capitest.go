@@ -30,12 +30,8 @@ const (
 // policy IfNotPresent (what a release overlay does; the pods are kwok's,
 // nothing is pulled), beside the metadata.yaml Cluster API's e2e gives it.
 func renderCAPITestExtension(b *builder) error {
-	modDir, err := b.moduleDir("capitest", capiTestModule, capiTestVersion)
+	modDir, out, err := b.fixtureModule("capitest", capiTestModule, capiTestVersion, "capi-test-extension", capiTestVersion)
 	if err != nil {
-		return err
-	}
-	out := filepath.Join(b.binDir, "fixtures", "capi-test-extension", capiTestVersion)
-	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	data, err := releaseOverlay(filepath.Join(modDir, "extension", "config", "default"),
@@ -65,12 +61,8 @@ const capdComponentsFile = "infrastructure-components-development.yaml"
 // release tag, pull policy IfNotPresent. It sits beside the core's files,
 // as the release carries it.
 func renderCAPD(b *builder) error {
-	modDir, err := b.moduleDir("capitest", capiTestModule, capiTestVersion)
+	modDir, out, err := b.fixtureModule("capitest", capiTestModule, capiTestVersion, "capi", capiTestVersion)
 	if err != nil {
-		return err
-	}
-	out := filepath.Join(b.binDir, "fixtures", "capi", capiTestVersion)
-	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	data, err := releaseOverlay(filepath.Join(modDir, "infrastructure", "docker", "config", "default"),
