@@ -22,8 +22,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/capwright/capwright/api/providers/v1alpha1"
 )
 
 const (
@@ -56,23 +54,31 @@ type Store struct {
 	Namespace string
 }
 
+// Of is the provider a copy is of: its type (one copy per kind),
+// namespace and name. A v1alpha1.Provider is one.
+type Of interface {
+	ProviderType() string
+	GetNamespace() string
+	GetName() string
+}
+
 // ID is the hash naming a provider's copy: of its type (one per kind),
 // namespace and name.
-func ID(obj v1alpha1.Provider) string {
+func ID(obj Of) string {
 	sum := sha256.Sum256([]byte(obj.ProviderType() + "/" + obj.GetNamespace() + "/" + obj.GetName()))
 	return hex.EncodeToString(sum[:8])
 }
 
 // Name is the name of part i of a provider's copy; part 0 carries the
 // digest and the number of parts, and is written last.
-func Name(obj v1alpha1.Provider, i int) string {
+func Name(obj Of, i int) string {
 	return fmt.Sprintf("capwright-release-%s-%d", ID(obj), i)
 }
 
 // Keep makes the provider's copy hold packed, of digest; kind is the
 // provider's kind, for whoever reads the copy's annotations. A copy that
 // already holds digest costs one read of cached metadata.
-func (s Store) Keep(ctx context.Context, kind string, obj v1alpha1.Provider, digest string, packed []byte) error {
+func (s Store) Keep(ctx context.Context, kind string, obj Of, digest string, packed []byte) error {
 	if s.Namespace == "" {
 		return nil
 	}
@@ -97,7 +103,7 @@ func (s Store) Keep(ctx context.Context, kind string, obj v1alpha1.Provider, dig
 	return s.Prune(ctx, obj, parts)
 }
 
-func (s Store) writePart(ctx context.Context, kind string, obj v1alpha1.Provider, i, parts int, digest string, data []byte) error {
+func (s Store) writePart(ctx context.Context, kind string, obj Of, i, parts int, digest string, data []byte) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: Name(obj, i)}}
 	err := s.Reader.Get(ctx, ctrl.ObjectKeyFromObject(cm), cm)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -120,7 +126,7 @@ func (s Store) writePart(ctx context.Context, kind string, obj v1alpha1.Provider
 
 // Prune removes the parts of the provider's copy from part keep on (all
 // of it for 0).
-func (s Store) Prune(ctx context.Context, obj v1alpha1.Provider, keep int) error {
+func (s Store) Prune(ctx context.Context, obj Of, keep int) error {
 	if s.Namespace == "" {
 		return nil
 	}
@@ -143,7 +149,7 @@ func (s Store) Prune(ctx context.Context, obj v1alpha1.Provider, keep int) error
 }
 
 // Read reads the provider's copy, if it holds digest; nil otherwise.
-func (s Store) Read(ctx context.Context, obj v1alpha1.Provider, digest string) []byte {
+func (s Store) Read(ctx context.Context, obj Of, digest string) []byte {
 	if s.Namespace == "" {
 		return nil
 	}

@@ -94,7 +94,7 @@ func (r *Reconciler) readInstallations(ctx context.Context, providerType, kind, 
 	// handful: all are listed and matched by type and name, as clusterctl
 	// does (a label may have been lost, those fields cannot be).
 	inventory := &unstructured.UnstructuredList{}
-	inventory.SetGroupVersionKind(inventoryGVK.GroupVersion().WithKind(inventoryGVK.Kind + "List"))
+	inventory.SetGroupVersionKind(providerplan.InventoryGVK.GroupVersion().WithKind(providerplan.InventoryGVK.Kind + "List"))
 	var found []providerplan.Installation
 	err := r.Reader.List(ctx, inventory)
 	switch {
@@ -105,7 +105,7 @@ func (r *Reconciler) readInstallations(ctx context.Context, providerType, kind, 
 		for _, inv := range inventory.Items {
 			typ, _, _ := unstructured.NestedString(inv.Object, "type")
 			providerName, _, _ := unstructured.NestedString(inv.Object, "providerName")
-			if typ != clusterctlTypes[providerType] || providerName != name {
+			if typ != providerplan.ClusterctlType(providerType) || providerName != name {
 				continue
 			}
 			version, _, _ := unstructured.NestedString(inv.Object, "version")

@@ -192,11 +192,11 @@ func TestAdoptionOfAClusterctlInstallation(t *testing.T) {
 
 	// Flux installed it: the inventory entry clusterctl created is
 	// Capwright's now, same name, clusterctl's labels kept.
-	if err := env.r.recordInventory(ctx, core, "v1.14.2", env.r.Source.Interval(core)); err != nil {
+	if err := env.r.recordInventory(ctx, providerplan.Inventory(core, "CoreProvider"), core.UID, "v1.14.2", env.r.Source.Interval(core)); err != nil {
 		t.Fatalf("recordInventory over clusterctl's entry: %v", err)
 	}
 	inv := &unstructured.Unstructured{}
-	inv.SetGroupVersionKind(inventoryGVK)
+	inv.SetGroupVersionKind(providerplan.InventoryGVK)
 	if err := env.client.Get(ctx, ctrl.ObjectKey{Namespace: "capi-system", Name: "cluster-api"}, inv); err != nil {
 		t.Fatal(err)
 	}

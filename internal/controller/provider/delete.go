@@ -9,6 +9,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/controller/shell"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -299,7 +301,7 @@ func (r *Reconciler) deleteInstallerBinding(ctx context.Context, obj v1alpha1.Pr
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading ClusterRoleBinding %s: %w", render.InstallerBindingName(obj), err)
-	case !isInstallerBindingOf(crb, obj, r.Kind.Name):
+	case !isInstallerBindingOf(crb, providerplan.OwnerOf(obj, r.Kind.Name)):
 		return nil
 	}
 	if err := apply.DeleteExactly(ctx, r.Client, crb); err != nil {
@@ -316,4 +318,13 @@ func (r *Reconciler) deleteInventory(ctx context.Context, obj v1alpha1.Provider)
 		return err
 	}
 	return apply.DeleteExactly(ctx, r.Client, inv)
+}
+
+// removeStored removes the stored artifact of the provider's
+// ExternalArtifact name, if any.
+func (r *Reconciler) removeStored(name string, obj v1alpha1.Provider) error {
+	if r.Artifacts == nil {
+		return nil
+	}
+	return r.Artifacts.Remove(sourcev1.ExternalArtifactKind, obj.GetNamespace(), name)
 }

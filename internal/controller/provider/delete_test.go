@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
 // deleting marks p as being deleted (it keeps Capwright's finalizer).
@@ -184,7 +185,7 @@ func TestFinalizeWaitsForWhatBlocksDeletion(t *testing.T) {
 func TestFinalizeDeletesItsFluxObjectsThenLetsGo(t *testing.T) {
 	docker := deleting(dockerProvider("oci://registry.invalid/capwright/manifests/infrastructure-docker", "v1.14.2"))
 	inventory := &unstructured.Unstructured{}
-	inventory.SetGroupVersionKind(inventoryGVK)
+	inventory.SetGroupVersionKind(providerplan.InventoryGVK)
 	inventory.SetNamespace("capd-system")
 	inventory.SetName("infrastructure-docker")
 	inventory.SetUID("uid-inventory")

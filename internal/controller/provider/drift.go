@@ -3,8 +3,10 @@ package provider
 import (
 	"context"
 	"strings"
+	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -13,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/plan"
@@ -88,12 +89,27 @@ func (r *Reconciler) changeReported(_ context.Context, o ctrl.Object) []reconcil
 	return []reconcile.Request{{NamespacedName: ctrl.ObjectKey{Namespace: e.InvolvedObject.Namespace, Name: name}}}
 }
 
-// observe is observed, with the changes Flux reported applying the
-// provider's Kustomization.
-func (r *Reconciler) observe(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, observed plan.Observed) synced {
-	s := r.observed(obj, d, observed)
-	ks, ok := observed.Get(kustomizev1.KustomizationKind, obj.GetNamespace(), objectName(obj)).(*kustomizev1.Kustomization)
-	if !ok || ks == nil || isChart(obj) {
+// readBack is the fold's input: what the plan expects (d.Expect), with
+// the Flux objects as read — the source and applier, and the additional
+// manifests' objects — and the changes Flux reported applying: its
+// events on the Kustomization, which tell drift it put back.
+func (r *Reconciler) readBack(ctx context.Context, d providerplan.Desired, observed plan.Observed) synced {
+	in := d.Expect
+	in.Now = metav1.Now()
+	for _, o := range []*health.Observation{&in.Source, &in.Apply, &in.AdditionalSource, &in.AdditionalApply} {
+		if o.Kind != "" {
+			*o = health.Observe(observed.Get(o.Kind, o.Namespace, o.Name), o.Kind, o.Namespace, o.Name)
+		}
+	}
+	if extra := d.Expect.AdditionalSource; extra.Kind != "" {
+		if ea, ok := observed.Get(extra.Kind, extra.Namespace, extra.Name).(*sourcev1.ExternalArtifact); ok && ea.Status.Artifact != nil {
+			in.AdditionalRevision = ea.Status.Artifact.Revision
+		}
+	}
+	s := synced{in: &in, now: time.Now()}
+	apply := d.Expect.Apply
+	ks, ok := observed.Get(apply.Kind, apply.Namespace, apply.Name).(*kustomizev1.Kustomization)
+	if !ok || ks == nil {
 		return s
 	}
 	var events corev1.EventList

@@ -92,7 +92,7 @@ func (r *Reconciler) fetchAhead(ctx context.Context, f providerplan.Facts) bool 
 	if err := r.Reader.Get(ctx, key, applier); !apierrors.IsNotFound(err) {
 		return true
 	}
-	owned := r.owned(obj)
+	owned := r.owned(providerplan.OwnerOf(obj, r.Kind.Name))
 	err := apply.IfChanged(ctx, r.Client, r.Client, repo, plan.HashAnnotation, plan.FieldOwner, func(existing *unstructured.Unstructured) error {
 		return owned(existing, repo)
 	})
@@ -178,7 +178,7 @@ func isChart(obj v1alpha1.Provider) bool { return render.IsChart(obj) }
 // there is none (or no inventory CRD).
 func (r *Reconciler) inventory(ctx context.Context, obj v1alpha1.Provider) (*unstructured.Unstructured, error) {
 	inv := &unstructured.Unstructured{}
-	inv.SetGroupVersionKind(inventoryGVK)
+	inv.SetGroupVersionKind(providerplan.InventoryGVK)
 	err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: providerplan.InventoryName(obj)}, inv)
 	if apierrors.IsNotFound(err) || isNoMatch(err) {
 		return nil, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
 // TestInventoryIsReadOncePerVersion: the clusterctl inventory object is
@@ -15,10 +17,10 @@ func TestInventoryIsReadOncePerVersion(t *testing.T) {
 	docker := dockerProvider("oci://registry.invalid/capwright/manifests/infrastructure-docker", "v1.14.2")
 	docker.Status.InstalledVersion = "v1.14.2"
 	env := newFakeEnv(t, kindFor(docker), docker)
-	reads := func() int { return env.reads(inventoryGVK.Kind) }
+	reads := func() int { return env.reads(providerplan.InventoryGVK.Kind) }
 	record := func() {
 		t.Helper()
-		if err := env.r.recordInventory(ctx, docker, docker.Status.InstalledVersion, env.r.Source.Interval(docker)); err != nil {
+		if err := env.r.recordInventory(ctx, providerplan.Inventory(docker, env.r.Kind.Name), docker.UID, docker.Status.InstalledVersion, env.r.Source.Interval(docker)); err != nil {
 			t.Fatalf("recordInventory: %v", err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact/registrytest"
 	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -483,7 +484,7 @@ func TestPreflightPassesAndPinsTheCheckedDigest(t *testing.T) {
 // inventoryObject is clusterctl's inventory Provider recording version.
 func inventoryObject(namespace, name, version string) *unstructured.Unstructured {
 	inv := &unstructured.Unstructured{Object: map[string]any{"providerName": name, "type": "CoreProvider", "version": version}}
-	inv.SetGroupVersionKind(inventoryGVK)
+	inv.SetGroupVersionKind(providerplan.InventoryGVK)
 	inv.SetNamespace(namespace)
 	inv.SetName(name)
 	return inv

@@ -15,6 +15,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kuberecorder "k8s.io/client-go/tools/record"
@@ -122,7 +123,10 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	}
 	desired, err := providerplan.Plan(facts)
 	r.CorePreflights.settle(obj, desired, err)
-	synced, err := r.sync(ctx, obj, desired, request, err)
+	synced, err := r.sync(ctx, desired, request, err)
+	if desired.Adopting != "" && !synced.written.IsZero() && r.Recorder != nil {
+		r.Recorder.Event(obj, corev1.EventTypeNormal, providerplan.AdoptingEvent, desired.Adopting)
+	}
 	out, err := r.fold(ctx, obj, desired, synced, err)
 	// Nothing is read unless a check is due (see UpgradeChecks.due).
 	r.checkUpgrades(ctx, obj, request != "")

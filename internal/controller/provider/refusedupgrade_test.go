@@ -1,12 +1,14 @@
 package provider
 
 import (
+	"context"
 	"testing"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/plan"
@@ -39,10 +41,15 @@ func TestRefusedUpgradeKeepsTheInstalledVersion(t *testing.T) {
 		plan.ObservedKey(sourcev1.OCIRepositoryKind, "my-capi", "core-cluster-api"):    repo,
 	}
 
-	r := &Reconciler{Kind: Kind{Name: "CoreProvider"}}
-	s := r.observed(p, providerplan.Desired{}, observed)
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).Build()
+	r := &Reconciler{Client: c, Kind: Kind{Name: "CoreProvider"}}
 	refusal := plan.Failing(v1alpha1.ArtifactResolvedCondition, v1alpha1.ResolveFailedReason, "v1.13.6 not found in the registry", 0)
-	providerplan.Fold(p, providerplan.Desired{}, s.in, refusal)
+	d, err := providerplan.Plan(providerplan.Facts{Provider: p, Kind: "CoreProvider", Refusal: refusal})
+	if err != refusal {
+		t.Fatalf("plan: %v, want the refusal", err)
+	}
+	s := r.readBack(context.Background(), d, observed)
+	providerplan.Fold(p, d, s.in, refusal)
 	if p.Status.InstalledVersion != "v1.14.2" {
 		t.Errorf("installedVersion = %s while Flux runs v1.14.2", p.Status.InstalledVersion)
 	}

@@ -13,18 +13,12 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
-	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/fluxartifact"
 	"github.com/capwright/capwright/internal/health"
@@ -35,8 +29,10 @@ import (
 
 // The sync stage: what the plan wants, written (apply.Syncer: in order,
 // each object only if it changed, someone else's never), and the Flux
-// objects read back for the fold. It is the only stage that writes; after
-// it only the shell writes the provider's status.
+// objects read back once, for the fold, and last clusterctl's inventory
+// recorded. It needs nothing of the provider but its Desired, which names
+// what to write, keep and record. It is the only stage that writes;
+// after it only the shell writes the provider's status.
 
 // synced is what the sync observed, for the fold.
 type synced struct {
@@ -46,8 +42,8 @@ type synced struct {
 	in  *health.ProviderInput
 	now time.Time
 	// passed and written are when the preflight passed and the writes
-	// were made in this reconcile, for the install timeline; zero when
-	// they were not.
+	// were made in this reconcile, for the install timeline and the
+	// inventory; zero when they were not.
 	passed, written time.Time
 }
 
@@ -59,8 +55,8 @@ type synced struct {
 //     stays, and so do the additional manifests it was given, served
 //     again if the artifact storage lost them (restoreServed);
 //   - otherwise the writes, in order (write), and last clusterctl's
-//     inventory.
-func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, request string, err error) (synced, error) {
+//     inventory (inventory.go).
+func (r *Reconciler) sync(ctx context.Context, d providerplan.Desired, request string, err error) (synced, error) {
 	syncer := apply.Syncer{Client: r.Client, Reader: r.Reader, Artifacts: r.Artifacts}
 	refusal, refused := plan.AsRefusal(err)
 	var observed plan.Observed
@@ -68,32 +64,32 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 	var passed, written time.Time
 	switch {
 	case d.Suspend:
-		if err := r.suspend(ctx, obj); err != nil {
+		if err := r.suspend(ctx, d.Objects); err != nil {
 			return synced{}, err
 		}
 		observed = syncer.Observe(ctx, d.Sync.Observe)
 	case refused && refusal.Condition != v1alpha1.InstalledCondition:
 		log.FromContext(ctx).Info("preflight refused the provider", "reason", refusal.Reason, "message", refusal.Message)
-		r.restoreServed(ctx, obj)
+		r.restoreServed(ctx, d)
 		observed, refusedErr = syncer.Observe(ctx, d.Sync.Observe), err
 	case d.Keep:
 		passed = time.Now()
 		// The Flux objects stay as they are, pinned to what was checked.
-		r.restoreServed(ctx, obj)
+		r.restoreServed(ctx, d)
 		observed = syncer.Observe(ctx, d.Sync.Observe)
 	case err != nil:
 		return synced{passed: time.Now()}, err // the Flux objects cannot be rendered
 	default:
 		passed = time.Now()
-		if observed, err = r.write(ctx, obj, d, request, syncer); err != nil {
+		if observed, err = r.write(ctx, d, request, syncer); err != nil {
 			return synced{passed: passed}, err
 		}
 		written = time.Now()
 	}
-	s := r.observe(ctx, obj, d, observed)
+	s := r.readBack(ctx, d, observed)
 	s.passed, s.written = passed, written
 	if !written.IsZero() && !s.finishing() {
-		if err := r.recordInventory(ctx, obj, health.FoldProvider(*s.in).InstalledVersion, d.Resync); err != nil {
+		if err := r.recordInventory(ctx, d.Inventory, d.Owner.UID, health.FoldProvider(*s.in).InstalledVersion, d.Resync); err != nil {
 			log.FromContext(ctx).Error(err, "recording the clusterctl inventory")
 		}
 	}
@@ -106,10 +102,10 @@ func (r *Reconciler) sync(ctx context.Context, obj v1alpha1.Provider, d provider
 // where it waits for dependencies Ready now, the stored artifacts no
 // longer served removed, and the release copy kept; it returns the Flux
 // objects as read back.
-func (r *Reconciler) write(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, request string, syncer apply.Syncer) (plan.Observed, error) {
+func (r *Reconciler) write(ctx context.Context, d providerplan.Desired, request string, syncer apply.Syncer) (plan.Observed, error) {
 	want := d.Sync
-	want.Owned, want.Request = r.owned(obj), request
-	installer, fresh := r.installerFresh(obj, want.Writes, d.Resync)
+	want.Owned, want.Request = r.owned(d.Owner), request
+	installer, fresh := r.installerFresh(d.Owner.UID, want.Writes, d.Resync)
 	if fresh {
 		// Checked within half a resync interval: not read again.
 		want.Writes = slices.DeleteFunc(slices.Clone(want.Writes), isInstallerWrite)
@@ -128,31 +124,27 @@ func (r *Reconciler) write(ctx context.Context, obj v1alpha1.Provider, d provide
 		// The first object in the way: nothing after it was written.
 		return nil, fmt.Errorf("%s", res.Conflicts[slices.Sorted(maps.Keys(res.Conflicts))[0]])
 	}
-	if !d.Additional {
-		if err := r.removeStored(additionalKey(obj).Name, obj); err != nil {
-			return nil, err
+	if r.Artifacts != nil {
+		for _, name := range d.Unserved {
+			if err := r.Artifacts.Remove(sourcev1.ExternalArtifactKind, d.Owner.Namespace, name); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if !d.Release {
-		if err := r.removeStored(objectName(obj), obj); err != nil {
-			return nil, err
-		}
-		if err := r.Source.Copies.Prune(ctx, obj, 0); err != nil {
+		if err := r.Source.Copies.Prune(ctx, d.Owner, 0); err != nil {
 			return nil, err
 		}
 	}
-	if packed := releaseWritten(obj, want.Writes); packed != nil {
+	if d.ReleaseCopy != nil {
 		// Kept in the cluster for a manager that starts with empty
 		// storage while the release host is down (restore).
-		if err := r.Source.Copies.Keep(ctx, r.Kind.Name, obj, fluxartifact.Digest(packed), packed); err != nil {
+		if err := r.Source.Copies.Keep(ctx, d.Owner.Kind, d.Owner, fluxartifact.Digest(d.ReleaseCopy), d.ReleaseCopy); err != nil {
 			return nil, fmt.Errorf("keeping a copy of the release in namespace %s: %w", r.Source.Copies.Namespace, err)
 		}
 	}
-	if d.Adopting != "" && r.Recorder != nil {
-		r.Recorder.Event(obj, corev1.EventTypeNormal, providerplan.AdoptingEvent, d.Adopting)
-	}
 	if !fresh {
-		r.installers.done(obj.GetUID(), installer)
+		r.installers.done(d.Owner.UID, installer)
 	}
 	return res.Observed, nil
 }
@@ -160,11 +152,11 @@ func (r *Reconciler) write(ctx context.Context, obj v1alpha1.Provider, d provide
 // owned refuses an existing object Capwright did not create for the
 // provider: a Flux object or ServiceAccount not under its controller
 // reference, a ClusterRoleBinding without its labels.
-func (r *Reconciler) owned(obj v1alpha1.Provider) func(*unstructured.Unstructured, plan.Object) error {
+func (r *Reconciler) owned(owner providerplan.Owner) func(*unstructured.Unstructured, plan.Object) error {
 	return func(existing *unstructured.Unstructured, desired plan.Object) error {
 		ours := render.ControlledBy(existing, render.ControllerUID(desired))
 		if existing.GetKind() == "ClusterRoleBinding" {
-			ours = isInstallerBindingOf(existing, obj, r.Kind.Name)
+			ours = isInstallerBindingOf(existing, owner)
 		}
 		if ours {
 			return nil
@@ -189,7 +181,7 @@ func (r *Reconciler) owned(obj v1alpha1.Provider) func(*unstructured.Unstructure
 // ClusterRoleBindings for this), so what was found or applied is
 // remembered and read again only each half resync interval, when it
 // changes, or after Flux failed to install (someone may have removed it).
-func (r *Reconciler) installerFresh(obj v1alpha1.Provider, writes []plan.Write, resync time.Duration) (string, bool) {
+func (r *Reconciler) installerFresh(uid types.UID, writes []plan.Write, resync time.Duration) (string, bool) {
 	var hashes []string
 	for _, w := range writes {
 		if !isInstallerWrite(w) {
@@ -202,7 +194,7 @@ func (r *Reconciler) installerFresh(obj v1alpha1.Provider, writes []plan.Write, 
 		hashes = append(hashes, u.GetAnnotations()[plan.HashAnnotation])
 	}
 	key := strings.Join(hashes, "/")
-	return key, r.installers.fresh(obj.GetUID(), key, resync/2)
+	return key, r.installers.fresh(uid, key, resync/2)
 }
 
 func isInstallerWrite(w plan.Write) bool { return w.Batch == providerplan.InstallerBatch }
@@ -210,59 +202,10 @@ func isInstallerWrite(w plan.Write) bool { return w.Batch == providerplan.Instal
 // isInstallerBindingOf tells whether a ClusterRoleBinding is the one
 // Capwright wrote for the provider: it carries the provider's kind, name
 // and namespace.
-func isInstallerBindingOf(o ctrl.Object, p v1alpha1.Provider, kind string) bool {
+func isInstallerBindingOf(o ctrl.Object, owner providerplan.Owner) bool {
 	l := o.GetLabels()
-	return l[v1alpha1.ProviderKindLabel] == kind && l[v1alpha1.ProviderNameLabel] == p.GetName() &&
-		l[v1alpha1.ProviderNamespaceLabel] == p.GetNamespace()
-}
-
-// observed is the fold's input from the Flux objects read: the health of
-// the source and applier, and of the additional manifests' objects.
-func (r *Reconciler) observed(obj v1alpha1.Provider, d providerplan.Desired, observed plan.Observed) synced {
-	spec, status := obj.GetSpec(), obj.GetStatus()
-	in := health.ProviderInput{
-		Generation:               obj.GetGeneration(),
-		DesiredVersion:           spec.Version,
-		PreviousInstalledVersion: status.InstalledVersion,
-		Suspended:                spec.Suspend,
-		PreviousFluxObjects:      status.FluxObjects,
-		Now:                      metav1.Now(),
-	}
-	art := status.Artifact
-	if d.Status.Artifact != nil {
-		art = d.Status.Artifact
-	}
-	if art != nil {
-		// The OCIRepository is pinned by digest, so Flux reports the bare
-		// digest as its revision (tag@digest is for people).
-		in.ExpectedRevision = art.Digest
-		// What Flux applies is the version that artifact was checked
-		// for: while a new spec.version is refused, the one installed
-		// before is what runs, and is what Installed names.
-		if tag, _, ok := strings.Cut(art.Revision, "@"); ok && tag != "" {
-			in.DesiredVersion = tag
-		}
-	}
-	ns, name := obj.GetNamespace(), objectName(obj)
-	if d.Release {
-		in.Source = observation(observed, sourcev1.ExternalArtifactKind, ns, name)
-	} else {
-		in.Source = observation(observed, sourcev1.OCIRepositoryKind, ns, name)
-	}
-	if isChart(obj) {
-		in.Apply = observation(observed, helmv2.HelmReleaseKind, ns, name)
-	} else {
-		in.Apply = observation(observed, kustomizev1.KustomizationKind, ns, name)
-	}
-	if spec.AdditionalManifests != nil && !isChart(obj) {
-		extra := additionalKey(obj).Name
-		in.AdditionalSource = observation(observed, sourcev1.ExternalArtifactKind, ns, extra)
-		in.AdditionalApply = observation(observed, kustomizev1.KustomizationKind, ns, extra)
-		if ea, ok := observed.Get(sourcev1.ExternalArtifactKind, ns, extra).(*sourcev1.ExternalArtifact); ok && ea.Status.Artifact != nil {
-			in.AdditionalRevision = ea.Status.Artifact.Revision
-		}
-	}
-	return synced{in: &in, now: time.Now()}
+	return l[v1alpha1.ProviderKindLabel] == owner.Kind && l[v1alpha1.ProviderNameLabel] == owner.Name &&
+		l[v1alpha1.ProviderNamespaceLabel] == owner.Namespace
 }
 
 // finishing tells whether an applier is between the two writes that end
@@ -272,16 +215,11 @@ func (s synced) finishing() bool {
 	return s.in != nil && (s.in.Apply.Finishing(s.now) || s.in.AdditionalApply.Finishing(s.now))
 }
 
-// observation is a Flux object as read; a missing one is an observation
-// too.
-func observation(observed plan.Observed, kind, namespace, name string) health.Observation {
-	return health.Observe(observed.Get(kind, namespace, name), kind, namespace, name)
-}
-
 // suspend carries spec.suspend to the existing Flux objects.
-func (r *Reconciler) suspend(ctx context.Context, obj v1alpha1.Provider) error {
+func (r *Reconciler) suspend(ctx context.Context, objects []plan.Object) error {
 	// An ExternalArtifact has no suspend: suspended() skips it.
-	for _, o := range append(componentObjects(obj), additionalObjects(obj)...) {
+	for _, po := range objects {
+		o := po.DeepCopyObject().(ctrl.Object)
 		if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o); err != nil {
 			continue
 		}
@@ -325,90 +263,12 @@ func setSuspend(o ctrl.Object) {
 // it (a new manager pod starts with an empty volume), while nothing is
 // written: the storage's own Restore, which also answers a fetch of a
 // file it does not hold (restore.go).
-func (r *Reconciler) restoreServed(ctx context.Context, obj v1alpha1.Provider) {
-	for _, name := range []string{objectName(obj), additionalKey(obj).Name} {
-		if err := r.Artifacts.Recover(ctx, strings.ToLower(sourcev1.ExternalArtifactKind), obj.GetNamespace(), name); ctrl.IgnoreNotFound(err) != nil {
+func (r *Reconciler) restoreServed(ctx context.Context, d providerplan.Desired) {
+	for _, name := range d.Served {
+		if err := r.Artifacts.Recover(ctx, strings.ToLower(sourcev1.ExternalArtifactKind), d.Owner.Namespace, name); ctrl.IgnoreNotFound(err) != nil {
 			log.FromContext(ctx).V(1).Info("cannot serve an artifact again", "externalArtifact", name, "error", err.Error())
 		}
 	}
-}
-
-// removeStored removes the stored artifact of the provider's
-// ExternalArtifact name, if any.
-func (r *Reconciler) removeStored(name string, obj v1alpha1.Provider) error {
-	if r.Artifacts == nil {
-		return nil
-	}
-	return r.Artifacts.Remove(sourcev1.ExternalArtifactKind, obj.GetNamespace(), name)
-}
-
-// inventoryGVK is clusterctl's inventory kind: one Provider object per
-// installed provider, which `clusterctl describe`, `clusterctl move` and
-// `clusterctl upgrade plan` read.
-var inventoryGVK = schema.GroupVersionKind{Group: "clusterctl.cluster.x-k8s.io", Version: "v1alpha3", Kind: "Provider"}
-
-// clusterctlTypes maps provider types to the inventory's type names.
-var clusterctlTypes = map[string]string{
-	v1alpha1.CoreProviderType:             "CoreProvider",
-	v1alpha1.BootstrapProviderType:        "BootstrapProvider",
-	v1alpha1.ControlPlaneProviderType:     "ControlPlaneProvider",
-	v1alpha1.InfrastructureProviderType:   "InfrastructureProvider",
-	v1alpha1.IPAMProviderType:             "IPAMProvider",
-	v1alpha1.RuntimeExtensionProviderType: "RuntimeExtensionProvider",
-	v1alpha1.AddonProviderType:            "AddonProvider",
-}
-
-// recordInventory keeps the clusterctl inventory object of an installed
-// provider in step with its installed version, the last write of a sync:
-// version is what the Flux objects just read show installed. It has the
-// name and labels clusterctl gives it, so an adopted provider's entry,
-// which clusterctl created, is taken over in place (applied with force:
-// the fields clusterctl wrote become Capwright's).
-func (r *Reconciler) recordInventory(ctx context.Context, obj v1alpha1.Provider, version string, resync time.Duration) error {
-	if version == "" {
-		return nil
-	}
-	name := providerplan.InventoryName(obj)
-	want := &unstructured.Unstructured{}
-	want.SetGroupVersionKind(inventoryGVK)
-	want.SetNamespace(obj.GetNamespace())
-	want.SetName(name)
-	want.SetLabels(map[string]string{
-		clusterctl.LabelProvider:   name,
-		clusterctl.LabelClusterctl: "",
-		clusterctl.LabelCore:       clusterctl.LabelCoreInventory,
-		v1alpha1.ProviderKindLabel: r.Kind.Name,
-		v1alpha1.ProviderNameLabel: obj.GetName(),
-	})
-	want.Object["providerName"] = obj.GetName()
-	want.Object["type"] = clusterctlTypes[obj.ProviderType()]
-	want.Object["version"] = version
-
-	// The inventory is read as unstructured, which the manager's client
-	// does not cache: every read is a request to the API server. A
-	// provider reconciles on every status change of its Flux objects, a
-	// dozen times or more per upgrade, so what was recorded is remembered
-	// and read again only every half resync interval (someone else may
-	// have changed it), or when the version moves.
-	if r.inventories.fresh(obj.GetUID(), version, resync/2) {
-		return nil
-	}
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(inventoryGVK)
-	err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(want), existing)
-	switch {
-	case apimeta.IsNoMatchError(err):
-		return fmt.Errorf("the clusterctl inventory CRD (providers.clusterctl.cluster.x-k8s.io) is not installed; install manifests/clusterctl: %w", err)
-	case err == nil && apply.Subset(want.Object, existing.Object):
-	case err != nil && !apierrors.IsNotFound(err):
-		return err
-	default:
-		if err := r.Client.Apply(ctx, ctrl.ApplyConfigurationFromUnstructured(want), ctrl.FieldOwner(plan.FieldOwner), ctrl.ForceOwnership); err != nil {
-			return err
-		}
-	}
-	r.inventories.done(obj.GetUID(), version)
-	return nil
 }
 
 // recentChecks remembers, per provider, what an object outside the
@@ -444,14 +304,3 @@ func (c *recentChecks) done(uid types.UID, key string) {
 
 // forget makes the next check read the object again.
 func (c *recentChecks) forget(uid types.UID) { c.m.Delete(uid) }
-
-// releaseWritten is the release artifact the sync wrote for the provider's
-// ExternalArtifact, if it wrote one.
-func releaseWritten(obj v1alpha1.Provider, writes []plan.Write) []byte {
-	for _, w := range writes {
-		if w.Artifact != nil && w.Object.GetName() == objectName(obj) && w.Object.GetNamespace() == obj.GetNamespace() {
-			return w.Artifact.Data
-		}
-	}
-	return nil
-}

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -38,6 +40,25 @@ type Desired struct {
 	// Release: the provider's components come from a release's
 	// ExternalArtifact rather than an OCIRepository.
 	Release bool
+	// Owner names the provider; Objects are the Flux objects named after
+	// it, existing or not (its source, applier and additional manifests'),
+	// which spec.suspend is carried to; Served names its
+	// ExternalArtifacts, served again when the artifact storage lost them
+	// while nothing is written, Unserved those whose stored artifacts go
+	// once the writes are made (owner.go).
+	Owner    Owner
+	Objects  []plan.Object
+	Served   []string
+	Unserved []string
+	// ReleaseCopy is the release the components' ExternalArtifact serves,
+	// kept in the cluster once written; without one (an OCI source) any
+	// copy is removed.
+	ReleaseCopy []byte
+	// Inventory is clusterctl's inventory object of the provider, recorded
+	// with the version the Flux objects show installed once written.
+	Inventory *unstructured.Unstructured
+	// Expect is what the Flux objects read back are folded against.
+	Expect health.ProviderInput
 	// Sync is what is written, in order: the installer's ServiceAccount
 	// and ClusterRoleBinding (Uncached, side by side: InstallerBatch), the OCIRepository, the
 	// Kustomization or HelmRelease, then the additional manifests'
@@ -112,6 +133,12 @@ func incompatible(reason, message string, retry time.Duration) *plan.Refusal {
 // *plan.Refusal) comes with the status values set before it and the
 // objects to observe; nothing is then written.
 func Plan(f Facts) (Desired, error) {
+	d, err := checkAndRender(f)
+	owned(f, &d)
+	return d, err
+}
+
+func checkAndRender(f Facts) (Desired, error) {
 	p := f.Provider
 	d := Desired{Sync: observe(p, f.Release), Resync: f.Resync, Release: f.Release}
 	if p.GetSpec().Suspend {

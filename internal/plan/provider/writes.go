@@ -125,6 +125,7 @@ func writes(f Facts, in render.Input, d *Desired) error {
 		}
 		w = append(w, plan.Write{Object: ea, Group: Group, Artifact: &plan.Artifact{Data: f.Artifact.Release.Packed,
 			Of: fmt.Sprintf("release %s of %s", f.Artifact.Tag, f.Artifact.URL)}})
+		d.ReleaseCopy = f.Artifact.Release.Packed
 	}
 	if rendered.Kustomization != nil {
 		w = append(w, plan.Write{Object: rendered.Kustomization, Group: Group, Request: true})
