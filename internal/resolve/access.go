@@ -30,12 +30,17 @@ import (
 // namespace, and are read uncached through r.Reader. Secret contents never
 // appear in errors.
 func (r *Resolver) Access(ctx context.Context, obj v1alpha1.Provider, url string) (artifact.Access, error) {
+	q := r.about(obj)
+	return r.access(ctx, &q, url)
+}
+
+func (r *Resolver) access(ctx context.Context, q *query, url string) (artifact.Access, error) {
 	access := artifact.Access{UserAgent: "capwright"}
 	if r.BaseAccess != nil {
 		access = *r.BaseAccess
 	}
 	access.PlainHTTP = access.PlainHTTP || r.insecureRegistry(url)
-	field, src := registrySource(obj)
+	field, src := q.accessField, q.access
 	if src == nil {
 		return access, nil
 	}
@@ -45,24 +50,24 @@ func (r *Resolver) Access(ctx context.Context, obj v1alpha1.Provider, url string
 	}
 	if src.SecretRef != nil {
 		host := providerplan.RegistryHost(url)
-		cred, err := r.registryCredential(ctx, field+".secretRef", obj.GetNamespace(), src.SecretRef.Name, host)
+		cred, err := r.registryCredential(ctx, field+".secretRef", q.namespace, src.SecretRef.Name, host)
 		if err != nil {
 			return access, err
 		}
 		access.Credentials = auth.StaticCredential(host, cred)
 	}
 	if src.CertSecretRef != nil {
-		if err := r.registryTLS(ctx, field+".certSecretRef", obj.GetNamespace(), src.CertSecretRef.Name, &access); err != nil {
+		if err := r.registryTLS(ctx, field+".certSecretRef", q.namespace, src.CertSecretRef.Name, &access); err != nil {
 			return access, err
 		}
 	}
 	return access, nil
 }
 
-// ReleaseFetcher is the fetcher of the provider's release: the manager's
+// releaseFetcher is the fetcher of the provider's release: the manager's
 // mirror rules, redirect hosts, size bound and timeout, and the
 // credentials, CA and plain-HTTP consent of spec.source.release.
-func (r *Resolver) ReleaseFetcher(ctx context.Context, obj v1alpha1.Provider) (*providerrelease.Fetcher, error) {
+func (r *Resolver) releaseFetcher(ctx context.Context, q *query) (*providerrelease.Fetcher, error) {
 	f := &providerrelease.Fetcher{
 		Transport:            r.Releases.Transport,
 		Timeout:              r.Timeout(),
@@ -84,11 +89,10 @@ func (r *Resolver) ReleaseFetcher(ctx context.Context, obj v1alpha1.Provider) (*
 			return out
 		}
 	}
-	src := obj.GetSpec().Source
-	if src == nil || src.Release == nil {
+	rs, ns := q.releaseSource, q.namespace
+	if rs == nil {
 		return f, nil
 	}
-	rs, ns := src.Release, obj.GetNamespace()
 	f.AllowPlainHTTP = rs.Insecure
 	if r.BaseAccess != nil {
 		return f, nil // no Secret of the cluster is read
@@ -127,18 +131,6 @@ func firstKey(data map[string][]byte, keys ...string) string {
 		}
 	}
 	return ""
-}
-
-// registrySource is the provider's source with registry access settings
-// and its field path; nil for a provider the catalog gives the URL of.
-func registrySource(obj v1alpha1.Provider) (string, *v1alpha1.OCIRegistryAccess) {
-	switch src := obj.GetSpec().Source; {
-	case src != nil && src.OCI != nil:
-		return "spec.source.oci", &src.OCI.OCIRegistryAccess
-	case src != nil && src.Chart != nil:
-		return "spec.source.chart", &src.Chart.OCIRegistryAccess
-	}
-	return "", nil
 }
 
 // registryCredential is the entry for host in the dockerconfigjson Secret
@@ -249,12 +241,12 @@ func (r *Resolver) insecureRegistry(url string) bool {
 // It is "" for other errors, and for a provider the catalog gives the URL
 // of (its access is the manager's flags). It names Secrets, never their
 // content.
-func accessHint(obj v1alpha1.Provider, err error) string {
-	field, access := registrySource(obj)
+func accessHint(q *query, err error) string {
+	field, access := q.accessField, q.access
 	if access == nil {
 		return ""
 	}
-	ns := obj.GetNamespace()
+	ns := q.namespace
 	var refused *artifact.AuthError
 	var unknownCA x509.UnknownAuthorityError
 	switch {

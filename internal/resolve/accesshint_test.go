@@ -78,7 +78,8 @@ func TestAccessHintNamesTheSecretToFix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := accessHint(tt.obj, tt.err)
+			q := (&Resolver{}).about(tt.obj)
+			got := accessHint(&q, tt.err)
 			if tt.want == "" && got != "" || !strings.HasPrefix(got, tt.want) {
 				t.Errorf("hint %q, want it to start with %q", got, tt.want)
 			}

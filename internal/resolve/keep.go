@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -27,15 +25,15 @@ import (
 // (artifact.Unreachable). Not ok when the registry did answer (a tag
 // gone, access refused), or when the spec asks for something other than
 // what is installed.
-func (r *Resolver) stillInstalled(ctx context.Context, obj v1alpha1.Provider, ref artifact.Reference, err error) (providerplan.Artifact, bool) {
-	prev := obj.GetStatus().Artifact
+func (r *Resolver) stillInstalled(ctx context.Context, q *query, err error) (providerplan.Artifact, bool) {
+	prev, ref := q.installed, q.ref
 	if !artifact.Unreachable(err) || prev == nil || (ref.Digest != "" && ref.Digest != prev.Digest) {
 		return providerplan.Artifact{}, false
 	}
 	held := kept{reason: v1alpha1.RegistryUnreachableReason, message: fmt.Sprintf(
 		"cannot reach the registry to check %s again (%v); %s, checked when it was installed, stays installed, and the tag is checked again within %s",
-		ref.String(), err, prev.Revision, r.Interval(obj))}
-	return r.keepInstalled(ctx, obj, ref.URL(), held)
+		ref.String(), err, prev.Revision, q.interval)}
+	return r.keepInstalled(ctx, q, ref.URL(), held)
 }
 
 // keepInstalled is the revision checked and installed for the provider's
@@ -44,28 +42,25 @@ func (r *Resolver) stillInstalled(ctx context.Context, obj v1alpha1.Provider, re
 // cached (a restarted manager), leaves the Flux objects as they are if
 // they pin that revision and it passed its checks (Keep). Not ok when the
 // spec asks for something other than what is installed.
-func (r *Resolver) keepInstalled(ctx context.Context, obj v1alpha1.Provider, url string, held kept) (providerplan.Artifact, bool) {
-	spec, status := obj.GetSpec(), obj.GetStatus()
-	prev := status.Artifact
-	if prev == nil || status.InstalledVersion != spec.Version || prev.URL != url || !strings.HasPrefix(prev.Revision, spec.Version+"@") {
+func (r *Resolver) keepInstalled(ctx context.Context, q *query, url string, held kept) (providerplan.Artifact, bool) {
+	prev := q.installed
+	if prev == nil || q.installedVersion != q.version || prev.URL != url || !strings.HasPrefix(prev.Revision, q.version+"@") {
 		return providerplan.Artifact{}, false
 	}
-	a := providerplan.Artifact{URL: prev.URL, Tag: spec.Version, Digest: prev.Digest, Revision: prev.Revision, Unreachable: held.message, KeptReason: held.reason}
+	a := providerplan.Artifact{URL: prev.URL, Tag: q.version, Digest: prev.Digest, Revision: prev.Revision, Unreachable: held.message, KeptReason: held.reason}
 	release := len(prev.Files) > 0
 	if release {
 		a.Release = &providerplan.Release{Files: prev.Files}
 	}
-	if render.IsChart(obj) {
+	if q.chart {
 		return a, true
 	}
-	pa := r.Cache.Cached(prev.Digest, obj.ProviderType(), obj.GetName(), spec.Version)
+	pa := r.Cache.Cached(prev.Digest, q.providerType, q.name, q.version)
 	if pa == nil {
-		compatible := apimeta.FindStatusCondition(obj.GetConditions(), v1alpha1.CompatibleCondition)
-		if compatible == nil || compatible.Status != metav1.ConditionTrue || compatible.ObservedGeneration != obj.GetGeneration() ||
-			!r.pins(ctx, obj, prev.Digest, release) {
+		if !q.compatible || !r.pins(ctx, q, prev.Digest) {
 			return providerplan.Artifact{}, false
 		}
-		a.Contract, a.Keep = status.Contract, true
+		a.Contract, a.Keep = q.contract, true
 		return a, true
 	}
 	a.Checked, a.Release = pa, pa.Release
@@ -75,9 +70,9 @@ func (r *Resolver) keepInstalled(ctx context.Context, obj v1alpha1.Provider, url
 // pins tells whether the provider's OCIRepository already pins digest, or
 // for a release its ExternalArtifact serves it: what it installs is then
 // what was resolved.
-func (r *Resolver) pins(ctx context.Context, obj v1alpha1.Provider, digest string, release bool) bool {
-	key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: render.ObjectName(obj.ProviderType(), obj.GetName())}
-	if release {
+func (r *Resolver) pins(ctx context.Context, q *query, digest string) bool {
+	key := ctrl.ObjectKey{Namespace: q.namespace, Name: render.ObjectName(q.providerType, q.name)}
+	if q.release {
 		var ea sourcev1.ExternalArtifact
 		if err := r.Client.Get(ctx, key, &ea); err != nil {
 			return false
@@ -96,23 +91,24 @@ func (r *Resolver) pins(ctx context.Context, obj v1alpha1.Provider, digest strin
 // from memory, else from its copy in the cluster, else fetched again from
 // its installed URL and version; nil when none gives that digest.
 func (r *Resolver) PackedRelease(ctx context.Context, obj v1alpha1.Provider, served string) []byte {
-	prev := obj.GetStatus().Artifact
+	q := r.about(obj)
+	prev := q.installed
 	if prev == nil || prev.Digest != served || len(prev.Files) == 0 {
 		return nil
 	}
 	version, _, _ := strings.Cut(prev.Revision, "@")
-	if ca := r.Cache.Cached(served, obj.ProviderType(), obj.GetName(), version); ca != nil && ca.Release != nil {
+	if ca := r.Cache.Cached(served, q.providerType, q.name, version); ca != nil && ca.Release != nil {
 		return ca.Release.Packed
 	}
-	if packed := r.Copies.Read(ctx, obj, served); packed != nil {
+	if packed := r.Copies.Read(ctx, &q, served); packed != nil {
 		return packed
 	}
-	if version != obj.GetSpec().Version {
+	if version != q.version {
 		return nil // fetchRelease fetches spec.version only
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout())
 	defer cancel()
-	ca, err := r.fetchRelease(ctx, obj, prev.URL)
+	ca, err := r.fetchRelease(ctx, &q, prev.URL)
 	if err != nil || ca.Fetched.Digest != served {
 		return nil
 	}

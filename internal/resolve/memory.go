@@ -5,10 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
@@ -54,14 +52,14 @@ type kept struct{ reason, message string }
 // get returns the digest ref resolved to for the provider's current
 // generation and reconcile request, if it was resolved within maxAge, and
 // why the digest is the installed one when it is.
-func (r *Resolutions) get(obj v1alpha1.Provider, ref string, maxAge time.Duration, now time.Time) (digest string, held kept, ok bool) {
+func (r *Resolutions) get(q *query, ref string, maxAge time.Duration, now time.Time) (digest string, held kept, ok bool) {
 	if r == nil {
 		return "", kept{}, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res, ok := r.m[obj.GetUID()]
-	if !ok || res.generation != obj.GetGeneration() || res.request != obj.GetAnnotations()[meta.ReconcileRequestAnnotation] ||
+	res, ok := r.m[q.uid]
+	if !ok || res.generation != q.generation || res.request != q.request ||
 		res.ref != ref || now.Sub(res.at) >= maxAge || (res.ttl > 0 && now.Sub(res.at) >= res.ttl) {
 		return "", kept{}, false
 	}
@@ -70,7 +68,7 @@ func (r *Resolutions) get(obj v1alpha1.Provider, ref string, maxAge time.Duratio
 
 // put records that ref resolved to digest, or (held says why) that digest
 // is the installed one; ttl, when set, bounds how long that holds.
-func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest string, held kept, now time.Time, ttl time.Duration) {
+func (r *Resolutions) put(q *query, ref, digest string, held kept, now time.Time, ttl time.Duration) {
 	if r == nil {
 		return
 	}
@@ -79,18 +77,18 @@ func (r *Resolutions) put(obj v1alpha1.Provider, ref, digest string, held kept, 
 	if r.m == nil {
 		r.m = map[types.UID]resolution{}
 	}
-	r.m[obj.GetUID()] = resolution{generation: obj.GetGeneration(), request: obj.GetAnnotations()[meta.ReconcileRequestAnnotation],
+	r.m[q.uid] = resolution{generation: q.generation, request: q.request,
 		ref: ref, digest: digest, held: held, at: now, ttl: ttl}
 }
 
 // forget drops the provider's resolution (it is deleted).
-func (r *Resolutions) forget(obj v1alpha1.Provider) {
+func (r *Resolutions) forget(uid types.UID) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.m, obj.GetUID())
+	delete(r.m, uid)
 }
 
 // ArtifactCache keeps checked provider artifacts by manifest digest, so a

@@ -8,57 +8,35 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
-	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/plan"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
-	"github.com/capwright/capwright/internal/render"
 )
 
 // A provider installed from an OCI repository: its tag resolved to a
 // digest (a chart stops there), the artifact of that digest fetched and
 // checked once, and kept by digest.
 
-// oci resolves the desired version of obj in the OCI repository url.
-func (r *Resolver) oci(ctx context.Context, obj v1alpha1.Provider, url string) (providerplan.Artifact, *plan.Refusal) {
-	ref, err := ociReference(obj, url)
-	if err != nil {
-		return providerplan.Artifact{}, unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0)
-	}
-	if res, ok := r.recentlyResolved(obj, ref); ok {
+// oci resolves the desired version in the provider's OCI repository.
+func (r *Resolver) oci(ctx context.Context, q *query) (providerplan.Artifact, *plan.Refusal) {
+	if res, ok := r.recentlyResolved(q); ok {
 		return res, nil
 	}
-	res, refusal := r.fetchArtifact(ctx, obj, ref)
+	res, refusal := r.fetchArtifact(ctx, q)
 	if refusal == nil {
-		r.Resolutions.put(obj, ref.String(), res.Digest, kept{reason: res.KeptReason, message: res.Unreachable}, time.Now(), 0)
+		r.Resolutions.put(q, q.ref.String(), res.Digest, kept{reason: res.KeptReason, message: res.Unreachable}, time.Now(), 0)
 	}
 	return res, refusal
-}
-
-// ociReference is what the desired version of obj is fetched as from
-// the OCI repository url: its tag, and the digest spec.source.oci pins.
-func ociReference(obj v1alpha1.Provider, url string) (artifact.Reference, error) {
-	ref, err := artifact.ParseURL(url)
-	if err != nil {
-		return ref, fmt.Errorf("artifact URL %s: %v", url, err)
-	}
-	spec := obj.GetSpec()
-	ref.Tag = spec.Version
-	if spec.Source != nil && spec.Source.OCI != nil {
-		ref.Digest = spec.Source.OCI.Digest
-	}
-	return ref, nil
 }
 
 // Reference is where obj's artifact is fetched from, after the catalog
 // and mirror rules; release is set instead for a provider installed from
 // release files (its release URL), and the reference is then empty.
 func (r *Resolver) Reference(obj v1alpha1.Provider) (ref artifact.Reference, release string, err error) {
-	loc, err := catalog.Locate(obj, r.catalogOptions())
-	if err != nil || loc.Release != "" {
-		return ref, loc.Release, err
+	q := r.about(obj)
+	if err := r.locate(&q); err != nil || q.release {
+		return ref, q.url, err
 	}
-	ref, err = ociReference(obj, loc.OCI)
-	return ref, "", err
+	return q.ref, "", nil
 }
 
 // Preload takes fetched — obj's artifact read elsewhere than from its
@@ -68,34 +46,33 @@ func (r *Resolver) Reference(obj v1alpha1.Provider) (ref artifact.Reference, rel
 // no registry. A chart, or a digest other than the one spec.source.oci
 // pins, is refused.
 func (r *Resolver) Preload(obj v1alpha1.Provider, fetched *artifact.Fetched) error {
-	ref, release, err := r.Reference(obj)
-	switch {
+	q := r.about(obj)
+	switch err := r.locate(&q); {
 	case err != nil:
 		return err
-	case release != "":
-		return fmt.Errorf("%s installs from the release files at %s, not from an OCI artifact", obj.GetName(), release)
-	case render.IsChart(obj):
-		return fmt.Errorf("%s is a Helm chart, which the manager does not read", obj.GetName())
-	case ref.Digest != "" && ref.Digest != fetched.Digest:
-		return &artifact.DigestMismatchError{Ref: ref.String(), Expected: ref.Digest, Actual: fetched.Digest}
+	case q.release:
+		return fmt.Errorf("%s installs from the release files at %s, not from an OCI artifact", q.name, q.url)
+	case q.chart:
+		return fmt.Errorf("%s is a Helm chart, which the manager does not read", q.name)
+	case q.ref.Digest != "" && q.ref.Digest != fetched.Digest:
+		return &artifact.DigestMismatchError{Ref: q.ref.String(), Expected: q.ref.Digest, Actual: fetched.Digest}
 	}
 	at := *fetched
-	at.Ref, at.Revision = ref, ref.Tag+"@"+fetched.Digest
-	spec := obj.GetSpec()
-	if _, err := r.Cache.check(&at, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace(), nil); err != nil {
+	at.Ref, at.Revision = q.ref, q.ref.Tag+"@"+fetched.Digest
+	if _, err := r.Cache.check(&at, q.providerType, q.name, q.version, q.namespace, nil); err != nil {
 		return err
 	}
-	r.Resolutions.put(obj, ref.String(), fetched.Digest, kept{}, time.Now(), 0)
+	r.Resolutions.put(&q, q.ref.String(), fetched.Digest, kept{}, time.Now(), 0)
 	return nil
 }
 
-// fetchArtifact asks the registry what ref names now and, for
-// components, fetches and checks the artifact (once per digest: the cache
-// keeps it). The registry has at most RegistryTimeout to answer. When it
-// cannot be reached, the revision installed for this spec stays, if there
-// is one (stillInstalled).
-func (r *Resolver) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, ref artifact.Reference) (providerplan.Artifact, *plan.Refusal) {
-	spec := obj.GetSpec()
+// fetchArtifact asks the registry what the provider's reference names
+// now and, for components, fetches and checks the artifact (once per
+// digest: the cache keeps it). The registry has at most RegistryTimeout to
+// answer. When it cannot be reached, the revision installed for this spec
+// stays, if there is one (stillInstalled).
+func (r *Resolver) fetchArtifact(ctx context.Context, q *query) (providerplan.Artifact, *plan.Refusal) {
+	ref := q.ref
 	timeout := r.Timeout()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -105,52 +82,53 @@ func (r *Resolver) fetchArtifact(ctx context.Context, obj v1alpha1.Provider, ref
 			msg += fmt.Sprintf("; the registry did not answer within %s (the manager's --registry-timeout)", timeout)
 		}
 		if artifact.Unreachable(err) {
-			r.unreached(obj, err)
+			r.unreached(q, err)
 		}
 		// Looked at again within a minute, sooner with a shorter interval.
-		return unresolved(fetchFailureReason(err), msg+accessHint(obj, err), min(time.Minute, r.Interval(obj)))
+		return unresolved(fetchFailureReason(err), msg+accessHint(q, err), min(time.Minute, q.interval))
 	}
-	access, err := r.Access(ctx, obj, ref.URL())
+	access, err := r.access(ctx, q, ref.URL())
 	if err != nil {
 		return providerplan.Artifact{}, unresolved(v1alpha1.AuthenticationFailedReason, err.Error(), 0)
 	}
-	if render.IsChart(obj) {
+	if q.chart {
 		// A chart is Helm's to read; the plan pins the digest the tag names.
 		digest, err := r.Fetcher.Resolve(ctx, ref, access)
 		if err != nil {
-			if res, ok := r.stillInstalled(ctx, obj, ref, err); ok {
+			if res, ok := r.stillInstalled(ctx, q, err); ok {
 				return res, nil
 			}
 			return providerplan.Artifact{}, fail("chart", err)
 		}
-		return providerplan.Artifact{URL: ref.URL(), Tag: spec.Version, Digest: digest, Revision: spec.Version + "@" + digest}, nil
+		return providerplan.Artifact{URL: ref.URL(), Tag: q.version, Digest: digest, Revision: q.version + "@" + digest}, nil
 	}
-	pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace())
+	pa, err := r.Cache.Fetch(ctx, r.Fetcher, ref, access, q.providerType, q.name, q.version, q.namespace)
 	if err != nil {
-		if res, ok := r.stillInstalled(ctx, obj, ref, err); ok {
+		if res, ok := r.stillInstalled(ctx, q, err); ok {
 			return res, nil
 		}
 		return providerplan.Artifact{}, fail("artifact", err)
 	}
-	return providerplan.Artifact{URL: ref.URL(), Tag: spec.Version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa}, nil
+	return providerplan.Artifact{URL: ref.URL(), Tag: q.version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa}, nil
 }
 
-// recentlyResolved is the result of resolving ref again when the
-// provider resolved it recently (Resolutions) and its artifact is cached.
-func (r *Resolver) recentlyResolved(obj v1alpha1.Provider, ref artifact.Reference) (providerplan.Artifact, bool) {
-	digest, held, ok := r.Resolutions.get(obj, ref.String(), r.Interval(obj)/2, time.Now())
+// recentlyResolved is the result of resolving the provider's reference
+// again when it was resolved recently (Resolutions) and its artifact is
+// cached.
+func (r *Resolver) recentlyResolved(q *query) (providerplan.Artifact, bool) {
+	ref := q.ref
+	digest, held, ok := r.Resolutions.get(q, ref.String(), q.interval/2, time.Now())
 	if !ok {
 		return providerplan.Artifact{}, false
 	}
-	version := obj.GetSpec().Version
-	if render.IsChart(obj) {
-		return providerplan.Artifact{URL: ref.URL(), Tag: version, Digest: digest, Revision: version + "@" + digest, Unreachable: held.message, KeptReason: held.reason}, true
+	if q.chart {
+		return providerplan.Artifact{URL: ref.URL(), Tag: q.version, Digest: digest, Revision: q.version + "@" + digest, Unreachable: held.message, KeptReason: held.reason}, true
 	}
-	pa := r.Cache.Cached(digest, obj.ProviderType(), obj.GetName(), version)
+	pa := r.Cache.Cached(digest, q.providerType, q.name, q.version)
 	if pa == nil {
 		return providerplan.Artifact{}, false
 	}
-	return providerplan.Artifact{URL: ref.URL(), Tag: version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa, Unreachable: held.message, KeptReason: held.reason}, true
+	return providerplan.Artifact{URL: ref.URL(), Tag: q.version, Digest: pa.Fetched.Digest, Revision: pa.Fetched.Revision, Checked: pa, Unreachable: held.message, KeptReason: held.reason}, true
 }
 
 func fetchFailureReason(err error) string {

@@ -50,61 +50,61 @@ func (r *Resolver) releaseRecheck() time.Duration {
 	return DefaultReleaseRecheck
 }
 
-// release fetches and checks the release of spec.version at url (before
-// the mirror rules), or takes it from memory when it was fetched within
+// release fetches and checks the release of spec.version at the
+// provider's release URL (before the mirror rules), or takes it from memory when it was fetched within
 // the recheck interval for the same spec and no reconcile was requested
 // since.
-func (r *Resolver) release(ctx context.Context, obj v1alpha1.Provider, url string) (providerplan.Artifact, *plan.Refusal) {
-	spec := obj.GetSpec()
-	key := "release " + url + "@" + spec.Version
-	if digest, kept, ok := r.Resolutions.get(obj, key, r.releaseRecheck(), time.Now()); ok {
-		if ca := r.Cache.Cached(digest, obj.ProviderType(), obj.GetName(), spec.Version); ca != nil && ca.Release != nil {
-			return releaseArtifact(url, spec.Version, ca, kept), nil
+func (r *Resolver) release(ctx context.Context, q *query) (providerplan.Artifact, *plan.Refusal) {
+	url, version := q.url, q.version
+	key := "release " + url + "@" + version
+	if digest, kept, ok := r.Resolutions.get(q, key, r.releaseRecheck(), time.Now()); ok {
+		if ca := r.Cache.Cached(digest, q.providerType, q.name, version); ca != nil && ca.Release != nil {
+			return releaseArtifact(url, version, ca, kept), nil
 		}
 	}
 	timeout := r.Timeout()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ca, err := r.fetchRelease(ctx, obj, url)
+	ca, err := r.fetchRelease(ctx, q, url)
 	if err != nil {
 		msg := err.Error()
 		if releaseUnreachable(err) {
-			r.unreached(obj, err)
+			r.unreached(q, err)
 			if errors.Is(err, context.DeadlineExceeded) {
 				msg += fmt.Sprintf("; the release host did not answer within %s (the manager's --registry-timeout)", timeout)
 			}
 			held := kept{reason: v1alpha1.ReleaseUnreachableReason, message: fmt.Sprintf(
 				"cannot reach the release host to check release %s of %s again (%s); the revision checked when it was installed stays installed, and the release is checked again within %s",
-				spec.Version, url, msg, min(time.Minute, r.Interval(obj)))}
-			if a, ok := r.keepInstalled(ctx, obj, url, held); ok {
+				version, url, msg, min(time.Minute, q.interval))}
+			if a, ok := r.keepInstalled(ctx, q, url, held); ok {
 				// Remembered for a retry's time only: the host is asked
 				// again within a minute.
-				r.Resolutions.put(obj, key, a.Digest, held, time.Now(), r.releaseRetry(obj, err))
+				r.Resolutions.put(q, key, a.Digest, held, time.Now(), releaseRetry(q, err))
 				return a, nil
 			}
 		}
-		return providerplan.Artifact{}, unresolved(releaseReason(err), msg, r.releaseRetry(obj, err))
+		return providerplan.Artifact{}, unresolved(releaseReason(err), msg, releaseRetry(q, err))
 	}
 	digest := ca.Fetched.Digest
-	pin := releasePin(obj)
+	pin := q.pin
 	if pin != "" && pin != digest {
 		return providerplan.Artifact{}, unresolved(v1alpha1.DigestMismatchReason, fmt.Sprintf(
 			"release %s of %s (%s) packs to %s, but spec.source.release.digest pins %s; if these files are intended, set the digest to %s",
-			spec.Version, url, providerplan.DescribeFiles(ca.Release.Files), digest, pin, digest), 0)
+			version, url, providerplan.DescribeFiles(ca.Release.Files), digest, pin, digest), 0)
 	}
-	if changed := releaseChanges(obj, url, ca.Release.Files); changed != "" && pin != digest {
-		prev := obj.GetStatus().Artifact
+	if changed := releaseChanges(q, ca.Release.Files); changed != "" && pin != digest {
+		prev := q.installed
 		held := kept{reason: v1alpha1.ReleaseChangedReason, message: fmt.Sprintf(
 			"release %s of %s answers with other files than were checked and installed for this version (%s); %s stays installed. Ask the project why the release changed; if the new files are intended, pin them with spec.source.release.digest: %s",
-			spec.Version, url, changed, prev.Revision, digest)}
-		if a, ok := r.keepInstalled(ctx, obj, url, held); ok {
-			r.Resolutions.put(obj, key, a.Digest, held, time.Now(), 0)
+			version, url, changed, prev.Revision, digest)}
+		if a, ok := r.keepInstalled(ctx, q, url, held); ok {
+			r.Resolutions.put(q, key, a.Digest, held, time.Now(), 0)
 			return a, nil
 		}
 		return providerplan.Artifact{}, unresolved(v1alpha1.ReleaseChangedReason, held.message, 0)
 	}
-	r.Resolutions.put(obj, key, digest, kept{}, time.Now(), 0)
-	return releaseArtifact(url, spec.Version, ca, kept{}), nil
+	r.Resolutions.put(q, key, digest, kept{}, time.Now(), 0)
+	return releaseArtifact(url, version, ca, kept{}), nil
 }
 
 // releaseArtifact is the plan's view of a checked release; held, when
@@ -116,9 +116,9 @@ func releaseArtifact(url, version string, ca *CheckedArtifact, held kept) provid
 
 // fetchRelease fetches the release, checks it as a provider artifact and
 // keeps it in the artifact cache by its digest.
-func (r *Resolver) fetchRelease(ctx context.Context, obj v1alpha1.Provider, url string) (*CheckedArtifact, error) {
-	spec := obj.GetSpec()
-	fetcher, err := r.ReleaseFetcher(ctx, obj)
+func (r *Resolver) fetchRelease(ctx context.Context, q *query, url string) (*CheckedArtifact, error) {
+	version := q.version
+	fetcher, err := r.releaseFetcher(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -128,45 +128,36 @@ func (r *Resolver) fetchRelease(ctx context.Context, obj v1alpha1.Provider, url 
 	}
 	// Fetch checks that metadata.yaml maps the version to a contract; the
 	// rest is the preflight of any provider artifact.
-	rel, err := fetcher.Fetch(ctx, src, spec.Version, obj.ProviderType())
+	rel, err := fetcher.Fetch(ctx, src, version, q.providerType)
 	if err != nil {
 		return nil, err
 	}
 	packed, err := render.ReleaseArtifact(rel.Metadata.Data, rel.Components.Name, rel.Components.Data)
 	if err != nil {
-		return nil, fmt.Errorf("packing release %s of %s: %w", spec.Version, url, err)
+		return nil, fmt.Errorf("packing release %s of %s: %w", version, url, err)
 	}
 	digest := fluxartifact.Digest(packed)
-	if ca := r.Cache.Cached(digest, obj.ProviderType(), obj.GetName(), spec.Version); ca != nil && ca.Release != nil {
+	if ca := r.Cache.Cached(digest, q.providerType, q.name, version); ca != nil && ca.Release != nil {
 		return ca, nil
 	}
 	fetched := &artifact.Fetched{
-		Ref:      artifact.Reference{Host: src.Host, Repository: strings.TrimPrefix(url, src.Scheme+"://"+src.Host+"/"), Tag: spec.Version},
+		Ref:      artifact.Reference{Host: src.Host, Repository: strings.TrimPrefix(url, src.Scheme+"://"+src.Host+"/"), Tag: version},
 		Digest:   digest,
-		Revision: spec.Version + "@" + digest,
+		Revision: version + "@" + digest,
 		Files:    rel.Files(),
 	}
-	return r.Cache.check(fetched, obj.ProviderType(), obj.GetName(), spec.Version, obj.GetNamespace(), &providerplan.Release{Packed: packed, Files: []v1alpha1.ReleaseFile{
+	return r.Cache.check(fetched, q.providerType, q.name, version, q.namespace, &providerplan.Release{Packed: packed, Files: []v1alpha1.ReleaseFile{
 		{Name: rel.Metadata.Name, URL: rel.Metadata.FetchedFrom, SHA256: rel.Metadata.SHA256},
 		{Name: rel.Components.Name, URL: rel.Components.FetchedFrom, SHA256: rel.Components.SHA256},
 	}})
 }
 
-// releasePin is spec.source.release.digest.
-func releasePin(obj v1alpha1.Provider) string {
-	if src := obj.GetSpec().Source; src != nil && src.Release != nil {
-		return src.Release.Digest
-	}
-	return ""
-}
-
 // releaseChanges names the files of the release installed for this
 // version and URL whose sha256 differs from what the host serves now, with
 // both digests; "" when nothing changed or nothing of it is installed.
-func releaseChanges(obj v1alpha1.Provider, url string, files []v1alpha1.ReleaseFile) string {
-	spec, status := obj.GetSpec(), obj.GetStatus()
-	prev := status.Artifact
-	if prev == nil || prev.URL != url || !strings.HasPrefix(prev.Revision, spec.Version+"@") || len(prev.Files) == 0 {
+func releaseChanges(q *query, files []v1alpha1.ReleaseFile) string {
+	prev := q.installed
+	if prev == nil || prev.URL != q.url || !strings.HasPrefix(prev.Revision, q.version+"@") || len(prev.Files) == 0 {
 		return ""
 	}
 	var changes []string
@@ -217,9 +208,9 @@ func releaseReason(err error) string {
 // (sooner with a shorter interval) while the host fails, the resync
 // interval when it answered no, so a version not released yet is not
 // asked for every minute.
-func (r *Resolver) releaseRetry(obj v1alpha1.Provider, err error) time.Duration {
+func releaseRetry(q *query, err error) time.Duration {
 	if releaseUnreachable(err) {
-		return min(time.Minute, r.Interval(obj))
+		return min(time.Minute, q.interval)
 	}
-	return r.Interval(obj)
+	return q.interval
 }

@@ -13,18 +13,19 @@ import (
 func TestResolutionsAreAskedAgainWhenTheyMayBeStale(t *testing.T) {
 	const ref, digest = "registry.example.com/core:v1.14.2", "sha256:1111"
 	t0 := time.Unix(1000, 0)
-	p := func(generation int64, request string) v1alpha1.Provider {
+	p := func(generation int64, request string) *query {
 		o := &v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{UID: "u1", Generation: generation}}
 		if request != "" {
 			o.Annotations = map[string]string{meta.ReconcileRequestAnnotation: request}
 		}
-		return o
+		q := (&Resolver{}).about(o)
+		return &q
 	}
 	var r Resolutions
 	r.put(p(1, ""), ref, digest, kept{}, t0, 0)
 	for _, tt := range []struct {
 		name string
-		obj  v1alpha1.Provider
+		obj  *query
 		ref  string
 		at   time.Duration
 		want bool
@@ -40,7 +41,7 @@ func TestResolutionsAreAskedAgainWhenTheyMayBeStale(t *testing.T) {
 			t.Errorf("%s: get = %q, %v; want found=%v", tt.name, got, ok, tt.want)
 		}
 	}
-	r.forget(p(1, ""))
+	r.forget("u1")
 	if _, _, ok := r.get(p(1, ""), ref, time.Minute, t0); ok {
 		t.Error("a forgotten provider's resolution is still found")
 	}

@@ -124,25 +124,24 @@ type Result struct {
 // obj: from its release files or its OCI repository, from memory when it
 // was resolved recently (see the package comment).
 func (r *Resolver) Resolve(ctx context.Context, obj v1alpha1.Provider) Result {
-	loc, err := catalog.Locate(obj, r.catalogOptions())
-	if err != nil {
+	q := r.about(obj)
+	if err := r.locate(&q); err != nil {
 		return Result{Refusal: unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0)}
 	}
-	var res Result
-	if loc.Release != "" {
-		res.Artifact, res.Refusal = r.release(ctx, obj, loc.Release)
-		res.Release = true
+	res := Result{Release: q.release}
+	if q.release {
+		res.Artifact, res.Refusal = r.release(ctx, &q)
 	} else {
-		res.Artifact, res.Refusal = r.oci(ctx, obj, loc.OCI)
+		res.Artifact, res.Refusal = r.oci(ctx, &q)
 	}
-	if res.Refusal == nil && !res.Artifact.Keep && obj.GetStatus().InstalledVersion == "" {
-		res.SourcePins = r.pins(ctx, obj, res.Artifact.Digest, res.Release)
+	if res.Refusal == nil && !res.Artifact.Keep && q.installedVersion == "" {
+		res.SourcePins = r.pins(ctx, &q, res.Artifact.Digest)
 	}
 	return res
 }
 
 // Forget drops what is remembered of a deleted provider.
-func (r *Resolver) Forget(obj v1alpha1.Provider) { r.Resolutions.forget(obj) }
+func (r *Resolver) Forget(obj v1alpha1.Provider) { r.Resolutions.forget(obj.GetUID()) }
 
 // Interval is how often the provider is looked at again: the shorter of
 // spec.interval and the manager's resync interval.
@@ -168,11 +167,11 @@ func (r *Resolver) Timeout() time.Duration {
 	return DefaultRegistryTimeout
 }
 
-// unreached tells OnUnreachable that obj's registry or release host could
-// not be asked.
-func (r *Resolver) unreached(obj v1alpha1.Provider, err error) {
+// unreached tells OnUnreachable that the provider's registry or release
+// host could not be asked.
+func (r *Resolver) unreached(q *query, err error) {
 	if r.OnUnreachable != nil {
-		r.OnUnreachable(obj, err)
+		r.OnUnreachable(q.obj, err)
 	}
 }
 

@@ -15,15 +15,16 @@ import (
 func (r *Resolver) Versions(ctx context.Context, obj v1alpha1.Provider, lister *upgrades.Lister, where upgrades.Where) (l upgrades.Listing, source string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout())
 	defer cancel()
+	q := r.about(obj)
 	if where.Release != "" {
-		f, err := r.ReleaseFetcher(ctx, obj)
+		f, err := r.releaseFetcher(ctx, &q)
 		if err != nil {
 			return upgrades.Listing{}, where.Release, err
 		}
 		l, err := lister.Release(ctx, where.Release, f)
 		return l, where.Release, err
 	}
-	access, err := r.Access(ctx, obj, where.OCI)
+	access, err := r.access(ctx, &q, where.OCI)
 	if err != nil {
 		return upgrades.Listing{}, where.OCI, err
 	}
