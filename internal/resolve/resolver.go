@@ -118,17 +118,24 @@ type Result struct {
 	// SourcePins tells, for a provider not installed yet, whether its
 	// Flux source already pins the artifact's digest.
 	SourcePins bool
+	// Interval is how often the provider is looked at again (Interval),
+	// which the recheck schedule follows.
+	Interval time.Duration
 }
 
 // Resolve finds, fetches and checks the desired version's artifact of
 // obj: from its release files or its OCI repository, from memory when it
-// was resolved recently (see the package comment).
+// was resolved recently (see the package comment). A suspended provider
+// is not resolved.
 func (r *Resolver) Resolve(ctx context.Context, obj v1alpha1.Provider) Result {
 	q := r.about(obj)
-	if err := r.locate(&q); err != nil {
-		return Result{Refusal: unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0)}
+	if obj.GetSpec().Suspend {
+		return Result{Interval: q.interval}
 	}
-	res := Result{Release: q.release}
+	if err := r.locate(&q); err != nil {
+		return Result{Refusal: unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0), Interval: q.interval}
+	}
+	res := Result{Release: q.release, Interval: q.interval}
 	if q.release {
 		res.Artifact, res.Refusal = r.release(ctx, &q)
 	} else {

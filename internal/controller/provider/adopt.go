@@ -21,6 +21,7 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
+	"github.com/capwright/capwright/internal/render"
 )
 
 // The facts of an adoption, read before a provider's first install: what
@@ -66,22 +67,38 @@ type installationsRead struct {
 	found      []providerplan.Installation
 }
 
+// get is what was read for the provider's generation and reconcile
+// request less than maxAge ago.
+func (m *installationsMemo) get(obj v1alpha1.Provider, maxAge time.Duration) ([]providerplan.Installation, bool) {
+	v, ok := m.m.Load(obj.GetUID())
+	if !ok {
+		return nil, false
+	}
+	read := v.(installationsRead)
+	if read.generation != obj.GetGeneration() || read.request != obj.GetAnnotations()[meta.ReconcileRequestAnnotation] || time.Since(read.at) >= maxAge {
+		return nil, false
+	}
+	return read.found, true
+}
+
+// put remembers what was read for the provider's generation and request.
+func (m *installationsMemo) put(obj v1alpha1.Provider, found []providerplan.Installation) {
+	m.m.Store(obj.GetUID(), installationsRead{generation: obj.GetGeneration(), request: obj.GetAnnotations()[meta.ReconcileRequestAnnotation], at: time.Now(), found: found})
+}
+
 // installations are the provider's installations tools recorded, in any
 // namespace (providerplan.Facts.Installations), read at most once a
-// minute per generation and reconcile request.
-func (r *Reconciler) installations(ctx context.Context, obj v1alpha1.Provider) ([]providerplan.Installation, error) {
-	request := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]
-	if v, ok := r.installationsRead.m.Load(obj.GetUID()); ok {
-		read := v.(installationsRead)
-		if read.generation == obj.GetGeneration() && read.request == request && time.Since(read.at) < min(time.Minute, r.Source.Interval(obj)/2) {
-			return read.found, nil
-		}
+// minute per generation and reconcile request, and at most every half of
+// the provider's interval.
+func (r *Reconciler) installations(ctx context.Context, obj v1alpha1.Provider, interval time.Duration) ([]providerplan.Installation, error) {
+	if found, ok := r.installationsRead.get(obj, min(time.Minute, interval/2)); ok {
+		return found, nil
 	}
 	found, err := r.readInstallations(ctx, obj.ProviderType(), r.Kind.Name, obj.GetName())
 	if err != nil {
 		return nil, err
 	}
-	r.installationsRead.m.Store(obj.GetUID(), installationsRead{generation: obj.GetGeneration(), request: request, at: time.Now(), found: found})
+	r.installationsRead.put(obj, found)
 	return found, nil
 }
 
@@ -163,7 +180,7 @@ func (r *Reconciler) firstInstall(ctx context.Context, obj v1alpha1.Provider) bo
 	}
 	key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}
 	var applier ctrl.Object = &kustomizev1.Kustomization{}
-	if isChart(obj) {
+	if render.IsChart(obj) {
 		applier = &helmv2.HelmRelease{}
 	}
 	return apierrors.IsNotFound(r.Client.Get(ctx, key, applier))

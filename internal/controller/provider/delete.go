@@ -206,7 +206,7 @@ func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) 
 func (r *Reconciler) appliedInventory(ctx context.Context, obj v1alpha1.Provider) ([]string, error) {
 	key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}
 	var ids []string
-	if isChart(obj) {
+	if render.IsChart(obj) {
 		var hr helmv2.HelmRelease
 		if err := r.Client.Get(ctx, key, &hr); err != nil {
 			return nil, ctrl.IgnoreNotFound(err)

@@ -34,7 +34,7 @@ import (
 // found (the desired version's artifact, found, fetched and checked) and
 // what the downgrade and uniqueness checks read.
 func (r *Reconciler) facts(ctx context.Context, obj v1alpha1.Provider, found resolve.Result) providerplan.Facts {
-	f := providerplan.Facts{Provider: obj, Kind: r.Kind.Name, Resync: r.Source.Interval(obj), Mirrors: r.Source.Mirrors,
+	f := providerplan.Facts{Provider: obj, Kind: r.Kind.Name, Resync: found.Interval, Mirrors: r.Source.Mirrors,
 		InsecureRegistries: r.Source.InsecureRegistries, ArtifactStorage: r.Artifacts != nil}
 	if obj.GetSpec().Suspend {
 		return f
@@ -45,7 +45,7 @@ func (r *Reconciler) facts(ctx context.Context, obj v1alpha1.Provider, found res
 	}
 	if obj.GetStatus().InstalledVersion == "" {
 		f.SourcePins = found.SourcePins
-		installed, err := r.installations(ctx, obj)
+		installed, err := r.installations(ctx, obj, found.Interval)
 		if err != nil {
 			f.InstallationsError = err.Error()
 		}
@@ -86,7 +86,7 @@ func (r *Reconciler) fetchAhead(ctx context.Context, f providerplan.Facts) bool 
 		return true // written already (after the checks, or ahead)
 	}
 	var applier ctrl.Object = &kustomizev1.Kustomization{}
-	if isChart(obj) {
+	if render.IsChart(obj) {
 		applier = &helmv2.HelmRelease{}
 	}
 	if err := r.Reader.Get(ctx, key, applier); !apierrors.IsNotFound(err) {
@@ -134,7 +134,7 @@ func (r *Reconciler) gather(ctx context.Context, f providerplan.Facts) providerp
 		d.Ready, d.Message = r.dependencyReady(ctx, d.Kind, ctrl.ObjectKey{Namespace: d.Namespace, Name: d.Name})
 		f.Dependencies = append(f.Dependencies, d)
 	}
-	if spec.AdditionalManifests == nil || isChart(obj) {
+	if spec.AdditionalManifests == nil || render.IsChart(obj) {
 		f.AdditionalLeft = r.additionalLeft(ctx, obj)
 	}
 	f.SourceLeft = r.sourceLeft(ctx, obj, f.Release)

@@ -117,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // in the one fold.
 func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, request string) (shell.Outcome, error) {
 	r.Timelines.seen(obj, time.Now())
-	facts := r.facts(ctx, obj, r.resolve(ctx, obj))
+	facts := r.facts(ctx, obj, r.Source.Resolve(ctx, obj))
 	if r.fetchAhead(ctx, facts) {
 		facts = r.gather(ctx, facts)
 	}
@@ -143,21 +143,12 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	return out, err
 }
 
-// resolve is the resolution stage: which checked artifact obj installs,
-// or why none (nothing is resolved for a suspended provider).
-func (r *Reconciler) resolve(ctx context.Context, obj v1alpha1.Provider) resolve.Result {
-	if obj.GetSpec().Suspend {
-		return resolve.Result{}
-	}
-	return r.Source.Resolve(ctx, obj)
-}
-
 // Facts gathers what the plan of obj needs, as a reconcile does, without
 // writing anything (no source is written ahead): the artifact resolved
 // and checked and, once the quick checks pass, the slower facts.
 // `capwright build` plans from them what the manager would write.
 func (r *Reconciler) Facts(ctx context.Context, obj v1alpha1.Provider) providerplan.Facts {
-	facts := r.facts(ctx, obj, r.resolve(ctx, obj))
+	facts := r.facts(ctx, obj, r.Source.Resolve(ctx, obj))
 	if _, more := providerplan.Ahead(facts); more {
 		facts = r.gather(ctx, facts)
 	}

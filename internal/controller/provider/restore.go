@@ -62,7 +62,7 @@ func RestoreAdditional(reconcilers ...*Reconciler) func(ctx context.Context, kin
 // only if that gives the very digest the ExternalArtifact serves.
 // Anything newer waits for the checks.
 func (r *Reconciler) restore(ctx context.Context, obj v1alpha1.Provider, name string) error {
-	if r.Artifacts == nil || isChart(obj) {
+	if r.Artifacts == nil || render.IsChart(obj) {
 		return nil
 	}
 	key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: name}

@@ -126,7 +126,7 @@ func TestARegistryThatDoesNotAnswerIsBoundedByTheRegistryTimeout(t *testing.T) {
 // obj as the fold does, without the Flux objects' health: the artifact
 // resolved, and the refusal (nil when the checks passed).
 func preflight(ctx context.Context, r *Reconciler, obj v1alpha1.Provider) (providerplan.Artifact, *plan.Refusal) {
-	facts := r.facts(ctx, obj, r.resolve(ctx, obj))
+	facts := r.facts(ctx, obj, r.Source.Resolve(ctx, obj))
 	if r.fetchAhead(ctx, facts) {
 		facts = r.gather(ctx, facts)
 	}
