@@ -82,13 +82,7 @@ func (r *Resolver) releaseFetcher(ctx context.Context, q *query) (*providerrelea
 		// The CLI's own TLS settings.
 		f.RootCAs, f.InsecureSkipVerify = r.BaseAccess.RootCAs, r.BaseAccess.InsecureSkipVerify
 	}
-	if len(r.Mirrors) > 0 {
-		mirrors := r.Mirrors
-		f.Rewrite = func(u string) string {
-			out, _ := mirrors.RewriteURL(u)
-			return out
-		}
-	}
+	f.Rewrite = r.Mirrors.ReleaseRewrite()
 	rs, ns := q.releaseSource, q.namespace
 	if rs == nil {
 		return f, nil
@@ -196,11 +190,8 @@ func (r *Resolver) registryTLS(ctx context.Context, field, namespace, name strin
 		// ca.crt is trusted in addition to the system's CAs, as Flux's
 		// source-controller trusts it: a registry with a publicly signed
 		// certificate passes preflight as it passes Flux.
-		pool, err := x509.SystemCertPool()
+		pool, err := artifact.CertPool(ca)
 		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(ca) {
 			return fmt.Errorf("%s: ca.crt in Secret %s/%s holds no PEM certificate", field, namespace, name)
 		}
 		access.RootCAs = pool
