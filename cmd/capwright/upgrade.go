@@ -10,7 +10,6 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
-	"github.com/capwright/capwright/internal/controller/provider"
 	"github.com/capwright/capwright/internal/fluxobjects"
 	"github.com/capwright/capwright/internal/providerrelease"
 	"github.com/capwright/capwright/internal/upgrades"
@@ -145,7 +144,7 @@ func runUpgradePlan(cmd *cobra.Command, reg *registryOptions, o *upgradePlanOpti
 		planned []plannedProvider
 		report  upgradePlanReport
 	)
-	for _, k := range provider.Kinds() {
+	for _, k := range v1alpha1.Kinds() {
 		list := k.NewList()
 		if err := c.List(ctx, list); err != nil {
 			if fluxobjects.NotServed(err) {

@@ -33,11 +33,7 @@ import (
 )
 
 // Kind describes one provider kind to the reconciler.
-type Kind struct {
-	Name      string // CoreProvider, BootstrapProvider, …
-	NewObject func() v1alpha1.Provider
-	NewList   func() v1alpha1.ProviderList
-}
+type Kind = v1alpha1.Kind
 
 // Reconciler reconciles one provider kind.
 type Reconciler struct {

@@ -47,17 +47,7 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
 // Kinds lists the seven provider kinds.
-func Kinds() []Kind {
-	return []Kind{
-		{Name: "CoreProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.CoreProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.CoreProviderList{} }},
-		{Name: "BootstrapProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.BootstrapProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.BootstrapProviderList{} }},
-		{Name: "ControlPlaneProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.ControlPlaneProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.ControlPlaneProviderList{} }},
-		{Name: "InfrastructureProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.InfrastructureProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.InfrastructureProviderList{} }},
-		{Name: "IPAMProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.IPAMProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.IPAMProviderList{} }},
-		{Name: "RuntimeExtensionProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.RuntimeExtensionProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.RuntimeExtensionProviderList{} }},
-		{Name: "AddonProvider", NewObject: func() v1alpha1.Provider { return &v1alpha1.AddonProvider{} }, NewList: func() v1alpha1.ProviderList { return &v1alpha1.AddonProviderList{} }},
-	}
-}
+func Kinds() []Kind { return v1alpha1.Kinds() }
 
 // SetupWithManager registers the reconciler of r.Kind. It watches its
 // provider kind (spec changes and reconcile requests, not its own status
