@@ -9,7 +9,6 @@ import (
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/provider"
 )
 
 // Kind is a kind Capwright manages: how users may name it and how to
@@ -43,11 +42,10 @@ var providerShortNames = map[string]string{
 	"IPAMProvider": "ipamp", "RuntimeExtensionProvider": "rxp", "AddonProvider": "addonp",
 }
 
-// providerKinds are the seven provider kinds, as the manager's provider
-// controllers have them (core first).
+// providerKinds are the seven provider kinds, core first.
 func providerKinds() []Kind {
 	var out []Kind
-	for _, k := range provider.Kinds() {
+	for _, k := range v1alpha1.Kinds() {
 		out = append(out, Kind{Kind: k.Name, Resource: strings.ToLower(k.Name) + "s", Group: v1alpha1.GroupVersion.Group,
 			ShortName: providerShortNames[k.Name], Namespaced: true, NewList: func() client.ObjectList { return k.NewList() }})
 	}
