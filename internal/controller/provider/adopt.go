@@ -20,6 +20,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/fluxobjects"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -115,7 +116,7 @@ func (r *Reconciler) readInstallations(ctx context.Context, providerType, kind, 
 	var found []providerplan.Installation
 	err := r.Reader.List(ctx, inventory)
 	switch {
-	case isNoMatch(err):
+	case fluxobjects.NotServed(err):
 	case err != nil:
 		return nil, fmt.Errorf("listing clusterctl's inventory (providers.clusterctl.cluster.x-k8s.io): %w", err)
 	default:
@@ -138,7 +139,7 @@ func (r *Reconciler) readInstallations(ctx context.Context, providerType, kind, 
 	operator.SetGroupVersionKind(operatorVersion.WithKind(kind + "List"))
 	err = r.Reader.List(ctx, operator)
 	switch {
-	case isNoMatch(err):
+	case fluxobjects.NotServed(err):
 	case err != nil:
 		return nil, fmt.Errorf("listing cluster-api-operator's %ss (%s): %w", kind, operatorVersion, err)
 	default:
@@ -231,7 +232,7 @@ func (r *Reconciler) existingObject(ctx context.Context, obj v1alpha1.Provider, 
 	m.SetGroupVersionKind(gvk)
 	err = r.Reader.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: ref.Name}, m)
 	switch {
-	case apierrors.IsNotFound(err) || isNoMatch(err):
+	case apierrors.IsNotFound(err) || fluxobjects.NotServed(err):
 		return nil, nil
 	case apierrors.IsForbidden(err):
 		log.FromContext(ctx).V(1).Info("may not read an object of the components to check who manages it", "kind", ref.Kind, "name", ref.Name)
@@ -262,7 +263,7 @@ func (r *Reconciler) existingObject(ctx context.Context, obj v1alpha1.Provider, 
 func (r *Reconciler) inKustomization(ctx context.Context, ksNamespace, ksName, namespace, name string, gk schema.GroupKind) (bool, error) {
 	var ks kustomizev1.Kustomization
 	err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: ksNamespace, Name: ksName}, &ks)
-	if apierrors.IsNotFound(err) || isNoMatch(err) {
+	if apierrors.IsNotFound(err) || fluxobjects.NotServed(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -271,7 +272,7 @@ func (r *Reconciler) inKustomization(ctx context.Context, ksNamespace, ksName, n
 	if ks.Status.Inventory == nil {
 		return true, nil
 	}
-	id := inventoryID(namespace, name, gk.Group, gk.Kind)
+	id := fluxobjects.ID(namespace, name, gk.Group, gk.Kind)
 	for _, e := range ks.Status.Inventory.Entries {
 		if e.ID == id {
 			return true, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/fluxobjects"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
 )
@@ -99,7 +100,7 @@ func (r *Reconciler) hasFluxObjects(ctx context.Context, obj v1alpha1.Provider) 
 			}
 			continue
 		}
-		if !apierrors.IsNotFound(err) && !isNoMatch(err) {
+		if !apierrors.IsNotFound(err) && !fluxobjects.NotServed(err) {
 			return false, err
 		}
 	}
@@ -139,13 +140,13 @@ func (r *Reconciler) deletionBlockers(ctx context.Context, obj v1alpha1.Provider
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := r.Reader.List(ctx, list, ctrl.Limit(3)); err != nil {
-			if apierrors.IsNotFound(err) || isNoMatch(err) {
+			if apierrors.IsNotFound(err) || fluxobjects.NotServed(err) {
 				continue
 			}
 			return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
 		}
 		for _, item := range list.Items {
-			if own[inventoryID(item.Namespace, item.Name, gvk.Group, gvk.Kind)] {
+			if own[fluxobjects.ID(item.Namespace, item.Name, gvk.Group, gvk.Kind)] {
 				continue
 			}
 			blockers = append(blockers, fmt.Sprintf("%s %s/%s", gvk.Kind, item.Namespace, item.Name))
@@ -170,18 +171,18 @@ var clusterAPIGroups = map[string]bool{
 // HelmRelease for a chart (entries <ns>_<name>_<group>_<kind>; helm-controller
 // records the CRDs of the chart's crds/ directory there too).
 func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) ([]schema.GroupVersionKind, error) {
-	ids, err := r.appliedInventory(ctx, obj)
+	entries, err := r.appliedInventory(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
 	var kinds []schema.GroupVersionKind
-	for _, id := range ids {
-		parts := strings.Split(id, "_")
-		if len(parts) != 4 || parts[2] != apiextensionsv1.GroupName || parts[3] != "CustomResourceDefinition" {
+	for _, e := range entries {
+		applied, err := e.Object()
+		if err != nil || applied.Group != apiextensionsv1.GroupName || applied.Kind != "CustomResourceDefinition" {
 			continue
 		}
 		var crd apiextensionsv1.CustomResourceDefinition
-		if err := r.Reader.Get(ctx, ctrl.ObjectKey{Name: parts[1]}, &crd); err != nil {
+		if err := r.Reader.Get(ctx, ctrl.ObjectKey{Name: applied.Name}, &crd); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -199,37 +200,21 @@ func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) 
 	return kinds, nil
 }
 
-// appliedInventory is the inventory IDs of what Flux applied for the
-// provider: its Kustomization's, or its HelmRelease's for a chart. An
-// object of the same name that is not the provider's applied nothing for
-// it.
-func (r *Reconciler) appliedInventory(ctx context.Context, obj v1alpha1.Provider) ([]string, error) {
-	key := ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}
-	var ids []string
+// appliedInventory is what Flux applied for the provider: its
+// Kustomization's inventory, or its HelmRelease's for a chart. An object
+// of the same name that is not the provider's applied nothing for it.
+func (r *Reconciler) appliedInventory(ctx context.Context, obj v1alpha1.Provider) ([]fluxobjects.Entry, error) {
+	var applier ctrl.Object = &kustomizev1.Kustomization{}
 	if render.IsChart(obj) {
-		var hr helmv2.HelmRelease
-		if err := r.Client.Get(ctx, key, &hr); err != nil {
-			return nil, ctrl.IgnoreNotFound(err)
-		}
-		if hr.Status.Inventory == nil || !render.ControlledBy(&hr, obj.GetUID()) {
-			return nil, nil
-		}
-		for _, e := range hr.Status.Inventory.Entries {
-			ids = append(ids, e.ID)
-		}
-		return ids, nil
+		applier = &helmv2.HelmRelease{}
 	}
-	var ks kustomizev1.Kustomization
-	if err := r.Client.Get(ctx, key, &ks); err != nil {
+	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, applier); err != nil {
 		return nil, ctrl.IgnoreNotFound(err)
 	}
-	if ks.Status.Inventory == nil || !render.ControlledBy(&ks, obj.GetUID()) {
+	if !render.ControlledBy(applier, obj.GetUID()) {
 		return nil, nil
 	}
-	for _, e := range ks.Status.Inventory.Entries {
-		ids = append(ids, e.ID)
-	}
-	return ids, nil
+	return fluxobjects.Inventory(applier), nil
 }
 
 // additionalInventory is the set of objects the Kustomization of the
@@ -239,20 +224,18 @@ func (r *Reconciler) additionalInventory(ctx context.Context, obj v1alpha1.Provi
 	if err := r.Client.Get(ctx, additionalKey(obj), &ks); err != nil {
 		return nil, ctrl.IgnoreNotFound(err)
 	}
-	if ks.Status.Inventory == nil || !render.ControlledBy(&ks, obj.GetUID()) {
+	if !render.ControlledBy(&ks, obj.GetUID()) {
 		return nil, nil
 	}
-	ids := make(map[string]bool, len(ks.Status.Inventory.Entries))
-	for _, e := range ks.Status.Inventory.Entries {
+	entries := fluxobjects.Inventory(&ks)
+	if entries == nil {
+		return nil, nil
+	}
+	ids := make(map[string]bool, len(entries))
+	for _, e := range entries {
 		ids[e.ID] = true
 	}
 	return ids, nil
-}
-
-// inventoryID is a Kustomization inventory entry's ID of an object:
-// <namespace>_<name>_<group>_<kind>.
-func inventoryID(namespace, name, group, kind string) string {
-	return namespace + "_" + name + "_" + group + "_" + kind
 }
 
 // removeAdditional deletes the Flux objects and the stored artifact of
@@ -270,7 +253,7 @@ func (r *Reconciler) removeAdditional(ctx context.Context, obj v1alpha1.Provider
 func (r *Reconciler) deleteOwned(ctx context.Context, obj v1alpha1.Provider, objects []ctrl.Object) (remaining bool, err error) {
 	for _, o := range objects {
 		err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o)
-		if apierrors.IsNotFound(err) || isNoMatch(err) {
+		if apierrors.IsNotFound(err) || fluxobjects.NotServed(err) {
 			continue
 		}
 		if err != nil {

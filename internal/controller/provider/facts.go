@@ -18,6 +18,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/controller/apply"
+	"github.com/capwright/capwright/internal/fluxobjects"
 	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/plan"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
@@ -180,7 +181,7 @@ func (r *Reconciler) inventory(ctx context.Context, obj v1alpha1.Provider) (*uns
 	inv := &unstructured.Unstructured{}
 	inv.SetGroupVersionKind(providerplan.InventoryGVK)
 	err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: providerplan.InventoryName(obj)}, inv)
-	if apierrors.IsNotFound(err) || isNoMatch(err) {
+	if apierrors.IsNotFound(err) || fluxobjects.NotServed(err) {
 		return nil, nil
 	}
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/conditions"
+	"github.com/capwright/capwright/internal/fluxobjects"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
@@ -99,7 +100,7 @@ func (r *Reconciler) droppedBy(ctx context.Context, obj v1alpha1.Provider) (stri
 		if apierrors.IsNotFound(err) {
 			return fmt.Sprintf("Kustomization %s, which applied it, was deleted", key), nil
 		}
-		if isNoMatch(err) {
+		if fluxobjects.NotServed(err) {
 			return "", nil
 		}
 		return "", fmt.Errorf("reading Kustomization %s, which applied %s %s/%s: %w", key, r.Kind.Name, obj.GetNamespace(), obj.GetName(), err)
@@ -110,7 +111,7 @@ func (r *Reconciler) droppedBy(ctx context.Context, obj v1alpha1.Provider) (stri
 	if !ks.Spec.Prune || ks.Status.Inventory == nil {
 		return "", nil
 	}
-	id := inventoryID(obj.GetNamespace(), obj.GetName(), v1alpha1.GroupVersion.Group, r.Kind.Name)
+	id := fluxobjects.ID(obj.GetNamespace(), obj.GetName(), v1alpha1.GroupVersion.Group, r.Kind.Name)
 	if slices.ContainsFunc(ks.Status.Inventory.Entries, func(e kustomizev1.ResourceRef) bool { return e.ID == id }) {
 		return "", nil
 	}

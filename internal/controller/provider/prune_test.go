@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	"github.com/capwright/capwright/internal/fluxobjects"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
@@ -37,7 +38,7 @@ func providersKustomization(prune bool, lists ...v1alpha1.Provider) *kustomizev1
 	}
 	for _, p := range lists {
 		ks.Status.Inventory.Entries = append(ks.Status.Inventory.Entries, kustomizev1.ResourceRef{
-			ID: inventoryID(p.GetNamespace(), p.GetName(), v1alpha1.GroupVersion.Group, kindFor(p).Name), Version: "v1alpha1"})
+			ID: fluxobjects.ID(p.GetNamespace(), p.GetName(), v1alpha1.GroupVersion.Group, kindFor(p).Name), Version: "v1alpha1"})
 	}
 	return ks
 }

@@ -183,8 +183,3 @@ func componentObjects(obj v1alpha1.Provider) []ctrl.Object {
 	return []ctrl.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &helmv2.HelmRelease{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: m},
 		&sourcev1.ExternalArtifact{ObjectMeta: m}}
 }
-
-func isNoMatch(err error) bool {
-	var noKind *apimeta.NoKindMatchError
-	return apimeta.IsNoMatchError(err) || errors.As(err, &noKind)
-}
