@@ -172,8 +172,6 @@ func (r *Reconciler) sourceLeft(ctx context.Context, obj v1alpha1.Provider, rele
 	return []providerplan.AdditionalObject{other}
 }
 
-// isChart tells a provider whose source is an OCI Helm chart.
-func isChart(obj v1alpha1.Provider) bool { return render.IsChart(obj) }
 
 // inventory reads the provider's clusterctl inventory object; nil when
 // there is none (or no inventory CRD).
