@@ -16,6 +16,39 @@ import (
 // to, and the checked artifacts by digest. They spare the registry and the
 // decoding, never a check.
 
+// recall is what the provider's source resolved to recently
+// (Resolutions), as long as its checked artifact is still cached (a
+// chart's digest alone).
+func (r *Resolver) recall(q *query) (providerplan.Artifact, bool) {
+	digest, held, ok := r.Resolutions.get(q, q.key, q.maxAge, time.Now())
+	if !ok {
+		return providerplan.Artifact{}, false
+	}
+	if q.chart {
+		return providerplan.Artifact{URL: q.sourceURL(), Tag: q.version, Digest: digest, Revision: q.version + "@" + digest, Unreachable: held.message, KeptReason: held.reason}, true
+	}
+	ca := r.Cache.Cached(digest, q.providerType, q.name, q.version)
+	if ca == nil || (q.release && ca.Release == nil) {
+		return providerplan.Artifact{}, false
+	}
+	return checkedArtifact(q, ca, held), true
+}
+
+// remember records what the provider's source resolved to, or (a kept)
+// that the installed revision stays and why; ttl, when set, bounds how
+// long that holds.
+func (r *Resolver) remember(q *query, a providerplan.Artifact, ttl time.Duration) {
+	r.Resolutions.put(q, q.key, a.Digest, kept{reason: a.KeptReason, message: a.Unreachable}, time.Now(), ttl)
+}
+
+// checkedArtifact is the plan's view of a checked artifact of the
+// provider's source; held, when set, says why it is the installed one
+// rather than what the source serves.
+func checkedArtifact(q *query, ca *CheckedArtifact, held kept) providerplan.Artifact {
+	return providerplan.Artifact{URL: q.sourceURL(), Tag: q.version, Digest: ca.Fetched.Digest, Revision: ca.Fetched.Revision, Checked: ca,
+		Release: ca.Release, Unreachable: held.message, KeptReason: held.reason}
+}
+
 // Resolutions remember, per provider, the digest its tag resolved to.
 // A provider reconciles on every status change of its Flux objects — a
 // dozen times or more per install — and asking the registry each time

@@ -43,6 +43,11 @@ type query struct {
 	url     string
 	release bool
 	ref     artifact.Reference
+	// key is what the provider's source is remembered by (Resolutions),
+	// and maxAge how long what it resolved to holds: half the interval for
+	// an OCI tag, the recheck interval for a release.
+	key    string
+	maxAge time.Duration
 	// pin is spec.source.release.digest.
 	pin string
 	// accessField and access are the registry access of spec.source.oci or
@@ -90,6 +95,7 @@ func (r *Resolver) locate(q *query) error {
 	}
 	if loc.Release != "" {
 		q.url, q.release = loc.Release, true
+		q.key, q.maxAge = "release "+q.url+"@"+q.version, r.releaseRecheck()
 		return nil
 	}
 	q.url = loc.OCI
@@ -101,7 +107,17 @@ func (r *Resolver) locate(q *query) error {
 	if src := q.obj.GetSpec().Source; src != nil && src.OCI != nil {
 		q.ref.Digest = src.OCI.Digest
 	}
+	q.key, q.maxAge = q.ref.String(), q.interval/2
 	return nil
+}
+
+// sourceURL is the URL an artifact of the provider's source is recorded
+// with: its OCI repository, or its release URL.
+func (q *query) sourceURL() string {
+	if q.release {
+		return q.url
+	}
+	return q.ref.URL()
 }
 
 // ProviderType, GetNamespace and GetName name the provider's release

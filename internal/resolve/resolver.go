@@ -136,15 +136,32 @@ func (r *Resolver) Resolve(ctx context.Context, obj v1alpha1.Provider) Result {
 		return Result{Refusal: unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0), Interval: q.interval}
 	}
 	res := Result{Release: q.release, Interval: q.interval}
-	if q.release {
-		res.Artifact, res.Refusal = r.release(ctx, &q)
-	} else {
-		res.Artifact, res.Refusal = r.oci(ctx, &q)
+	a, ok := r.recall(&q)
+	if !ok {
+		fetched, err := r.fetch(ctx, &q)
+		var ttl time.Duration
+		if a, ttl, res.Refusal = r.judge(ctx, &q, fetched, err); res.Refusal == nil {
+			r.remember(&q, a, ttl)
+		}
 	}
-	if res.Refusal == nil && !res.Artifact.Keep && q.installedVersion == "" {
-		res.SourcePins = r.pins(ctx, &q, res.Artifact.Digest)
+	res.Artifact = a
+	if res.Refusal == nil && !a.Keep && q.installedVersion == "" {
+		res.SourcePins = r.pins(ctx, &q, a.Digest)
 	}
 	return res
+}
+
+// fetch asks the provider's source for the desired version now, within
+// the registry timeout: its release files (release.go) or its OCI
+// artifact (oci.go), fetched and checked once per digest (the cache
+// keeps it); judge makes the answer a decision.
+func (r *Resolver) fetch(ctx context.Context, q *query) (providerplan.Artifact, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout())
+	defer cancel()
+	if q.release {
+		return r.fetchRelease(ctx, q)
+	}
+	return r.fetchOCI(ctx, q)
 }
 
 // Forget drops what is remembered of a deleted provider.
@@ -172,17 +189,4 @@ func (r *Resolver) Timeout() time.Duration {
 		return r.RegistryTimeout
 	}
 	return DefaultRegistryTimeout
-}
-
-// unreached tells OnUnreachable that the provider's registry or release
-// host could not be asked.
-func (r *Resolver) unreached(q *query, err error) {
-	if r.OnUnreachable != nil {
-		r.OnUnreachable(q.obj, err)
-	}
-}
-
-// unresolved is a refusal of ArtifactResolved.
-func unresolved(reason, message string, retry time.Duration) *plan.Refusal {
-	return providerplan.Refusal(v1alpha1.ArtifactResolvedCondition, reason, message, retry)
 }
