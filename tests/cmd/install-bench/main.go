@@ -74,9 +74,6 @@ const (
 	// benchUser applies the objects, so its writes are not counted as a
 	// system's.
 	benchUser = "install-bench"
-	// settle is how long a system's controller runs before the clock
-	// starts.
-	settle = 5 * time.Second
 )
 
 type providerSpec struct {
@@ -88,6 +85,11 @@ var providers = []providerSpec{
 	{v1alpha1.BootstrapProviderType, "kubeadm", "capi-kubeadm-bootstrap-system"},
 	{v1alpha1.ControlPlaneProviderType, "kubeadm", "capi-kubeadm-control-plane-system"},
 }
+
+// settle is how long a system's controller runs before the clock starts
+// (-settle; 0 applies the objects as soon as the manager answers its
+// readiness probe, which times its start-up too).
+var settle = 5 * time.Second
 
 // profileDir, when set, receives the manager's CPU profile of each
 // upgrade.
@@ -138,6 +140,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per system, alternating")
 	flag.BoolVar(&showWatchEvents, "watch-events", false, "print the watch events (count and bytes, by resource) the API server sent during each upgrade")
 	flag.BoolVar(&showWrites, "writes", false, "print what the system's own controller wrote during each install, by verb and resource")
+	flag.DurationVar(&settle, "settle", settle, "how long each system's controller runs before the objects are applied; 0 applies them as soon as it is ready, right after its start")
 	flag.StringVar(&profileDir, "profile", "", "directory to write Capwright's manager CPU profile of each upgrade (manager-<time>.pprof) and its CPU profile and execution trace of each first install (install-<system>-<time>.pprof, .trace) to")
 	only := flag.String("systems", "capwright,capwright-release,flux,flux+contract,flux+capwright-objects,cluster-api-operator", "systems to run, comma-separated; flux+capwright-objects+idle-manager (Capwright's objects with an idle manager beside them) is also known; -systems capwright,capwright-release compares only the release and OCI paths")
 	flag.Parse()
