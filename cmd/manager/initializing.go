@@ -19,24 +19,28 @@ import (
 // on a fresh cluster its informers waited a second twice before its
 // workers started, and its first reconcile a second more for the
 // inventory list: a cold first install cost 1.1 s of the manager's time
-// instead of 0.15 s. retryInitializing asks again every few milliseconds
-// for up to a second before handing the API server's answer to
-// client-go, which then waits as told.
+// instead of 0.15 s. retryInitializing asks again after 10 ms, then 20,
+// 40… for up to a second before handing the API server's answer to
+// client-go, which then waits as told. Only while the API server asks for
+// the shortest wait: a cache down for longer (etcd in trouble) gets longer
+// Retry-After values, and those are left to client-go.
 const (
 	initializingMessage = "storage is (re)initializing"
-	initializingPause   = 20 * time.Millisecond
+	initializingPause   = 10 * time.Millisecond
 	initializingBudget  = time.Second
 )
 
 // retryInitializing wraps cfg's transport so that a read answered with
-// "storage is (re)initializing" is asked again at once.
+// "storage is (re)initializing" is asked again within milliseconds.
 func retryInitializing(cfg *rest.Config) {
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
 		return initializingRetry{next: next, pause: initializingPause, budget: initializingBudget}
 	})
 }
 
-// initializingRetry is the transport of retryInitializing.
+// initializingRetry is the transport of retryInitializing: it waits
+// pause before its first retry, twice as long before each next, and
+// retries no more once budget has passed.
 type initializingRetry struct {
 	next          http.RoundTripper
 	pause, budget time.Duration
@@ -49,6 +53,7 @@ func (t initializingRetry) RoundTrip(req *http.Request) (*http.Response, error) 
 		return t.next.RoundTrip(req)
 	}
 	deadline := time.Now().Add(t.budget)
+	pause := t.pause
 	for {
 		resp, err := t.next.RoundTrip(req.Clone(req.Context()))
 		if err != nil || resp.StatusCode != http.StatusTooManyRequests {
@@ -59,10 +64,11 @@ func (t initializingRetry) RoundTrip(req *http.Request) (*http.Response, error) 
 		body, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(body))
-		if rerr != nil || !bytes.Contains(body, []byte(initializingMessage)) || time.Now().Add(t.pause).After(deadline) {
+		if rerr != nil || resp.Header.Get("Retry-After") != "1" || !bytes.Contains(body, []byte(initializingMessage)) || time.Now().Add(pause).After(deadline) {
 			return resp, nil
 		}
-		timer := time.NewTimer(t.pause)
+		timer := time.NewTimer(pause)
+		pause *= 2
 		select {
 		case <-req.Context().Done():
 			timer.Stop()

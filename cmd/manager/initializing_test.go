@@ -27,6 +27,11 @@ func (a *answers) RoundTrip(*http.Request) (*http.Response, error) {
 
 // status is the API server's answer for err, as it writes it.
 func status(t *testing.T, err *apierrors.StatusError) func() *http.Response {
+	return statusAfter(t, err, "1")
+}
+
+// statusAfter is status with the given Retry-After.
+func statusAfter(t *testing.T, err *apierrors.StatusError, retryAfter string) func() *http.Response {
 	body, jerr := json.Marshal(err.Status())
 	if jerr != nil {
 		t.Fatal(jerr)
@@ -34,7 +39,7 @@ func status(t *testing.T, err *apierrors.StatusError) func() *http.Response {
 	return func() *http.Response {
 		rec := httptest.NewRecorder()
 		rec.Header().Set("Content-Type", "application/json")
-		rec.Header().Set("Retry-After", "1")
+		rec.Header().Set("Retry-After", retryAfter)
 		rec.WriteHeader(int(err.Status().Code))
 		_, _ = rec.Write(body)
 		return rec.Result()
@@ -57,8 +62,9 @@ func initializing(t *testing.T) func() *http.Response {
 
 // TestRetryInitializingAsksAgainAtOnce: a read answered "storage is
 // (re)initializing" is asked again by the transport, so client-go never
-// sees the answer nor waits its Retry-After; other answers, writes and a
-// spent budget reach client-go untouched, body included.
+// sees the answer nor waits its Retry-After; other answers, a cache down
+// long enough for a longer Retry-After, writes and a spent budget reach
+// client-go untouched, body included.
 func TestRetryInitializingAsksAgainAtOnce(t *testing.T) {
 	throttled := status(t, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
 	for _, tc := range []struct {
@@ -74,6 +80,8 @@ func TestRetryInitializingAsksAgainAtOnce(t *testing.T) {
 			responses: []func() *http.Response{initializing(t), initializing(t), ok}, wantCalls: 3, wantStatus: http.StatusOK, wantBody: "ProviderList"},
 		{name: "priority and fairness throttling", method: http.MethodGet, budget: time.Minute,
 			responses: []func() *http.Response{throttled, ok}, wantCalls: 1, wantStatus: http.StatusTooManyRequests, wantBody: "Too many requests"},
+		{name: "initializing for long: a longer Retry-After", method: http.MethodGet, budget: time.Minute,
+			responses: []func() *http.Response{statusAfter(t, apierrors.NewTooManyRequests("storage is (re)initializing", 2), "2"), ok}, wantCalls: 1, wantStatus: http.StatusTooManyRequests, wantBody: "initializing"},
 		{name: "a write", method: http.MethodPatch, budget: time.Minute,
 			responses: []func() *http.Response{initializing(t), ok}, wantCalls: 1, wantStatus: http.StatusTooManyRequests, wantBody: "initializing"},
 		{name: "budget spent", method: http.MethodGet, budget: 0,
