@@ -121,6 +121,10 @@ type Result struct {
 	// Interval is how often the provider is looked at again (Interval),
 	// which the recheck schedule follows.
 	Interval time.Duration
+
+	// resolver and query list the source's versions (Versions).
+	resolver *Resolver
+	query    query
 }
 
 // Resolve finds, fetches and checks the desired version's artifact of
@@ -129,13 +133,15 @@ type Result struct {
 // is not resolved.
 func (r *Resolver) Resolve(ctx context.Context, obj v1alpha1.Provider) Result {
 	q := r.about(obj)
+	res := Result{Interval: q.interval, resolver: r, query: q}
 	if obj.GetSpec().Suspend {
-		return Result{Interval: q.interval}
+		return res
 	}
 	if err := r.locate(&q); err != nil {
-		return Result{Refusal: unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0), Interval: q.interval}
+		res.Refusal = unresolved(v1alpha1.ResolveFailedReason, err.Error(), 0)
+		return res
 	}
-	res := Result{Release: q.release, Interval: q.interval}
+	res.Release = q.release
 	a, ok := r.recall(&q)
 	if !ok {
 		fetched, err := r.fetch(ctx, &q)

@@ -2,8 +2,8 @@ package resolve
 
 import (
 	"context"
+	"fmt"
 
-	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/upgrades"
 )
 
@@ -12,19 +12,22 @@ import (
 // access, or the latest release of its release URL, with its release
 // settings (mirror rules, credentials); source names what was asked. It
 // is bounded by the registry timeout.
-func (r *Resolver) Versions(ctx context.Context, obj v1alpha1.Provider, lister *upgrades.Lister, where upgrades.Where) (l upgrades.Listing, source string, err error) {
+func (res Result) Versions(ctx context.Context, lister *upgrades.Lister, where upgrades.Where) (l upgrades.Listing, source string, err error) {
+	r, q := res.resolver, &res.query
+	if r == nil {
+		return upgrades.Listing{}, "", fmt.Errorf("the provider was not resolved")
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout())
 	defer cancel()
-	q := r.about(obj)
 	if where.Release != "" {
-		f, err := r.releaseFetcher(ctx, &q)
+		f, err := r.releaseFetcher(ctx, q)
 		if err != nil {
 			return upgrades.Listing{}, where.Release, err
 		}
 		l, err := lister.Release(ctx, where.Release, f)
 		return l, where.Release, err
 	}
-	access, err := r.access(ctx, &q, where.OCI)
+	access, err := r.access(ctx, q, where.OCI)
 	if err != nil {
 		return upgrades.Listing{}, where.OCI, err
 	}

@@ -172,7 +172,6 @@ func (r *Reconciler) sourceLeft(ctx context.Context, obj v1alpha1.Provider, rele
 	return []providerplan.AdditionalObject{other}
 }
 
-
 // inventory reads the provider's clusterctl inventory object; nil when
 // there is none (or no inventory CRD).
 func (r *Reconciler) inventory(ctx context.Context, obj v1alpha1.Provider) (*unstructured.Unstructured, error) {

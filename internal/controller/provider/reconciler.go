@@ -113,7 +113,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // in the one fold.
 func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, request string) (shell.Outcome, error) {
 	r.Timelines.seen(obj, time.Now())
-	facts := r.facts(ctx, obj, r.Source.Resolve(ctx, obj))
+	found := r.Source.Resolve(ctx, obj)
+	facts := r.facts(ctx, obj, found)
 	if r.fetchAhead(ctx, facts) {
 		facts = r.gather(ctx, facts)
 	}
@@ -125,7 +126,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	}
 	out, err := r.fold(ctx, obj, desired, synced, err)
 	// Nothing is read unless a check is due (see UpgradeChecks.due).
-	r.checkUpgrades(ctx, obj, request != "")
+	r.checkUpgrades(ctx, obj, found, request != "")
 	// Last, as Flux's prune comes after its apply: a provider Git dropped
 	// is deleted, or kept while it is in use (prune.go).
 	switch done, res, perr := r.pruneDropped(ctx, obj); {

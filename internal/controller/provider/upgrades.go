@@ -13,6 +13,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/conditions"
+	"github.com/capwright/capwright/internal/resolve"
 	"github.com/capwright/capwright/internal/upgrades"
 )
 
@@ -79,7 +80,7 @@ func spread(uid string) float64 {
 // shell writes with the rest. Only the provider's own source is read; the
 // other providers the plan needs (the core provider, or for the core the
 // others) come as their status recorded their last check.
-func (r *Reconciler) checkUpgrades(ctx context.Context, obj v1alpha1.Provider, requested bool) {
+func (r *Reconciler) checkUpgrades(ctx context.Context, obj v1alpha1.Provider, found resolve.Result, requested bool) {
 	now := time.Now()
 	if !r.Upgrades.due(obj, requested, now) {
 		return
@@ -109,7 +110,7 @@ func (r *Reconciler) checkUpgrades(ctx context.Context, obj v1alpha1.Provider, r
 		set(metav1.ConditionUnknown, v1alpha1.UpgradeNotCheckedReason, where.Unsupported)
 		return
 	}
-	listing, source, err := r.Source.Versions(ctx, obj, r.Upgrades.Lister, where)
+	listing, source, err := found.Versions(ctx, r.Upgrades.Lister, where)
 	if err != nil {
 		log.FromContext(ctx).V(1).Info("cannot check for newer versions", "source", source, "error", err.Error())
 		set(metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason,

@@ -87,11 +87,11 @@ func TestCheckUpgrades(t *testing.T) {
 	r := &Reconciler{Client: c, Reader: c, Kind: kinds[3], Kinds: kinds, Source: newSource(c, &artifact.Fetcher{}),
 		Upgrades: &UpgradeChecks{Interval: time.Hour, Started: time.Now(), Lister: &upgrades.Lister{Fetcher: &artifact.Fetcher{}}}}
 
-	r.checkUpgrades(ctx, p, false)
+	r.checkUpgrades(ctx, p, r.Source.Resolve(ctx, p), false)
 	if p.Status.LastUpgradeCheck != nil {
 		t.Fatal("checked without a request before the first interval")
 	}
-	r.checkUpgrades(ctx, p, true)
+	r.checkUpgrades(ctx, p, r.Source.Resolve(ctx, p), true)
 	if p.Status.LastUpgradeCheck == nil {
 		t.Fatal("a reconcile request did not check")
 	}
@@ -111,7 +111,7 @@ func TestCheckUpgrades(t *testing.T) {
 
 	// The registry gone: Unknown, and what the last check found stays.
 	reg.Close()
-	r.checkUpgrades(ctx, p, true)
+	r.checkUpgrades(ctx, p, r.Source.Resolve(ctx, p), true)
 	cond = apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.UpgradeAvailableCondition)
 	if cond.Status != metav1.ConditionUnknown || cond.Reason != v1alpha1.UpgradeCheckFailedReason || !strings.Contains(cond.Message, reg.Host) || len(p.Status.Upgrades) != 3 {
 		t.Errorf("registry gone: %+v, upgrades %d", cond, len(p.Status.Upgrades))
