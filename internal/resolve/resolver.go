@@ -7,23 +7,26 @@
 //
 // Where a provider's artifact comes from (Resolve, in order):
 //
-//   - the catalog and the mirror rules (catalog.Locate) turn the spec into
-//     an OCI repository (spec.source.oci or .chart, or a catalog provider
-//     Cluster API publishes as an OCI artifact) or a release URL
-//     (spec.source.release, or a catalog provider's GitHub release);
-//   - an OCI tag is resolved to its digest (a chart stops there: Helm
-//     reads it), and the artifact of that digest is fetched and checked
-//     (oci.go);
-//   - a release's metadata.yaml and components file of spec.version are
-//     fetched, checked, packed into one artifact by digest and held to
-//     spec.source.release.digest and to the files installed before for
-//     the same version (release.go);
-//   - a registry or release host that cannot be asked, or a release that
-//     changed under its version, keeps the revision installed for the
-//     spec (keep.go);
-//   - the credentials and CAs come from the Secrets spec.source names
-//     (access.go).
-//
+//   - query.go reads the provider once, and the catalog and the mirror
+//     rules (catalog.Locate) turn its spec into an OCI repository
+//     (spec.source.oci or .chart, or a catalog provider Cluster API
+//     publishes as an OCI artifact) or a release URL (spec.source.release,
+//     or a catalog provider's GitHub release);
+//   - memory.go recalls what that source resolved to recently, while the
+//     checked artifact is cached;
+//   - otherwise the source is asked: an OCI tag is resolved to its digest
+//     (a chart stops there: Helm reads it) and the artifact of that digest
+//     fetched and checked (oci.go), or a release's metadata.yaml and
+//     components file of spec.version are fetched, checked and packed into
+//     one artifact by digest (release.go), with the credentials and CAs of
+//     the Secrets spec.source names (access.go);
+//   - judge.go makes the answer a decision: a registry or release host
+//     that cannot be asked, or a release that changed under its version,
+//     keeps the revision installed for the spec; a release is held to
+//     spec.source.release.digest; anything else that failed is refused,
+//     with the reason and the fix;
+//   - memory.go remembers the decision.
+
 // When it is fetched again (memory.go holds what is remembered, in memory
 // only — a restarted manager asks again):
 //
