@@ -42,8 +42,10 @@ var controlPlaneDeployment = client.ObjectKey{Namespace: "capi-kubeadm-control-p
 // TestGitOps runs a management cluster from a Git repository, the way a
 // platform team does, one commit at a time: bootstrap, the first push, the
 // Tenant's clusters, a provider upgrade, a rollout, commits that are
-// refused and their reverts, and a Tenant removed. Each step starts from
-// where the one before left the cluster.
+// refused and their reverts, a Tenant removed, and then a second
+// management cluster bootstrapped from the same repository, the Clusters
+// moved to it with clusterctl move and the first torn down. Each step
+// starts from where the one before left the cluster.
 func TestGitOps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -411,6 +413,8 @@ func TestGitOps(t *testing.T) {
 			}
 		}
 	})
+
+	moveToSecondManagementCluster(t, ctx, c, w, hook, examples, clusters)
 }
 
 // emptyKustomization keeps a folder with nothing in it for Flux.
@@ -578,11 +582,13 @@ func (p *pendingWorkloads) get(t *testing.T) []*workload {
 
 // registerCluster makes wl a Cluster of team A in wave ring, as Cluster API
 // would once it had provisioned it: the Cluster (through the real Cluster
-// API manager's webhooks) and its kubeconfig Secret.
+// API manager's webhooks) with its infrastructure and control plane
+// objects, which the real manager makes Available and clusterctl move
+// can move, and its kubeconfig Secret.
 func registerCluster(t *testing.T, ctx context.Context, c client.Client, wl *workload, ring string) {
 	t.Helper()
 	eventually(t, ctx, 2*time.Minute, "Cluster "+wl.Name+" registered", func() (bool, string) {
-		_, err := env.RegisterWorkloadCluster(ctx, wl.WorkloadCluster, tenantNamespace, wl.Name)
+		_, err := env.ProvisionWorkloadCluster(ctx, wl.WorkloadCluster, tenantNamespace, wl.Name)
 		return err == nil, fmt.Sprint(err)
 	})
 	if err := env.LabelCluster(ctx, tenantNamespace, wl.Name, map[string]string{"tenant": "team-a", "ring": ring}); err != nil {
