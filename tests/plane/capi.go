@@ -201,11 +201,17 @@ const TestInfraClusterKind = "TestInfraCluster"
 // CRD carrying the v1beta2 contract label): CAPI looks the CRD up to convert
 // and to delete Clusters, and no infrastructure provider runs here.
 func (p *Plane) InstallTestInfraClusterCRD(ctx context.Context) error {
+	return p.applyCRDs(ctx, testInfraClusterCRD)
+}
+
+// applyCRDs applies the CRDs of manifests and waits until they are
+// established.
+func (p *Plane) applyCRDs(ctx context.Context, manifests string) error {
 	applier, err := NewApplier(p.Config)
 	if err != nil {
 		return err
 	}
-	objs, err := DecodeYAML(strings.NewReader(testInfraClusterCRD))
+	objs, err := DecodeYAML(strings.NewReader(manifests))
 	if err != nil {
 		return err
 	}

@@ -56,16 +56,8 @@ func (p *Plane) RegisterWorkloadCluster(ctx context.Context, w *WorkloadCluster,
 	if err := p.installClusterCRD(ctx); err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(p.Config)
+	kube, dyn, err := p.clientsIn(ctx, namespace)
 	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(p.Config)
-	if err != nil {
-		return nil, err
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
 	clusters := dyn.Resource(clusterGVR).Namespace(namespace)
@@ -158,4 +150,22 @@ func (p *Plane) ClusterAPICluster(ctx context.Context, namespace, name string) (
 		return nil, err
 	}
 	return dyn.Resource(clusterGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// clientsIn returns the plane's typed and dynamic clients, with namespace
+// created if it does not exist.
+func (p *Plane) clientsIn(ctx context.Context, namespace string) (*kubernetes.Clientset, *dynamic.DynamicClient, error) {
+	kube, err := kubernetes.NewForConfig(p.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(p.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, nil, err
+	}
+	return kube, dyn, nil
 }

@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Workload clusters that Cluster API sees provisioned, and that
@@ -74,18 +70,7 @@ func (p *Plane) InstallTestProviderKinds(ctx context.Context) error {
 	if err := p.installClusterCRD(ctx); err != nil {
 		return err
 	}
-	applier, err := NewApplier(p.Config)
-	if err != nil {
-		return err
-	}
-	objs, err := DecodeYAML(strings.NewReader(testControlPlaneCRD))
-	if err != nil {
-		return err
-	}
-	if err := applier.Apply(ctx, objs...); err != nil {
-		return err
-	}
-	return waitCRDsEstablished(ctx, p.Config, objs)
+	return p.applyCRDs(ctx, testControlPlaneCRD)
 }
 
 // ProvisionWorkloadCluster makes workload cluster w a Cluster API Cluster
@@ -98,16 +83,8 @@ func (p *Plane) ProvisionWorkloadCluster(ctx context.Context, w *WorkloadCluster
 	if err := p.InstallTestProviderKinds(ctx); err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(p.Config)
+	kube, dyn, err := p.clientsIn(ctx, namespace)
 	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(p.Config)
-	if err != nil {
-		return nil, err
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
 	endpoint, err := url.Parse(w.Config.Host)

@@ -130,10 +130,10 @@ func moveToSecondManagementCluster(t *testing.T, ctx context.Context, c client.C
 		framework.NotifyPush(t, ctx, cb, b)
 		waitApplied(t, ctx, c, sha, 2*time.Minute, "tenants")
 		waitApplied(t, ctx, cb, sha, 2*time.Minute, "tenants")
-		waitTenantOn(t, ctx, c, 3*time.Minute, "Ready on both clusters", func(tn *tenancyv1alpha1.Tenant) bool {
+		waitTenant(t, ctx, c, 3*time.Minute, "Ready on both clusters", func(tn *tenancyv1alpha1.Tenant) bool {
 			return isReady(tn) && tn.Status.ReadyClusters == 2 && tn.Status.TotalClusters == 2
 		})
-		waitTenantOn(t, ctx, cb, time.Minute, "Ready with no Cluster yet on "+secondName, func(tn *tenancyv1alpha1.Tenant) bool {
+		waitTenant(t, ctx, cb, time.Minute, "Ready with no Cluster yet on "+secondName, func(tn *tenancyv1alpha1.Tenant) bool {
 			return isReady(tn) && tn.Status.TotalClusters == 0
 		})
 		for _, wl := range clusters {
@@ -229,10 +229,10 @@ func moveToSecondManagementCluster(t *testing.T, ctx context.Context, c client.C
 	})
 
 	step(t, "the Tenant delivers its stack on management-b; on the first it lets the Clusters go and deletes nothing of the stack", func(t *testing.T) {
-		waitTenantOn(t, ctx, cb, 3*time.Minute, "Ready on both moved clusters on "+secondName, func(tn *tenancyv1alpha1.Tenant) bool {
+		waitTenant(t, ctx, cb, 3*time.Minute, "Ready on both moved clusters on "+secondName, func(tn *tenancyv1alpha1.Tenant) bool {
 			return isReady(tn) && tn.Status.ReadyClusters == 2 && tn.Status.TotalClusters == 2
 		})
-		first := waitTenantOn(t, ctx, c, 2*time.Minute, "on the first management cluster, without the moved Clusters", func(tn *tenancyv1alpha1.Tenant) bool {
+		first := waitTenant(t, ctx, c, 2*time.Minute, "on the first management cluster, without the moved Clusters", func(tn *tenancyv1alpha1.Tenant) bool {
 			return tn.Status.TotalClusters == 0
 		})
 		r := apimeta.FindStatusCondition(first.Status.Conditions, tenancyv1alpha1.ReadyCondition)
@@ -368,7 +368,7 @@ func moveToSecondManagementCluster(t *testing.T, ctx context.Context, c client.C
 			v := wl.stackVersion(t, ctx)
 			return v == "v1.0.0", "version " + v
 		})
-		waitTenantOn(t, ctx, cb, time.Minute, "Ready on both clusters", func(tn *tenancyv1alpha1.Tenant) bool {
+		waitTenant(t, ctx, cb, time.Minute, "Ready on both clusters", func(tn *tenancyv1alpha1.Tenant) bool {
 			return isReady(tn) && tn.Status.ReadyClusters == 2
 		})
 		for _, p := range framework.ExampleProviders() {
@@ -398,21 +398,6 @@ func inventory(t *testing.T, ctx context.Context, c client.Client) string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ",")
-}
-
-// waitTenantOn waits until Tenant team-a on the management cluster of c is
-// as ok says.
-func waitTenantOn(t *testing.T, ctx context.Context, c client.Client, timeout time.Duration, what string, ok func(*tenancyv1alpha1.Tenant) bool) *tenancyv1alpha1.Tenant {
-	t.Helper()
-	tn := &tenancyv1alpha1.Tenant{}
-	eventually(t, ctx, timeout, "Tenant team-a "+what, func() (bool, string) {
-		if err := c.Get(ctx, client.ObjectKey{Name: "team-a"}, tn); err != nil {
-			return false, err.Error()
-		}
-		r := apimeta.FindStatusCondition(tn.Status.Conditions, tenancyv1alpha1.ReadyCondition)
-		return ok(tn), fmt.Sprintf("Ready %v, %d/%d clusters", r, tn.Status.ReadyClusters, tn.Status.TotalClusters)
-	})
-	return tn
 }
 
 // clusterCondition is condition typ of a Cluster, nil when it has none.
