@@ -147,6 +147,29 @@ func (p *Plane) BuildCLI(ctx context.Context) (string, error) {
 	return out, nil
 }
 
+// InstallCapwrightCRDs installs the Capwright CRDs and clusterctl's
+// inventory CRD from manifests/ and waits until they are established, as
+// a chart or the release manifests install them ahead of the manager.
+// StartCapwright installs them too; installing them earlier spares the
+// first custom resource the API server's wait for a CRD established less
+// than two seconds before.
+func (p *Plane) InstallCapwrightCRDs(ctx context.Context) error {
+	applier, err := NewApplier(p.Config)
+	if err != nil {
+		return err
+	}
+	for _, dir := range []string{"manifests/crd/bases", "manifests/clusterctl"} {
+		objs, err := applier.ApplyFiles(ctx, filepath.Join(p.RepoRoot(), dir))
+		if err != nil {
+			return fmt.Errorf("installing Capwright CRDs: %w", err)
+		}
+		if err := waitCRDsEstablished(ctx, p.Config, objs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // StartCapwright installs the Capwright CRDs and clusterctl's inventory CRD
 // from manifests/ and runs the manager against the plane; its log is
 // capwright-manager.log.
@@ -154,18 +177,12 @@ func (p *Plane) StartCapwright(ctx context.Context, opts CapwrightOptions) (*Cap
 	if opts.Binary == "" {
 		opts.Binary = filepath.Join(p.opts.BinDir, "capwright-manager")
 	}
+	if err := p.InstallCapwrightCRDs(ctx); err != nil {
+		return nil, err
+	}
 	applier, err := NewApplier(p.Config)
 	if err != nil {
 		return nil, err
-	}
-	for _, dir := range []string{"manifests/crd/bases", "manifests/clusterctl"} {
-		objs, err := applier.ApplyFiles(ctx, filepath.Join(p.RepoRoot(), dir))
-		if err != nil {
-			return nil, fmt.Errorf("installing Capwright CRDs: %w", err)
-		}
-		if err := waitCRDsEstablished(ctx, p.Config, objs); err != nil {
-			return nil, err
-		}
 	}
 	// The manager runs as its own user, bound to the ClusterRole generated
 	// from its RBAC markers and nothing more, so missing permissions show

@@ -217,6 +217,18 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	if err != nil {
 		return res, err
 	}
+	// A system's CRDs are installed before anything else, as a chart
+	// installs them ahead of the controller: the API server holds the
+	// first object of a CRD established less than two seconds before for
+	// the rest of them, which on a real cluster passes while the
+	// controller's pod starts.
+	if pre, ok := s.(interface {
+		InstallCRDs(context.Context, *plane.Plane) error
+	}); ok {
+		if err := pre.InstallCRDs(ctx, p); err != nil {
+			return res, err
+		}
+	}
 	for _, v := range []string{fromVersion, toVersion} {
 		if err := s.Publish(ctx, p, v); err != nil {
 			return res, fmt.Errorf("publishing %s: %w", v, err)

@@ -100,6 +100,11 @@ func (cw *capwright) Close() error {
 	return err
 }
 
+// InstallCRDs installs Capwright's CRDs ahead of the manager.
+func (cw *capwright) InstallCRDs(ctx context.Context, p *plane.Plane) error {
+	return p.InstallCapwrightCRDs(ctx)
+}
+
 func (cw *capwright) Start(ctx context.Context, p *plane.Plane) (int, error) {
 	opts := plane.CapwrightOptions{Args: []string{
 		"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
