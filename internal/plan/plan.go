@@ -124,6 +124,12 @@ type Desired struct {
 	// PruneNeeds are groups whose conflict skips the pruning (an owner
 	// whose own namespace is someone else's deletes nothing).
 	PruneNeeds []string
+	// Orphan are those of Prune, by ObservedKey, whose deletion leaves
+	// what they applied in place: a Flux applier whose target cannot be
+	// reached any more (its cluster's kubeconfig Secret is gone), so that
+	// Flux's finalizer, which could only retry a prune forever, lets it
+	// go. It is suspended before it is deleted.
+	Orphan map[string]bool
 	// Observe are the objects read back once everything is written
 	// (empty objects of their kind, with namespace and name): the fold
 	// works from them.

@@ -14,6 +14,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/internal/fluxartifact"
@@ -117,6 +118,11 @@ func (s Syncer) Sync(ctx context.Context, d plan.Desired) (plan.Result, error) {
 	for _, o := range d.Prune {
 		if anyConflict(res.Conflicts, d.PruneNeeds) {
 			break
+		}
+		if d.Orphan[plan.ObservedKey(plan.KindOf(o), o.GetNamespace(), o.GetName())] {
+			if err := suspendForDeletion(ctx, s.Client, o); err != nil {
+				return res, fmt.Errorf("suspending %s %s before deleting it: %w", plan.KindOf(o), plan.ObjectRef(o), err)
+			}
 		}
 		if err := DeleteExactly(ctx, s.Client, o); err != nil {
 			return res, fmt.Errorf("deleting %s %s: %w", plan.KindOf(o), plan.ObjectRef(o), err)
@@ -251,4 +257,16 @@ func (s Syncer) storeArtifact(ctx context.Context, obj ctrl.Object, a *plan.Arti
 		return fmt.Errorf("updating the status of ExternalArtifact %s: %w", key, err)
 	}
 	return nil
+}
+
+// suspendForDeletion sets spec.suspend on a Flux applier about to be
+// deleted: kustomize-controller and helm-controller then let it go
+// without pruning or uninstalling what it applied.
+func suspendForDeletion(ctx context.Context, c ctrl.Client, o plan.Object) error {
+	obj, ok := o.DeepCopyObject().(ctrl.Object)
+	if !ok {
+		return fmt.Errorf("%T is not an object", o)
+	}
+	err := c.Patch(ctx, obj, ctrl.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`)), ctrl.FieldOwner(plan.FieldOwner))
+	return ctrl.IgnoreNotFound(err)
 }

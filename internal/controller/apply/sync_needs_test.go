@@ -64,3 +64,32 @@ func TestSyncPruneAndNudgeNeeds(t *testing.T) {
 		t.Errorf("Sync = %+v, %v; want the failed write named", res, err)
 	}
 }
+
+// An applier to orphan is suspended before it is deleted, so Flux's
+// finalizer lets it go without pruning; another one is deleted as it is.
+func TestSyncSuspendsAnOrphanBeforeDeletingIt(t *testing.T) {
+	orphan, pruned := kustomization("b", "moved"), kustomization("b", "deselected")
+	// Flux's finalizer holds both, so what the deletion found stays to see.
+	orphan.Finalizers, pruned.Finalizers = []string{"finalizers.fluxcd.io"}, []string{"finalizers.fluxcd.io"}
+	orphan.UID, pruned.UID = "orphan-uid", "pruned-uid"
+	c := fake.NewClientBuilder().WithScheme(syncScheme(t)).WithObjects(orphan, pruned).Build()
+	d := plan.Desired{
+		Prune:  []plan.Object{orphan.DeepCopy(), pruned.DeepCopy()},
+		Orphan: map[string]bool{plan.ObservedKey("Kustomization", "b", "moved"): true},
+	}
+	if _, err := (Syncer{Client: c}).Sync(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		suspend bool
+	}{{"moved", true}, {"deselected", false}} {
+		got := kustomization("b", tt.name)
+		if err := c.Get(context.Background(), ctrl.ObjectKeyFromObject(got), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.DeletionTimestamp == nil || got.Spec.Suspend != tt.suspend {
+			t.Errorf("%s: deleting %v, spec.suspend %v; want deleting, suspend %v", tt.name, got.DeletionTimestamp != nil, got.Spec.Suspend, tt.suspend)
+		}
+	}
+}

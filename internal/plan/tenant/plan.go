@@ -2,14 +2,17 @@ package tenant
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterapi"
@@ -93,6 +96,12 @@ func Plan(f Facts) (Desired, error) {
 	for _, e := range render.StaleTenantObjects(t, rendered, sel, f.Existing) {
 		if o, ok := e.Object.(object); ok {
 			d.Prune = append(d.Prune, o)
+			if unreachable(t, e, f.Kubeconfigs) {
+				if d.Orphan == nil {
+					d.Orphan = map[string]bool{}
+				}
+				d.Orphan[plan.ObservedKey(e.Kind, o.GetNamespace(), o.GetName())] = true
+			}
 		}
 	}
 	d.PruneNeeds = []string{managementGroup}
@@ -299,4 +308,26 @@ func sourceName(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName, sources
 // reads it.
 func observation(o plan.Observed, kind, namespace, name string) health.Observation {
 	return health.Observe(o.Get(kind, namespace, name), kind, namespace, name)
+}
+
+// unreachable tells a Flux applier of the tenant's, in one of its
+// namespaces, whose workload cluster's kubeconfig Secret is gone: the
+// Cluster was moved to another management cluster (clusterctl move takes
+// the Secret first) or deleted. Flux cannot prune what it applied there,
+// and its finalizer would retry forever, so it goes without pruning
+// (plan.Desired.Orphan); whoever holds the Cluster now holds its stack.
+// In a namespace the tenant no longer selects the Secrets are not read,
+// and the applier is pruned as before.
+func unreachable(t *tenancyv1alpha1.Tenant, e render.ExistingObject, kubeconfigs sets.Set[types.NamespacedName]) bool {
+	var ref *meta.KubeConfigReference
+	switch o := e.Object.(type) {
+	case *kustomizev1.Kustomization:
+		ref = o.Spec.KubeConfig
+	case *helmv2.HelmRelease:
+		ref = o.Spec.KubeConfig
+	}
+	if ref == nil || ref.SecretRef == nil || !slices.Contains(render.TenantNamespaces(t), e.Object.GetNamespace()) {
+		return false
+	}
+	return !kubeconfigs.Has(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: ref.SecretRef.Name})
 }
