@@ -34,10 +34,12 @@ func TestRegistryOutageKeepsInstalledProvidersReady(t *testing.T) {
 	defer cancel()
 	c := newClient(t)
 	core := ensureCore(t, ctx, c)
+	// The core may still show an earlier test's outage of the same
+	// registry until its next resync: this one starts from the tag
+	// resolved, and only its own events count.
+	framework.WaitProviderCondition(t, ctx, c, core, v1alpha1.ArtifactResolvedCondition, metav1.ConditionTrue, v1alpha1.ResolvedReason, time.Minute)
 	digest := core.Status.Artifact.Digest
 	notReady := watchReady(t, ctx, c, core)
-	// The core may have seen an earlier test's outage: only this one's
-	// events count.
 	earlier := events(t, ctx, c, core, v1alpha1.RegistryUnreachableReason)
 
 	if err := env.Registry.Stop(); err != nil {
