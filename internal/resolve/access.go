@@ -70,7 +70,7 @@ func (r *Resolver) access(ctx context.Context, q *query, url string) (artifact.A
 func (r *Resolver) releaseFetcher(ctx context.Context, q *query) (*providerrelease.Fetcher, error) {
 	f := &providerrelease.Fetcher{
 		Transport:            r.Releases.Transport,
-		Timeout:              r.Timeout(),
+		Timeout:              r.timeout(),
 		AllowedRedirectHosts: providerrelease.AllowHosts(r.Releases.RedirectHosts...),
 		UserAgent:            "capwright",
 		Fields:               providerrelease.ControllerFields,

@@ -50,7 +50,7 @@ func (r *Resolver) judgeOCI(ctx context.Context, q *query, fetched providerplan.
 	}
 	msg := fmt.Sprintf("%s %s: %v", what, q.ref.String(), err)
 	if errors.Is(err, context.DeadlineExceeded) {
-		msg += fmt.Sprintf("; the registry did not answer within %s (the manager's --registry-timeout)", r.Timeout())
+		msg += fmt.Sprintf("; the registry did not answer within %s (the manager's --registry-timeout)", r.timeout())
 	}
 	if artifact.Unreachable(err) {
 		r.unreached(q, err)
@@ -70,7 +70,7 @@ func (r *Resolver) judgeRelease(ctx context.Context, q *query, fetched providerp
 		if releaseUnreachable(err) {
 			r.unreached(q, err)
 			if errors.Is(err, context.DeadlineExceeded) {
-				msg += fmt.Sprintf("; the release host did not answer within %s (the manager's --registry-timeout)", r.Timeout())
+				msg += fmt.Sprintf("; the release host did not answer within %s (the manager's --registry-timeout)", r.timeout())
 			}
 			held := kept{reason: v1alpha1.ReleaseUnreachableReason, message: fmt.Sprintf(
 				"cannot reach the release host to check release %s of %s again (%s); the revision checked when it was installed stays installed, and the release is checked again within %s",

@@ -165,7 +165,7 @@ func (r *Resolver) Resolve(ctx context.Context, obj v1alpha1.Provider) Result {
 // artifact (oci.go), fetched and checked once per digest (the cache
 // keeps it); judge makes the answer a decision.
 func (r *Resolver) fetch(ctx context.Context, q *query) (providerplan.Artifact, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.Timeout())
+	ctx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
 	if q.release {
 		return r.fetchRelease(ctx, q)
@@ -192,8 +192,8 @@ func (r *Resolver) catalogOptions() catalog.Options {
 // the manager sets no RegistryTimeout.
 const DefaultRegistryTimeout = 2 * time.Minute
 
-// Timeout is the registry's share of one reconcile.
-func (r *Resolver) Timeout() time.Duration {
+// timeout is the registry's share of one reconcile.
+func (r *Resolver) timeout() time.Duration {
 	if r.RegistryTimeout > 0 {
 		return r.RegistryTimeout
 	}

@@ -27,7 +27,7 @@ func (r *Resolver) PackedRelease(ctx context.Context, obj v1alpha1.Provider, ser
 	if version != q.version {
 		return nil // fetchRelease fetches spec.version only
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.Timeout())
+	ctx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
 	ca, err := r.fetchReleaseFrom(ctx, &q, prev.URL)
 	if err != nil || ca.Fetched.Digest != served {

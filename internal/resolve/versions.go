@@ -17,7 +17,7 @@ func (res Result) Versions(ctx context.Context, lister *upgrades.Lister, where u
 	if r == nil {
 		return upgrades.Listing{}, "", fmt.Errorf("the provider was not resolved")
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.Timeout())
+	ctx, cancel := context.WithTimeout(ctx, r.timeout())
 	defer cancel()
 	if where.Release != "" {
 		f, err := r.releaseFetcher(ctx, q)
