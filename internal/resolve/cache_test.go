@@ -15,7 +15,7 @@ func sized(n int) *CheckedArtifact {
 	return providerplan.NewCheckedArtifact(&artifact.ProviderArtifact{
 		Fetched:    &artifact.Fetched{Files: map[string][]byte{"core-components.yaml": components}},
 		Components: components,
-	}, "")
+	}, "", "")
 }
 
 // TestArtifactCacheIsBoundedByBytes: however many artifacts fit the count,

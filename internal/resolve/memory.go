@@ -180,7 +180,7 @@ func (c *ArtifactCache) check(fetched *artifact.Fetched, providerType, name, ver
 	if err != nil {
 		return nil, err
 	}
-	ca := providerplan.NewCheckedArtifact(pa, namespace)
+	ca := providerplan.NewCheckedArtifact(pa, namespace, version)
 	ca.Release = release
 	ca = c.put(cacheKey(fetched.Digest, providerType, name, version), ca)
 	// Decode the components while the reconcile goes on with the cheap

@@ -13,7 +13,6 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
-	"github.com/capwright/capwright/internal/render"
 )
 
 // query is what resolving a provider reads of it, once: who it is (the
@@ -71,13 +70,13 @@ func (r *Resolver) about(obj v1alpha1.Provider) query {
 	spec, status := obj.GetSpec(), obj.GetStatus()
 	q := query{obj: obj, uid: obj.GetUID(), generation: obj.GetGeneration(), request: obj.GetAnnotations()[meta.ReconcileRequestAnnotation],
 		providerType: obj.ProviderType(), name: obj.GetName(), namespace: obj.GetNamespace(), version: spec.Version,
-		chart: render.IsChart(obj), interval: providerplan.Interval(obj, r.ResyncInterval),
+		interval:  providerplan.Interval(obj, r.ResyncInterval),
 		installed: status.Artifact, installedVersion: status.InstalledVersion, contract: status.Contract}
 	switch src := spec.Source; {
 	case src != nil && src.OCI != nil:
 		q.accessField, q.access = "spec.source.oci", &src.OCI.OCIRegistryAccess
 	case src != nil && src.Chart != nil:
-		q.accessField, q.access = "spec.source.chart", &src.Chart.OCIRegistryAccess
+		q.accessField, q.access, q.chart = "spec.source.chart", &src.Chart.OCIRegistryAccess, true
 	case src != nil && src.Release != nil:
 		q.releaseSource, q.pin = src.Release, src.Release.Digest
 	}

@@ -23,6 +23,11 @@ type CheckedArtifact struct {
 	// Release is set for an artifact packed from release files: the
 	// files as fetched and the packed artifact Flux applies.
 	Release *Release
+	// Contract is the Cluster API contract metadata.yaml maps the
+	// artifact's version to; ContractError says why it names none (the
+	// file does not parse, or lists no release series for the version).
+	Contract      string
+	ContractError error
 	// home is the namespace of the provider that fetched the artifact.
 	home string
 
@@ -42,10 +47,17 @@ type CheckedArtifact struct {
 	patches    map[string]namespacePatches
 }
 
-// NewCheckedArtifact is pa, checked, as fetched for a provider in
-// namespace home (whose namespace patches it computes first).
-func NewCheckedArtifact(pa *artifact.ProviderArtifact, home string) *CheckedArtifact {
-	return &CheckedArtifact{ProviderArtifact: pa, home: home}
+// NewCheckedArtifact is pa, checked, as fetched for version of a
+// provider in namespace home (whose namespace patches it computes first),
+// with the contract its metadata.yaml maps the version to.
+func NewCheckedArtifact(pa *artifact.ProviderArtifact, home, version string) *CheckedArtifact {
+	a := &CheckedArtifact{ProviderArtifact: pa, home: home}
+	md, err := clusterctl.ParseMetadata(pa.Metadata)
+	if err == nil {
+		a.Contract, err = md.ContractFor(version)
+	}
+	a.ContractError = err
+	return a
 }
 
 type namespacePatches struct {

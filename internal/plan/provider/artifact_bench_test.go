@@ -35,11 +35,11 @@ func BenchmarkComponentsAnalysis(b *testing.B) {
 	}
 	b.Run("one decode per artifact", func(b *testing.B) {
 		for range b.N {
-			ask(NewCheckedArtifact(&artifact.ProviderArtifact{Components: data}, "capi-system"))
+			ask(NewCheckedArtifact(&artifact.ProviderArtifact{Components: data}, "capi-system", ""))
 		}
 	})
 	b.Run("later reconciles", func(b *testing.B) {
-		a := NewCheckedArtifact(&artifact.ProviderArtifact{Components: data}, "capi-system")
+		a := NewCheckedArtifact(&artifact.ProviderArtifact{Components: data}, "capi-system", "")
 		ask(a)
 		b.ResetTimer()
 		for range b.N {

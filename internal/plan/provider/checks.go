@@ -14,8 +14,41 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/health"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
+
+// Refusal is a refusal of condition: Stalling for the reasons that cannot
+// lift themselves (only a change of the spec, or of what it references —
+// a Secret, a ConfigMap, the core provider's version — lifts them),
+// Failing for the others (an unreachable registry, refused credentials).
+// Without retry it is looked at again after a minute.
+func Refusal(condition, reason, message string, retry time.Duration) *plan.Refusal {
+	if retry <= 0 {
+		retry = time.Minute
+	}
+	switch reason {
+	case v1alpha1.IncompatibleContractReason, v1alpha1.DowngradeReason, v1alpha1.DuplicateProviderReason,
+		v1alpha1.MissingVariablesReason, v1alpha1.ConfigSecretMissingReason, v1alpha1.TagMovedReason,
+		v1alpha1.ContractUnknownReason, v1alpha1.ArtifactInvalidReason, v1alpha1.ArtifactTooLargeReason,
+		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason, v1alpha1.ConfigSecretNotAllowedReason,
+		v1alpha1.ReleaseChangedReason, v1alpha1.InstalledElsewhereReason, v1alpha1.OwnedByAnotherToolReason:
+		return plan.Stalling(condition, reason, message, retry)
+	}
+	return plan.Failing(condition, reason, message, retry)
+}
+
+// waiting is nothing wrong yet: a check waits for another object.
+func waiting(condition, reason, message string, retry time.Duration) *plan.Refusal {
+	if retry <= 0 {
+		retry = time.Minute
+	}
+	return plan.Waiting(condition, reason, message, retry)
+}
+
+func incompatible(reason, message string, retry time.Duration) *plan.Refusal {
+	return Refusal(v1alpha1.CompatibleCondition, reason, message, retry)
+}
 
 // Stage names the checks in their order; each reads facts the ones
 // before it do not: a controller gathers a stage's facts only once the
@@ -151,15 +184,10 @@ func checkContract(f Facts) (string, error) {
 	if a.Checked == nil {
 		return "", nil // a chart has no metadata.yaml
 	}
-	md, err := clusterctl.ParseMetadata(a.Checked.Metadata)
-	contract := ""
-	if err == nil {
-		contract, err = md.ContractFor(f.Provider.GetSpec().Version)
-	}
-	if err != nil {
+	if err := a.Checked.ContractError; err != nil {
 		return "", incompatible(v1alpha1.ContractUnknownReason, fmt.Sprintf("metadata.yaml of %s: %v", a.Revision, err), 0)
 	}
-	return contract, nil
+	return a.Checked.Contract, nil
 }
 
 // checkUpgrade refuses a downgrade across minor versions. The installed

@@ -91,38 +91,6 @@ type Status struct {
 // pruning and the nudges.
 const Group = "provider"
 
-// Refusal is a refusal of condition: Stalling for the reasons that cannot
-// lift themselves (only a change of the spec, or of what it references —
-// a Secret, a ConfigMap, the core provider's version — lifts them),
-// Failing for the others (an unreachable registry, refused credentials).
-// Without retry it is looked at again after a minute.
-func Refusal(condition, reason, message string, retry time.Duration) *plan.Refusal {
-	if retry <= 0 {
-		retry = time.Minute
-	}
-	switch reason {
-	case v1alpha1.IncompatibleContractReason, v1alpha1.DowngradeReason, v1alpha1.DuplicateProviderReason,
-		v1alpha1.MissingVariablesReason, v1alpha1.ConfigSecretMissingReason, v1alpha1.TagMovedReason,
-		v1alpha1.ContractUnknownReason, v1alpha1.ArtifactInvalidReason, v1alpha1.ArtifactTooLargeReason,
-		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason, v1alpha1.ConfigSecretNotAllowedReason,
-		v1alpha1.ReleaseChangedReason, v1alpha1.InstalledElsewhereReason, v1alpha1.OwnedByAnotherToolReason:
-		return plan.Stalling(condition, reason, message, retry)
-	}
-	return plan.Failing(condition, reason, message, retry)
-}
-
-// waiting is nothing wrong yet: a check waits for another object.
-func waiting(condition, reason, message string, retry time.Duration) *plan.Refusal {
-	if retry <= 0 {
-		retry = time.Minute
-	}
-	return plan.Waiting(condition, reason, message, retry)
-}
-
-func incompatible(reason, message string, retry time.Duration) *plan.Refusal {
-	return Refusal(v1alpha1.CompatibleCondition, reason, message, retry)
-}
-
 // Plan checks the desired version — the tag did not move, the contract is
 // known and compatible with the core's, no downgrade across minors, the
 // provider is unique and not installed in another namespace, every

@@ -35,14 +35,14 @@ const (
 
 // checked is the real Cluster API release's artifact for a provider type,
 // checked, as the controller's cache holds it.
-func release(t testing.TB, providerType, namespace string) *CheckedArtifact {
+func release(t testing.TB, providerType, namespace, version string) *CheckedArtifact {
 	t.Helper()
 	file := providerType + "-components.yaml"
 	return NewCheckedArtifact(&artifact.ProviderArtifact{
 		Metadata:       clusterctltest.Read(t, clusterctltest.Current, "metadata.yaml"),
 		Components:     clusterctltest.Read(t, clusterctltest.Current, file),
 		ComponentsFile: file,
-	}, namespace)
+	}, namespace, version)
 }
 
 func core(mutate ...func(*v1alpha1.CoreProvider)) *v1alpha1.CoreProvider {
@@ -79,7 +79,7 @@ func factsOf(t testing.TB, p v1alpha1.Provider) Facts {
 	f := Facts{
 		Provider: p, Kind: p.GetObjectKind().GroupVersionKind().Kind, Resync: 10 * time.Minute, ArtifactStorage: true,
 		Artifact: Artifact{URL: url, Tag: p.GetSpec().Version, Digest: digest, Revision: p.GetSpec().Version + "@" + digest,
-			Checked: release(t, p.ProviderType(), p.GetNamespace())},
+			Checked: release(t, p.ProviderType(), p.GetNamespace(), p.GetSpec().Version)},
 	}
 	if p.ProviderType() != v1alpha1.CoreProviderType {
 		f.Core = Core{Found: true, Namespace: "capi-system", Name: "cluster-api", Version: clusterctltest.Current, Contract: "v1beta2", Known: true}
@@ -315,7 +315,7 @@ func TestPlanRefusals(t *testing.T) {
 		{name: "missing variables", facts: func(t testing.TB) Facts {
 			f := factsOf(t, bootstrap())
 			f.Artifact.Checked = NewCheckedArtifact(&artifact.ProviderArtifact{Metadata: clusterctltest.Read(t, clusterctltest.Current, "metadata.yaml"),
-				Components: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: ${NEEDED}\n  b: ${ALSO_NEEDED}\n"), ComponentsFile: "bootstrap-components.yaml"}, "capi-kubeadm-bootstrap-system")
+				Components: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: ${NEEDED}\n  b: ${ALSO_NEEDED}\n"), ComponentsFile: "bootstrap-components.yaml"}, "capi-kubeadm-bootstrap-system", f.Provider.GetSpec().Version)
 			return f
 		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.MissingVariablesReason, status: metav1.ConditionFalse, stalls: true, retry: 30 * time.Second,
 			message: "bootstrap-components.yaml of kubeadm v1.14.2 uses variables with no value and no default: ALSO_NEEDED, NEEDED; set them in spec.variables or in the spec.configSecret Secret", resolved: true},
@@ -514,7 +514,7 @@ func TestNudges(t *testing.T) {
 // Certificate and Issuer, which the cluster must serve first; the kinds
 // of their own CRDs are not among them.
 func TestNeededKindsOfARealRelease(t *testing.T) {
-	needs, err := release(t, v1alpha1.CoreProviderType, "capi-system").NeededKinds()
+	needs, err := release(t, v1alpha1.CoreProviderType, "capi-system", clusterctltest.Current).NeededKinds()
 	if err != nil {
 		t.Fatal(err)
 	}
