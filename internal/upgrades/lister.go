@@ -3,12 +3,10 @@ package upgrades
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"golang.org/x/sync/singleflight"
 
-	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/providerrelease"
@@ -146,29 +144,6 @@ type Where struct {
 	Unsupported string
 }
 
-// SourceOf tells where a provider's newer versions are listed from: the
-// repository or release its status.artifact records (mirror rules
-// applied, as installed), else its spec.source.
-func SourceOf(p v1alpha1.Provider) Where {
-	spec := p.GetSpec()
-	if spec.Source != nil && spec.Source.Chart != nil {
-		return Where{Unsupported: "the provider is installed from a Helm chart (spec.source.chart), whose versions are chart versions without a metadata.yaml: upgrade plans cover provider artifacts and releases"}
-	}
-	if a := p.GetStatus().Artifact; a != nil && a.URL != "" {
-		if strings.HasPrefix(a.URL, "oci://") {
-			return Where{OCI: a.URL}
-		}
-		return Where{Release: a.URL}
-	}
-	switch src := spec.Source; {
-	case src != nil && src.OCI != nil:
-		return Where{OCI: src.OCI.URL}
-	case src != nil && src.Release != nil:
-		return Where{Release: src.Release.URL}
-	}
-	return Where{Unsupported: "the provider records no source yet (status.artifact is empty): wait for its first install"}
-}
-
 // Release reads the latest release of the project of the release URL
 // url: its version, from the host's link to its latest release (one
 // request that downloads nothing; never the host's API, which GitHub
@@ -208,15 +183,4 @@ func (l *Lister) Release(ctx context.Context, url string, f *providerrelease.Fet
 	}
 	out.Metadata = m.(*clusterctl.Metadata)
 	return out, nil
-}
-
-// Input is the Plan input for an installed provider whose source was
-// listed (listing) or failed (err).
-func Input(kind string, p v1alpha1.Provider, source string, listing Listing, err error) Provider {
-	in := Provider{Kind: kind, Namespace: p.GetNamespace(), Name: p.GetName(), Type: p.ProviderType(),
-		Version: p.GetStatus().InstalledVersion, Source: source, Versions: listing.Versions, Metadata: listing.Metadata, LatestOnly: listing.LatestOnly}
-	if err != nil {
-		in.Error = err.Error()
-	}
-	return in
 }

@@ -2,9 +2,14 @@ package upgrades
 
 import (
 	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/clusterctl"
+	"github.com/capwright/capwright/internal/conditions"
 )
 
 // FromStatus is the Plan input of a provider as its status records it:
@@ -57,4 +62,121 @@ func Statuses(cs []Candidate) []v1alpha1.AvailableUpgrade {
 		out = append(out, v1alpha1.AvailableUpgrade{Version: c.Version, Series: c.Series, Contract: c.Contract, Blocked: c.Blocked, Message: c.Message})
 	}
 	return out
+}
+
+// SourceOf tells where a provider's newer versions are listed from: the
+// repository or release its status.artifact records (mirror rules
+// applied, as installed), else its spec.source.
+func SourceOf(p v1alpha1.Provider) Where {
+	spec := p.GetSpec()
+	if spec.Source != nil && spec.Source.Chart != nil {
+		return Where{Unsupported: "the provider is installed from a Helm chart (spec.source.chart), whose versions are chart versions without a metadata.yaml: upgrade plans cover provider artifacts and releases"}
+	}
+	if a := p.GetStatus().Artifact; a != nil && a.URL != "" {
+		if strings.HasPrefix(a.URL, "oci://") {
+			return Where{OCI: a.URL}
+		}
+		return Where{Release: a.URL}
+	}
+	switch src := spec.Source; {
+	case src != nil && src.OCI != nil:
+		return Where{OCI: src.OCI.URL}
+	case src != nil && src.Release != nil:
+		return Where{Release: src.Release.URL}
+	}
+	return Where{Unsupported: "the provider records no source yet (status.artifact is empty): wait for its first install"}
+}
+
+// Input is the Plan input for an installed provider whose source was
+// listed (listing) or failed (err).
+func Input(kind string, p v1alpha1.Provider, source string, listing Listing, err error) Provider {
+	in := Provider{Kind: kind, Namespace: p.GetNamespace(), Name: p.GetName(), Type: p.ProviderType(),
+		Version: p.GetStatus().InstalledVersion, Source: source, Versions: listing.Versions, Metadata: listing.Metadata, LatestOnly: listing.LatestOnly}
+	if err != nil {
+		in.Error = err.Error()
+	}
+	return in
+}
+
+// Check is what one upgrade check of a provider found: where its
+// versions are listed from (Where: SourceOf), what its source listed
+// there (Listing, from Source) or why it could not (Err), and the other
+// providers its plan needs as their status records them (Peers:
+// FromStatus).
+type Check struct {
+	// Kind is the provider's kind.
+	Kind    string
+	Where   Where
+	Source  string
+	Listing Listing
+	Err     error
+	Peers   []Provider
+}
+
+// Record writes what check found into p's status, which the manager
+// writes with the rest: status.lastUpgradeCheck, status.upgrades and the
+// UpgradeAvailable condition. What is installed now is no upgrade,
+// whatever the check says: a check that fails keeps only what is still
+// newer, and is not due again before its interval.
+func Record(p v1alpha1.Provider, check Check, now time.Time) {
+	st := p.GetStatus()
+	st.LastUpgradeCheck = &metav1.Time{Time: now}
+	kept := st.Upgrades[:0:0]
+	for _, up := range st.Upgrades {
+		if Newer(up.Version, st.InstalledVersion) {
+			kept = append(kept, up)
+		}
+	}
+	st.Upgrades = kept
+	if len(kept) == 0 {
+		st.Upgrades = nil
+	}
+	set := func(status metav1.ConditionStatus, reason, message string) {
+		conditions.Put(p, metav1.Condition{Type: v1alpha1.UpgradeAvailableCondition, Status: status, Reason: reason,
+			Message: message, ObservedGeneration: p.GetGeneration(), LastTransitionTime: metav1.NewTime(now)})
+	}
+	switch {
+	case check.Where.Unsupported != "":
+		st.Upgrades = nil
+		set(metav1.ConditionUnknown, v1alpha1.UpgradeNotCheckedReason, check.Where.Unsupported)
+		return
+	case check.Err != nil:
+		set(metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason,
+			fmt.Sprintf("cannot list the versions of %s: %v; status.upgrades keeps what the last check found", check.Source, check.Err))
+		return
+	}
+	var res Result
+	for _, r := range Compute(append(check.Peers, Input(check.Kind, p, check.Source, check.Listing, nil))).Providers {
+		if r.Kind == check.Kind && r.Namespace == p.GetNamespace() && r.Name == p.GetName() {
+			res = r
+		}
+	}
+	if res.Error != "" {
+		set(metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason, res.Error)
+		return
+	}
+	st.Upgrades = Statuses(res.Candidates)
+	set(upgradeCondition(p, res))
+}
+
+// upgradeCondition is the UpgradeAvailable condition of a provider's plan.
+func upgradeCondition(obj v1alpha1.Provider, res Result) (metav1.ConditionStatus, string, string) {
+	installed := obj.GetStatus().InstalledVersion
+	if res.Next != "" {
+		for _, c := range res.Candidates {
+			if c.Version == res.Next {
+				return metav1.ConditionTrue, v1alpha1.UpgradeAvailableReason,
+					fmt.Sprintf("%s can be installed (release series %s, contract %s; installed %s): set spec.version to %s", c.Version, c.Series, c.Contract, installed, c.Version)
+			}
+		}
+	}
+	if len(res.Candidates) == 0 {
+		return metav1.ConditionFalse, v1alpha1.UpToDateReason, fmt.Sprintf("the source offers no newer version than %s", installed)
+	}
+	blocked := make([]string, 0, len(res.Candidates))
+	for _, c := range res.Candidates {
+		blocked = append(blocked, c.Version+": "+c.Blocked)
+	}
+	return metav1.ConditionFalse, v1alpha1.UpgradeBlockedReason,
+		fmt.Sprintf("newer versions exist, none can be installed now (%s): see status.upgrades", strings.Join(blocked, ", "))
 }

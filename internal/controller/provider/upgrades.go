@@ -2,9 +2,7 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"hash/fnv"
-	"strings"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -12,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
-	"github.com/capwright/capwright/internal/conditions"
 	"github.com/capwright/capwright/internal/resolve"
 	"github.com/capwright/capwright/internal/upgrades"
 )
@@ -85,73 +82,14 @@ func (r *Reconciler) checkUpgrades(ctx context.Context, obj v1alpha1.Provider, f
 	if !r.Upgrades.due(obj, requested, now) {
 		return
 	}
-	st := obj.GetStatus()
-	st.LastUpgradeCheck = &metav1.Time{Time: now}
-	// What is installed now is no upgrade, whatever the check says: a
-	// check that fails then keeps only what is still newer, and is not
-	// due again before its interval.
-	kept := st.Upgrades[:0:0]
-	for _, up := range st.Upgrades {
-		if upgrades.Newer(up.Version, st.InstalledVersion) {
-			kept = append(kept, up)
+	check := upgrades.Check{Kind: r.Kind.Name, Peers: r.upgradePeers(ctx, obj), Where: upgrades.SourceOf(obj)}
+	if check.Where.Unsupported == "" {
+		check.Listing, check.Source, check.Err = found.Versions(ctx, r.Upgrades.Lister, check.Where)
+		if check.Err != nil {
+			log.FromContext(ctx).V(1).Info("cannot check for newer versions", "source", check.Source, "error", check.Err.Error())
 		}
 	}
-	st.Upgrades = kept
-	if len(kept) == 0 {
-		st.Upgrades = nil
-	}
-	set := func(status metav1.ConditionStatus, reason, message string) {
-		conditions.Put(obj, metav1.Condition{Type: v1alpha1.UpgradeAvailableCondition, Status: status, Reason: reason,
-			Message: message, ObservedGeneration: obj.GetGeneration(), LastTransitionTime: metav1.NewTime(now)})
-	}
-	where := upgrades.SourceOf(obj)
-	if where.Unsupported != "" {
-		st.Upgrades = nil
-		set(metav1.ConditionUnknown, v1alpha1.UpgradeNotCheckedReason, where.Unsupported)
-		return
-	}
-	listing, source, err := found.Versions(ctx, r.Upgrades.Lister, where)
-	if err != nil {
-		log.FromContext(ctx).V(1).Info("cannot check for newer versions", "source", source, "error", err.Error())
-		set(metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason,
-			fmt.Sprintf("cannot list the versions of %s: %v; status.upgrades keeps what the last check found", source, err))
-		return
-	}
-	inputs := append(r.upgradePeers(ctx, obj), upgrades.Input(r.Kind.Name, obj, source, listing, nil))
-	var res upgrades.Result
-	for _, p := range upgrades.Compute(inputs).Providers {
-		if p.Kind == r.Kind.Name && p.Namespace == obj.GetNamespace() && p.Name == obj.GetName() {
-			res = p
-		}
-	}
-	if res.Error != "" {
-		set(metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason, res.Error)
-		return
-	}
-	st.Upgrades = upgrades.Statuses(res.Candidates)
-	set(upgradeCondition(obj, res))
-}
-
-// upgradeCondition is the UpgradeAvailable condition of a provider's plan.
-func upgradeCondition(obj v1alpha1.Provider, res upgrades.Result) (metav1.ConditionStatus, string, string) {
-	installed := obj.GetStatus().InstalledVersion
-	if res.Next != "" {
-		for _, c := range res.Candidates {
-			if c.Version == res.Next {
-				return metav1.ConditionTrue, v1alpha1.UpgradeAvailableReason,
-					fmt.Sprintf("%s can be installed (release series %s, contract %s; installed %s): set spec.version to %s", c.Version, c.Series, c.Contract, installed, c.Version)
-			}
-		}
-	}
-	if len(res.Candidates) == 0 {
-		return metav1.ConditionFalse, v1alpha1.UpToDateReason, fmt.Sprintf("the source offers no newer version than %s", installed)
-	}
-	blocked := make([]string, 0, len(res.Candidates))
-	for _, c := range res.Candidates {
-		blocked = append(blocked, c.Version+": "+c.Blocked)
-	}
-	return metav1.ConditionFalse, v1alpha1.UpgradeBlockedReason,
-		fmt.Sprintf("newer versions exist, none can be installed now (%s): see status.upgrades", strings.Join(blocked, ", "))
+	upgrades.Record(obj, check, now)
 }
 
 // upgradePeers are the other providers the plan of obj needs, as their
