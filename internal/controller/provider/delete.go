@@ -23,7 +23,7 @@ import (
 	"github.com/capwright/capwright/internal/controller/apply"
 	"github.com/capwright/capwright/internal/controller/shell"
 	"github.com/capwright/capwright/internal/fluxobjects"
-	providerplan "github.com/capwright/capwright/internal/plan/provider"
+	"github.com/capwright/capwright/internal/plan"
 	"github.com/capwright/capwright/internal/render"
 )
 
@@ -53,7 +53,7 @@ func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (shell
 	name := objectName(obj)
 	// kustomize-controller's finalizer prunes what the Kustomization applied
 	// from its inventory; it does not need the source any more.
-	remaining, err := r.deleteOwned(ctx, obj, componentObjects(obj))
+	remaining, err := r.deleteOwned(ctx, obj, r.owner(obj).Components())
 	if err != nil {
 		return shell.Outcome{}, err
 	}
@@ -92,7 +92,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, obj v1alpha1.Provider)
 // one with its name under its controller reference (an object of the same
 // name that is not the provider's installed nothing for it).
 func (r *Reconciler) hasFluxObjects(ctx context.Context, obj v1alpha1.Provider) (bool, error) {
-	for _, o := range append(componentObjects(obj), additionalObjects(obj)...) {
+	for _, o := range append(r.owner(obj).Components(), r.owner(obj).Additional()...) {
 		err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o)
 		if err == nil {
 			if render.ControlledBy(o, obj.GetUID()) {
@@ -201,35 +201,21 @@ func (r *Reconciler) installedKinds(ctx context.Context, obj v1alpha1.Provider) 
 }
 
 // appliedInventory is what Flux applied for the provider: its
-// Kustomization's inventory, or its HelmRelease's for a chart. An object
-// of the same name that is not the provider's applied nothing for it.
+// Kustomization's inventory, or its HelmRelease's for a chart.
 func (r *Reconciler) appliedInventory(ctx context.Context, obj v1alpha1.Provider) ([]fluxobjects.Entry, error) {
 	var applier ctrl.Object = &kustomizev1.Kustomization{}
 	if render.IsChart(obj) {
 		applier = &helmv2.HelmRelease{}
 	}
-	if err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, applier); err != nil {
-		return nil, ctrl.IgnoreNotFound(err)
-	}
-	if !render.ControlledBy(applier, obj.GetUID()) {
-		return nil, nil
-	}
-	return fluxobjects.Inventory(applier), nil
+	return r.inventoryOf(ctx, obj, ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: objectName(obj)}, applier)
 }
 
 // additionalInventory is the set of objects the Kustomization of the
 // provider's additional manifests applied, by inventory ID.
 func (r *Reconciler) additionalInventory(ctx context.Context, obj v1alpha1.Provider) (map[string]bool, error) {
-	var ks kustomizev1.Kustomization
-	if err := r.Client.Get(ctx, additionalKey(obj), &ks); err != nil {
-		return nil, ctrl.IgnoreNotFound(err)
-	}
-	if !render.ControlledBy(&ks, obj.GetUID()) {
-		return nil, nil
-	}
-	entries := fluxobjects.Inventory(&ks)
-	if entries == nil {
-		return nil, nil
+	entries, err := r.inventoryOf(ctx, obj, additionalKey(obj), &kustomizev1.Kustomization{})
+	if err != nil || entries == nil {
+		return nil, err
 	}
 	ids := make(map[string]bool, len(entries))
 	for _, e := range entries {
@@ -238,11 +224,25 @@ func (r *Reconciler) additionalInventory(ctx context.Context, obj v1alpha1.Provi
 	return ids, nil
 }
 
+// inventoryOf reads applier (a Kustomization or HelmRelease) at key and
+// returns its inventory; none when it does not exist or is not the
+// provider's (an object of the same name that is not the provider's
+// applied nothing for it).
+func (r *Reconciler) inventoryOf(ctx context.Context, obj v1alpha1.Provider, key ctrl.ObjectKey, applier ctrl.Object) ([]fluxobjects.Entry, error) {
+	if err := r.Client.Get(ctx, key, applier); err != nil {
+		return nil, ctrl.IgnoreNotFound(err)
+	}
+	if !render.ControlledBy(applier, obj.GetUID()) {
+		return nil, nil
+	}
+	return fluxobjects.Inventory(applier), nil
+}
+
 // removeAdditional deletes the Flux objects and the stored artifact of
 // additional manifests the provider no longer asks for; Flux prunes what
 // the Kustomization applied. It reports whether any object remains.
 func (r *Reconciler) removeAdditional(ctx context.Context, obj v1alpha1.Provider) (remaining bool, err error) {
-	if remaining, err = r.deleteOwned(ctx, obj, additionalObjects(obj)); err != nil {
+	if remaining, err = r.deleteOwned(ctx, obj, r.owner(obj).Additional()); err != nil {
 		return remaining, err
 	}
 	return remaining, r.removeStored(additionalKey(obj).Name, obj)
@@ -250,7 +250,7 @@ func (r *Reconciler) removeAdditional(ctx context.Context, obj v1alpha1.Provider
 
 // deleteOwned deletes those of objects (named, empty) that exist and that
 // the provider controls, and reports whether any of them is still there.
-func (r *Reconciler) deleteOwned(ctx context.Context, obj v1alpha1.Provider, objects []ctrl.Object) (remaining bool, err error) {
+func (r *Reconciler) deleteOwned(ctx context.Context, obj v1alpha1.Provider, objects []plan.Object) (remaining bool, err error) {
 	for _, o := range objects {
 		err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o)
 		if apierrors.IsNotFound(err) || fluxobjects.NotServed(err) {
@@ -284,7 +284,7 @@ func (r *Reconciler) deleteInstallerBinding(ctx context.Context, obj v1alpha1.Pr
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading ClusterRoleBinding %s: %w", render.InstallerBindingName(obj), err)
-	case !isInstallerBindingOf(crb, providerplan.OwnerOf(obj, r.Kind.Name)):
+	case !isInstallerBindingOf(crb, r.owner(obj)):
 		return nil
 	}
 	if err := apply.DeleteExactly(ctx, r.Client, crb); err != nil {

@@ -93,7 +93,7 @@ func (r *Reconciler) fetchAhead(ctx context.Context, f providerplan.Facts) bool 
 	if err := r.Reader.Get(ctx, key, applier); !apierrors.IsNotFound(err) {
 		return true
 	}
-	owned := r.owned(providerplan.OwnerOf(obj, r.Kind.Name))
+	owned := r.owned(r.owner(obj))
 	err := apply.IfChanged(ctx, r.Client, r.Client, repo, plan.HashAnnotation, plan.FieldOwner, func(existing *unstructured.Unstructured) error {
 		return owned(existing, repo)
 	})
@@ -318,7 +318,7 @@ func (r *Reconciler) dependencyReady(ctx context.Context, kind string, key ctrl.
 // deleted is left to its finalizers.
 func (r *Reconciler) additionalLeft(ctx context.Context, obj v1alpha1.Provider) []providerplan.AdditionalObject {
 	var left []providerplan.AdditionalObject
-	for _, o := range additionalObjects(obj) {
+	for _, o := range r.owner(obj).Additional() {
 		if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o); err != nil {
 			continue
 		}

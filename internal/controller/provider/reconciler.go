@@ -12,12 +12,8 @@ import (
 	"errors"
 	"time"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kuberecorder "k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -169,18 +165,8 @@ func additionalKey(obj v1alpha1.Provider) ctrl.ObjectKey {
 	return ctrl.ObjectKey{Namespace: obj.GetNamespace(), Name: render.AdditionalObjectName(obj.ProviderType(), obj.GetName())}
 }
 
-// additionalObjects are the Flux objects of spec.additionalManifests,
-// existing or not.
-func additionalObjects(obj v1alpha1.Provider) []ctrl.Object {
-	m := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: additionalKey(obj).Name}
-	return []ctrl.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &sourcev1.ExternalArtifact{ObjectMeta: m}}
-}
-
-// componentObjects are the Flux objects named after the provider, existing
-// or not: its OCIRepository or the ExternalArtifact of its release, and
-// its Kustomization or HelmRelease.
-func componentObjects(obj v1alpha1.Provider) []ctrl.Object {
-	m := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: objectName(obj)}
-	return []ctrl.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &helmv2.HelmRelease{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: m},
-		&sourcev1.ExternalArtifact{ObjectMeta: m}}
+// owner names obj as its plan does: its Flux objects (Components,
+// Additional), its release copy.
+func (r *Reconciler) owner(obj v1alpha1.Provider) providerplan.Owner {
+	return providerplan.OwnerOf(obj, r.Kind.Name)
 }

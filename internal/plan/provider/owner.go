@@ -51,6 +51,22 @@ func (o Owner) ObjectName() string { return render.ObjectName(o.Type, o.Name) }
 // AdditionalName names the Flux objects of its additional manifests.
 func (o Owner) AdditionalName() string { return render.AdditionalObjectName(o.Type, o.Name) }
 
+// Components are the Flux objects named after the provider, existing or
+// not (named, empty): its OCIRepository or the ExternalArtifact of its
+// release, and its Kustomization or HelmRelease.
+func (o Owner) Components() []plan.Object {
+	m := metav1.ObjectMeta{Namespace: o.Namespace, Name: o.ObjectName()}
+	return []plan.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &helmv2.HelmRelease{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: m},
+		&sourcev1.ExternalArtifact{ObjectMeta: m}}
+}
+
+// Additional are the Flux objects of spec.additionalManifests, existing
+// or not (named, empty).
+func (o Owner) Additional() []plan.Object {
+	m := metav1.ObjectMeta{Namespace: o.Namespace, Name: o.AdditionalName()}
+	return []plan.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &sourcev1.ExternalArtifact{ObjectMeta: m}}
+}
+
 // InventoryGVK is clusterctl's inventory kind: one Provider object per
 // installed provider, which `clusterctl describe`, `clusterctl move` and
 // `clusterctl upgrade plan` read.
@@ -97,16 +113,13 @@ func Inventory(p v1alpha1.Provider, kind string) *unstructured.Unstructured {
 func owned(f Facts, d *Desired) {
 	p := f.Provider
 	d.Owner = OwnerOf(p, f.Kind)
-	m := metav1.ObjectMeta{Namespace: p.GetNamespace(), Name: d.Owner.ObjectName()}
-	a := metav1.ObjectMeta{Namespace: p.GetNamespace(), Name: d.Owner.AdditionalName()}
-	d.Objects = []plan.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &helmv2.HelmRelease{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: m},
-		&sourcev1.ExternalArtifact{ObjectMeta: m}, &kustomizev1.Kustomization{ObjectMeta: a}, &sourcev1.ExternalArtifact{ObjectMeta: a}}
-	d.Served = []string{m.Name, a.Name}
+	d.Objects = append(d.Owner.Components(), d.Owner.Additional()...)
+	d.Served = []string{d.Owner.ObjectName(), d.Owner.AdditionalName()}
 	if !d.Additional {
-		d.Unserved = append(d.Unserved, a.Name)
+		d.Unserved = append(d.Unserved, d.Owner.AdditionalName())
 	}
 	if !d.Release {
-		d.Unserved = append(d.Unserved, m.Name)
+		d.Unserved = append(d.Unserved, d.Owner.ObjectName())
 	}
 	d.Inventory = Inventory(p, f.Kind)
 	d.Expect = expect(p, d)
