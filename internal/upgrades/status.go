@@ -120,30 +120,31 @@ type Check struct {
 // newer, and is not due again before its interval.
 func Record(p v1alpha1.Provider, check Check, now time.Time) {
 	st := p.GetStatus()
-	st.LastUpgradeCheck = &metav1.Time{Time: now}
 	kept := st.Upgrades[:0:0]
 	for _, up := range st.Upgrades {
 		if Newer(up.Version, st.InstalledVersion) {
 			kept = append(kept, up)
 		}
 	}
-	st.Upgrades = kept
-	if len(kept) == 0 {
+	upgrades, status, reason, message := checked(p, check, kept)
+	st.LastUpgradeCheck, st.Upgrades = &metav1.Time{Time: now}, upgrades
+	if len(st.Upgrades) == 0 {
 		st.Upgrades = nil
 	}
-	set := func(status metav1.ConditionStatus, reason, message string) {
-		conditions.Put(p, metav1.Condition{Type: v1alpha1.UpgradeAvailableCondition, Status: status, Reason: reason,
-			Message: message, ObservedGeneration: p.GetGeneration(), LastTransitionTime: metav1.NewTime(now)})
-	}
+	conditions.Put(p, metav1.Condition{Type: v1alpha1.UpgradeAvailableCondition, Status: status, Reason: reason,
+		Message: message, ObservedGeneration: p.GetGeneration(), LastTransitionTime: metav1.NewTime(now)})
+}
+
+// checked is what an upgrade check of p found: status.upgrades (kept,
+// what is still newer than the version installed, when the check could
+// not tell) and the UpgradeAvailable condition.
+func checked(p v1alpha1.Provider, check Check, kept []v1alpha1.AvailableUpgrade) ([]v1alpha1.AvailableUpgrade, metav1.ConditionStatus, string, string) {
 	switch {
 	case check.Where.Unsupported != "":
-		st.Upgrades = nil
-		set(metav1.ConditionUnknown, v1alpha1.UpgradeNotCheckedReason, check.Where.Unsupported)
-		return
+		return nil, metav1.ConditionUnknown, v1alpha1.UpgradeNotCheckedReason, check.Where.Unsupported
 	case check.Err != nil:
-		set(metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason,
-			fmt.Sprintf("cannot list the versions of %s: %v; status.upgrades keeps what the last check found", check.Source, check.Err))
-		return
+		return kept, metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason,
+			fmt.Sprintf("cannot list the versions of %s: %v; status.upgrades keeps what the last check found", check.Source, check.Err)
 	}
 	var res Result
 	for _, r := range Compute(append(check.Peers, Input(check.Kind, p, check.Source, check.Listing, nil))).Providers {
@@ -152,11 +153,10 @@ func Record(p v1alpha1.Provider, check Check, now time.Time) {
 		}
 	}
 	if res.Error != "" {
-		set(metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason, res.Error)
-		return
+		return kept, metav1.ConditionUnknown, v1alpha1.UpgradeCheckFailedReason, res.Error
 	}
-	st.Upgrades = Statuses(res.Candidates)
-	set(upgradeCondition(p, res))
+	status, reason, message := upgradeCondition(p, res)
+	return Statuses(res.Candidates), status, reason, message
 }
 
 // upgradeCondition is the UpgradeAvailable condition of a provider's plan.

@@ -163,7 +163,7 @@ func TestCorePreflightsWake(t *testing.T) {
 	if c, ok := cp.contract(next); !ok || c != "v1beta2" {
 		t.Errorf("contract = %q, %v", c, ok)
 	}
-	cp.forget(next)
+	cp.forget(next.UID)
 	if _, ok := cp.contract(next); ok {
 		t.Error("a forgotten core still has a contract")
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -43,54 +44,62 @@ func NewCorePreflights() *CorePreflights {
 // Pass records that core's preflight passed for its current generation
 // with contract, and wakes the other kinds' providers when that is news.
 func (c *CorePreflights) Pass(core v1alpha1.Provider, contract string) {
+	c.pass(providerplan.OwnerOf(core, "CoreProvider"), contract)
+}
+
+// pass is Pass for the core provider a plan names.
+func (c *CorePreflights) pass(core providerplan.Owner, contract string) {
 	if c == nil || contract == "" {
 		return
 	}
-	now := corePassed{generation: core.GetGeneration(), contract: contract}
+	now := corePassed{generation: core.Generation, contract: contract}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.passed[core.GetUID()] == now {
+	if c.passed[core.UID] == now {
 		return
 	}
-	c.passed[core.GetUID()] = now
+	c.passed[core.UID] = now
+	// The providers woken list their kind; they read nothing of the core
+	// but its name.
+	woken := &v1alpha1.CoreProvider{ObjectMeta: metav1.ObjectMeta{Namespace: core.Namespace, Name: core.Name, UID: core.UID, Generation: core.Generation}}
 	for _, ch := range c.wake {
 		// The providers of that kind are woken already when the buffer
 		// is full; the core's status wakes them in any case.
 		select {
-		case ch <- event.GenericEvent{Object: core.DeepCopyObject().(*v1alpha1.CoreProvider)}:
+		case ch <- event.GenericEvent{Object: woken.DeepCopy()}:
 		default:
 		}
 	}
 }
 
-// settle records what the plan of a core provider established: its
-// preflight passed for its contract (Pass), or it was refused and no
-// longer vouches for a contract (a config Secret or a dependency changed,
-// the generation did not). It comes before the core's writes, so the
-// other kinds' providers wake at once; nothing is recorded for another
-// kind, a suspended core, or one kept as installed.
-func (c *CorePreflights) settle(core v1alpha1.Provider, d providerplan.Desired, err error) {
-	if core.ProviderType() != v1alpha1.CoreProviderType || d.Suspend {
+// settle records what the plan of a core provider established, from the
+// plan alone: its preflight passed for its contract (Pass), or it was
+// refused and no longer vouches for a contract (a config Secret or a
+// dependency changed, the generation did not). It comes before the
+// core's writes, so the other kinds' providers wake at once; nothing is
+// recorded for another kind, a suspended core, or one kept as installed.
+func (c *CorePreflights) settle(d providerplan.Desired, err error) {
+	if d.Owner.Type != v1alpha1.CoreProviderType || d.Suspend {
 		return
 	}
 	if refusal, refused := plan.AsRefusal(err); refused && refusal.Condition != v1alpha1.InstalledCondition {
-		c.forget(core)
+		c.forget(d.Owner.UID)
 		return
 	}
 	if !d.Keep {
-		c.Pass(core, d.Status.Contract)
+		c.pass(d.Owner, d.Status.Contract)
 	}
 }
 
 // forget drops a core provider whose preflight refused it, or that is
 // being deleted; a provider of another kind is not recorded.
-func (c *CorePreflights) forget(core v1alpha1.Provider) {
+func (c *CorePreflights) forget(core types.UID) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.passed, core.GetUID())
+	delete(c.passed, core)
 }
 
 // contract returns the contract the core's preflight read for the

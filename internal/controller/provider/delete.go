@@ -32,7 +32,7 @@ import (
 // exist), then removes the Flux objects — Flux prunes what it applied, CRDs
 // stay — and finally the finalizer.
 func (r *Reconciler) finalize(ctx context.Context, obj v1alpha1.Provider) (shell.Outcome, error) {
-	r.CorePreflights.forget(obj)
+	r.CorePreflights.forget(obj.GetUID())
 	installed, err := r.hasFluxObjects(ctx, obj)
 	if err != nil {
 		return shell.Outcome{}, err

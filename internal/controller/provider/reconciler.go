@@ -115,7 +115,7 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 		facts = r.gather(ctx, facts)
 	}
 	desired, err := providerplan.Plan(facts)
-	r.CorePreflights.settle(obj, desired, err)
+	r.CorePreflights.settle(desired, err)
 	synced, err := r.sync(ctx, desired, request, err)
 	if desired.Adopting != "" && !synced.written.IsZero() && r.Recorder != nil {
 		r.Recorder.Event(obj, corev1.EventTypeNormal, providerplan.AdoptingEvent, desired.Adopting)

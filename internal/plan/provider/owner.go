@@ -33,6 +33,8 @@ type Owner struct {
 	Kind, Type      string
 	Namespace, Name string
 	UID             types.UID
+	// Generation is the provider's generation the plan is for.
+	Generation int64
 }
 
 // ProviderType, GetNamespace and GetName name the provider's release
@@ -127,7 +129,7 @@ func owned(f Facts, d *Desired) {
 
 // OwnerOf names p, of kind, as the sync does.
 func OwnerOf(p v1alpha1.Provider, kind string) Owner {
-	return Owner{Kind: kind, Type: p.ProviderType(), Namespace: p.GetNamespace(), Name: p.GetName(), UID: p.GetUID()}
+	return Owner{Kind: kind, Type: p.ProviderType(), Namespace: p.GetNamespace(), Name: p.GetName(), UID: p.GetUID(), Generation: p.GetGeneration()}
 }
 
 // expect is what the fold reads the Flux objects against: the provider's
