@@ -59,7 +59,7 @@ help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 .PHONY: tools
-tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI, cluster-api-operator) and test CLIs (clusterctl, flux, oras, cosign) into bin/.
+tools: ## Build the pinned plane components (Kubernetes, etcd, kwok, Flux, CAPI, cluster-api-operator), test CLIs (clusterctl, flux, oras, cosign) and the SBOM generator (cyclonedx-gomod) into bin/.
 	$(GO) -C tests/tools run . -bin $(BIN)
 
 .PHONY: fixtures
@@ -206,7 +206,23 @@ REGISTRY    ?=
 OUTPUT      ?=
 PLAIN_HTTP  ?=
 ALLOW_DIRTY ?=
+# Signing (docs/security.md): COSIGN_KEY=cosign.key signs with that key
+# (its password from COSIGN_PASSWORD, as cosign reads it); COSIGN_KEYLESS=1
+# signs with the hosted CI's OIDC identity instead. Neither: unsigned.
+# BUILDER_ID and INVOCATION_ID name the builder and the run in the
+# provenance (a CI workflow's and a CI run's URL).
+COSIGN_KEY     ?=
+COSIGN_KEYLESS ?=
+BUILDER_ID     ?=
+INVOCATION_ID  ?=
 RELEASE_FLAGS = $(if $(filter 1 true yes,$(PLAIN_HTTP)),-plain-http) $(if $(filter 1 true yes,$(ALLOW_DIRTY)),-allow-dirty)
+SIGN_FLAGS    = -cosign $(BIN)/cosign -sbom-generator $(BIN)/cyclonedx-gomod \
+	$(if $(COSIGN_KEY),-cosign-key '$(COSIGN_KEY)') $(if $(filter 1 true yes,$(COSIGN_KEYLESS)),-keyless) \
+	$(if $(BUILDER_ID),-builder-id '$(BUILDER_ID)') $(if $(INVOCATION_ID),-invocation-id '$(INVOCATION_ID)')
+
+.PHONY: release-tools
+release-tools: ## Build only what make release needs into bin/: cosign and cyclonedx-gomod.
+	$(GO) -C tests/tools run . -bin $(BIN) cosign cyclonedx
 
 .PHONY: image
 image: ## Build the manager image (linux/amd64+arm64) into the OCI layout bin/image; REGISTRY=host/prefix [PLAIN_HTTP=1] pushes it.
@@ -214,7 +230,8 @@ image: ## Build the manager image (linux/amd64+arm64) into the OCI layout bin/im
 		$(if $(REGISTRY),-registry '$(REGISTRY)',-registry ghcr.io/capwright -output $(BIN)/image) $(RELEASE_FLAGS)
 
 .PHONY: release
-release: ## make release VERSION=vX.Y.Z REGISTRY=host/prefix [OUTPUT=dir] [PLAIN_HTTP=1] [ALLOW_DIRTY=1]: image, chart, manifests, CLI.
+release: ## make release VERSION=vX.Y.Z REGISTRY=host/prefix [COSIGN_KEY=cosign.key | COSIGN_KEYLESS=1] [OUTPUT=dir] [PLAIN_HTTP=1] [ALLOW_DIRTY=1]: image, chart, manifests, CLI, SBOMs, provenance, signatures.
 	@case "$(origin VERSION)" in "command line"|environment*) ;; \
 		*) echo "make release needs the version to release: make release VERSION=v0.1.0 REGISTRY=host/prefix" >&2; exit 1;; esac
-	$(GO) run ./cmd/release -version '$(VERSION)' -registry '$(REGISTRY)' $(if $(OUTPUT),-output '$(OUTPUT)') $(RELEASE_FLAGS)
+	@$(MAKE) --no-print-directory release-tools
+	$(GO) run ./cmd/release -version '$(VERSION)' -registry '$(REGISTRY)' $(if $(OUTPUT),-output '$(OUTPUT)') $(RELEASE_FLAGS) $(SIGN_FLAGS)

@@ -49,6 +49,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, f := range res.CLI {
 			fmt.Fprintf(stdout, "cli        %s\n", f)
 		}
+		for _, f := range res.SBOMs {
+			fmt.Fprintf(stdout, "sbom       %s\n", f)
+		}
+		if res.Provenance != "" {
+			fmt.Fprintf(stdout, "provenance %s\n", res.Provenance)
+		}
+		if res.Signed {
+			fmt.Fprintln(stdout, "signed     image (index and platforms), chart, manifests; SBOMs and provenance attached to the image")
+		}
 	}
 	if o.Output != "" {
 		fmt.Fprintf(stdout, "written to the OCI layout %s\n", o.Output)
@@ -60,7 +69,8 @@ func parseFlags(args []string, stderr io.Writer) (o release.Options, imageOnly b
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var imagePlats, cliPlats string
-	var noCLI bool
+	var noCLI, keyless bool
+	var cosign, cosignKey string
 	fs.StringVar(&o.Version, "version", "", "version to release, vX.Y.Z[-pre] (required)")
 	fs.StringVar(&o.Registry, "registry", "", "host[:port]/prefix the artifacts are named under (required)")
 	fs.BoolVar(&o.PlainHTTP, "plain-http", false, "talk plain HTTP to the registry")
@@ -74,12 +84,26 @@ func parseFlags(args []string, stderr io.Writer) (o release.Options, imageOnly b
 	fs.StringVar(&o.CLIDir, "cli-dir", "", "where the CLI binaries and SHA256SUMS go (default <repo-root>/bin/release/<version>, or <output>/cli)")
 	fs.BoolVar(&o.AllowDirty, "allow-dirty", false, "release from a working tree with uncommitted changes")
 	fs.BoolVar(&imageOnly, "image", false, "build only the manager image (make image)")
+	fs.StringVar(&cosign, "cosign", "", "the cosign CLI that signs (make release: bin/cosign)")
+	fs.StringVar(&cosignKey, "cosign-key", "", "sign with this cosign private key (a cosign.key file, env://VAR or a KMS URI; its password from COSIGN_PASSWORD)")
+	fs.BoolVar(&keyless, "keyless", false, "sign keyless with cosign: the identity of the hosted CI's OIDC token, logged in Sigstore's transparency log")
+	fs.StringVar(&o.SBOMGenerator, "sbom-generator", "", "cyclonedx-gomod, which writes the binaries' SBOMs (make release: bin/cyclonedx-gomod); empty writes none")
+	fs.StringVar(&o.FilesDir, "files-dir", "", "where the SBOMs and provenance go (default <output>, or <repo-root>/bin/release/<version>)")
+	fs.StringVar(&o.BuilderID, "builder-id", "", "who builds, as the provenance names it (a CI workflow's URL)")
+	fs.StringVar(&o.InvocationID, "invocation-id", "", "this run, as the provenance names it (a CI run's URL)")
 	if err := fs.Parse(args); err != nil {
 		return o, false, err
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "unexpected arguments %q; every option is a flag\n", fs.Args())
 		return o, false, fmt.Errorf("unexpected arguments")
+	}
+	if cosignKey != "" && keyless {
+		fmt.Fprintln(stderr, "-cosign-key and -keyless: sign with a key or keyless, not both")
+		return o, false, fmt.Errorf("conflicting signing flags")
+	}
+	if cosignKey != "" || keyless {
+		o.Signing = &release.Signing{Cosign: cosign, Key: cosignKey}
 	}
 	o.ImagePlatforms = splitList(imagePlats)
 	o.CLIPlatforms = splitList(cliPlats)

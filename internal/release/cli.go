@@ -28,10 +28,7 @@ func buildCLI(ctx context.Context, o Options, platforms []platform) ([]string, e
 	var files []string
 	var sums strings.Builder
 	for _, p := range platforms {
-		name := "capwright_" + p.os + "_" + p.arch
-		if p.variant != "" {
-			name += "_" + p.variant
-		}
+		name := "capwright_" + platformSuffix(p)
 		if p.os == "windows" {
 			name += ".exe"
 		}

@@ -45,6 +45,21 @@ type Options struct {
 	CLIDir string
 	// AllowDirty releases from a working tree with uncommitted changes.
 	AllowDirty bool
+	// Signing, when set, signs the image, chart and manifests artifact
+	// and attaches the SBOMs and provenance to the image as signed
+	// attestations. Release only; it needs a registry (not Output).
+	Signing *Signing
+	// SBOMGenerator is the cyclonedx-gomod binary (make release:
+	// bin/cyclonedx-gomod); empty writes no SBOM.
+	SBOMGenerator string
+	// FilesDir receives the SBOMs (sbom/) and the provenance statement
+	// (provenance.intoto.json); default Output, or RepoRoot/bin/release/<Version>.
+	FilesDir string
+	// BuilderID names who built the release in its provenance (a CI
+	// workflow's URL); default the release command's source.
+	BuilderID string
+	// InvocationID names this run in the provenance (a CI run's URL).
+	InvocationID string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 
@@ -77,6 +92,13 @@ type Result struct {
 	Image, Chart, Manifests Artifact
 	// CLI are the files written: one binary per platform and SHA256SUMS.
 	CLI []string
+	// SBOMs are the CycloneDX SBOMs written, of the manager (one per image
+	// platform) and of the CLI (one per platform).
+	SBOMs []string
+	// Provenance is the in-toto statement written, "" for Image.
+	Provenance string
+	// Signed says the artifacts were signed and the image attested.
+	Signed bool
 }
 
 // Repositories of the artifacts under Options.Registry.
@@ -189,6 +211,15 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	if o.CLIDir, err = filepath.Abs(o.CLIDir); err != nil {
+		return o, err
+	}
+	if o.FilesDir == "" {
+		o.FilesDir = o.Output
+		if o.FilesDir == "" {
+			o.FilesDir = filepath.Join(root, "bin", "release", o.Version)
+		}
+	}
+	if o.FilesDir, err = filepath.Abs(o.FilesDir); err != nil {
 		return o, err
 	}
 	if o.Log == nil {

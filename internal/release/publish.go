@@ -25,10 +25,11 @@ import (
 // maxManifestBytes bounds the manifests oras-go reads back.
 const maxManifestBytes = 4 << 20
 
-// pushAll pushes every artifact by digest, and only once all are in the
-// registry tags them with the version: a release that fails half-way
-// leaves no tag behind, so nobody pulls a partial release by its version.
-func pushAll(ctx context.Context, o Options, t target, src content.ReadOnlyStorage, arts []*staged) error {
+// pushAll pushes every artifact by digest, runs beforeTag (signing; nil
+// for none), and only then tags them with the version: a release that
+// fails half-way leaves no tag behind, so nobody pulls a partial or
+// unsigned release by its version.
+func pushAll(ctx context.Context, o Options, t target, src content.ReadOnlyStorage, arts []*staged, beforeTag func(context.Context) error) error {
 	access, err := registryAccess(o.PlainHTTP)
 	if err != nil {
 		return err
@@ -46,6 +47,11 @@ func pushAll(ctx context.Context, o Options, t target, src content.ReadOnlyStora
 		if err := oras.CopyGraph(ctx, src, repo, a.desc, oras.DefaultCopyGraphOptions); err != nil {
 			return fmt.Errorf("releasing %s to registry %s: pushing the %s failed; nothing was tagged %s: %w",
 				o.Version, t.host, a.what, o.Version, artifact.RegistryError(ref, "pushing", err))
+		}
+	}
+	if beforeTag != nil {
+		if err := beforeTag(ctx); err != nil {
+			return fmt.Errorf("releasing %s to registry %s: every artifact was pushed by digest, but nothing was tagged %s: %w", o.Version, t.host, o.Version, err)
 		}
 	}
 	var tagged []string
@@ -119,8 +125,9 @@ func writeLayout(ctx context.Context, dir string, src content.ReadOnlyStorage, a
 }
 
 // checkOutputDir accepts a missing directory, one holding at most the CLI
-// (cli/), or the layout an earlier run wrote; it refuses any other, so a
-// mistyped OUTPUT never clears unrelated files.
+// (cli/), SBOMs (sbom/) and provenance, or the layout an earlier run
+// wrote; it refuses any other, so a mistyped OUTPUT never clears
+// unrelated files.
 func checkOutputDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -133,7 +140,7 @@ func checkOutputDir(dir string) error {
 		return nil
 	}
 	for _, e := range entries {
-		if e.Name() != "cli" {
+		if e.Name() != "cli" && e.Name() != sbomDir && e.Name() != provenanceFile {
 			return fmt.Errorf("output %s is neither empty nor an OCI layout (it holds %s); give an empty or new directory", dir, e.Name())
 		}
 	}

@@ -12,6 +12,7 @@ package release
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -33,7 +34,7 @@ func Release(ctx context.Context, o Options) (*Result, error) {
 	}
 	if !r.opts.AllowDirty {
 		// A release's own output in the tree (OUTPUT=dist) is no change.
-		if err := checkClean(ctx, r.opts.RepoRoot, r.opts.Output, r.opts.CLIDir); err != nil {
+		if err := checkClean(ctx, r.opts.RepoRoot, r.opts.Output, r.opts.CLIDir, r.opts.FilesDir); err != nil {
 			return nil, err
 		}
 	}
@@ -55,10 +56,23 @@ func Release(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.publish(ctx, image, chart, manifests); err != nil {
+	att, err := r.writeAttestations(ctx, image, chart, manifests, cli)
+	if err != nil {
 		return nil, err
 	}
-	return &Result{Image: image.artifact, Chart: chart.artifact, Manifests: manifests.artifact, CLI: cli}, nil
+	var sign func(context.Context) error
+	if r.opts.Signing != nil {
+		sign = func(ctx context.Context) error { return r.signAll(ctx, att, image, chart, manifests) }
+	}
+	if err := r.publish(ctx, sign, image, chart, manifests); err != nil {
+		return nil, err
+	}
+	res := &Result{Image: image.artifact, Chart: chart.artifact, Manifests: manifests.artifact, CLI: cli,
+		Provenance: att.provenance, Signed: r.opts.Signing != nil}
+	for _, f := range append(att.managerSBOMs, att.cliSBOMs...) {
+		res.SBOMs = append(res.SBOMs, f.path)
+	}
+	return res, nil
 }
 
 // Image builds only the manager image and pushes it (or writes it to
@@ -78,7 +92,7 @@ func Image(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.publish(ctx, image); err != nil {
+	if err := r.publish(ctx, nil, image); err != nil {
 		return nil, err
 	}
 	return &Result{Image: image.artifact}, nil
@@ -94,6 +108,11 @@ type run struct {
 	cliPlatforms   []platform
 	store          *memory.Store
 	tmp            string
+	// managers are the manager binaries, in imagePlatforms' order.
+	managers []string
+	// platformDigests are the image's per-platform manifests, in
+	// imagePlatforms' order.
+	platformDigests []string
 }
 
 // prepare checks what can be checked before building and reads the
@@ -116,6 +135,14 @@ func prepare(ctx context.Context, o Options) (*run, error) {
 	}
 	if o.Output != "" {
 		if err := checkOutputDir(o.Output); err != nil {
+			return nil, err
+		}
+		if o.Signing != nil {
+			return nil, errors.New("signing needs the registry the release goes to (cosign writes signatures there): release to REGISTRY with COSIGN_KEY, then copy it with capwright mirror, which carries the signatures; OUTPUT releases are unsigned")
+		}
+	}
+	if o.Signing != nil {
+		if err := o.Signing.check(); err != nil {
 			return nil, err
 		}
 	}
@@ -142,6 +169,14 @@ func (r *run) stageImage(ctx context.Context) (*staged, error) {
 	idx, err := imageIndex(r.opts.Version, r.commit, r.imagePlatforms, binaries)
 	if err != nil {
 		return nil, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	r.managers, r.platformDigests = binaries, nil
+	for _, d := range im.Manifests {
+		r.platformDigests = append(r.platformDigests, d.Digest.String())
 	}
 	desc, raw, err := stageIndex(ctx, r.store, idx)
 	if err != nil {
@@ -199,11 +234,12 @@ func (r *run) stageChart(ctx context.Context, image Artifact) (*staged, error) {
 	return &staged{what: "chart", path: r.target.path(chartRepository), artifact: a, desc: desc, manifest: chart.manifest}, nil
 }
 
-// publish pushes the staged artifacts, or writes them to the layout.
-func (r *run) publish(ctx context.Context, arts ...*staged) error {
+// publish pushes the staged artifacts, runs beforeTag, and tags them; or
+// writes them to the layout.
+func (r *run) publish(ctx context.Context, beforeTag func(context.Context) error, arts ...*staged) error {
 	if r.opts.Output != "" {
 		r.opts.logf("writing the OCI layout %s", r.opts.Output)
 		return writeLayout(ctx, r.opts.Output, r.store, arts)
 	}
-	return pushAll(ctx, r.opts, r.target, r.store, arts)
+	return pushAll(ctx, r.opts, r.target, r.store, arts, beforeTag)
 }

@@ -220,6 +220,14 @@ func components() []component {
 			Outputs:  []string{"cosign"},
 		},
 		{
+			// cyclonedx-gomod: make release writes the CycloneDX SBOM of
+			// every manager and CLI binary with it (`bin`: the modules Go
+			// recorded in the binary) and attaches it to the image.
+			Name: "cyclonedx", Dir: "cyclonedx",
+			Packages: []string{"github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod"},
+			Outputs:  []string{"cyclonedx-gomod"},
+		},
+		{
 			// cluster-api-operator: the adoption suite (tests/e2e/adopt/operator)
 			// takes over the providers it installed, and the install benchmark
 			// runs it beside Capwright. Its CRDs have a single version, so the
