@@ -3,15 +3,20 @@ package framework
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"oras.land/oras-go/v2/registry/remote"
 
+	"github.com/capwright/capwright/internal/release"
 	"github.com/capwright/capwright/tests/bindir"
 )
 
@@ -145,4 +150,109 @@ func runCosign(ctx context.Context, dir string, env []string, args ...string) ([
 		return out.Bytes(), fmt.Errorf("cosign %s: %w: %s", args[0], err, strings.TrimSpace(out.String()))
 	}
 	return out.Bytes(), nil
+}
+
+// releaseKey is the key the suites sign their releases of Capwright with,
+// one per test process, so that a suite's releases and the public key it
+// puts in the guide's examples always match.
+var releaseKey struct {
+	sync.Once
+	key *CosignKey
+	err error
+}
+
+// ReleaseKey is the key releases of Capwright are signed with in this
+// test process (see ReleaseSigning).
+func ReleaseKey() (*CosignKey, error) {
+	releaseKey.Do(func() { releaseKey.key, releaseKey.err = NewCosignKey() })
+	return releaseKey.key, releaseKey.err
+}
+
+// ReleaseSigning is how `make release COSIGN_KEY=…` signs with key: the
+// real cosign CLI, the private half handed over in the environment.
+func ReleaseSigning(key *CosignKey) (*release.Signing, error) {
+	bin, err := bindir.Default()
+	if err != nil {
+		return nil, err
+	}
+	return &release.Signing{
+		Cosign: filepath.Join(bin, "cosign"),
+		Key:    "env://COSIGN_PRIVATE_KEY",
+		Env:    []string{"COSIGN_PRIVATE_KEY=" + string(key.private), "COSIGN_PASSWORD=" + cosignPassword},
+	}, nil
+}
+
+// examplePublicKey is the public key block of the install guide's
+// examples, which a user replaces with Capwright's cosign.pub.
+var examplePublicKey = regexp.MustCompile(`(?m)^( *)-----BEGIN PUBLIC KEY-----\n(?:.*\n)*? *-----END PUBLIC KEY-----\n`)
+
+// WithPublicKey puts key's public half where an example of the install
+// guide holds Capwright's release key, as a user pastes cosign.pub there;
+// it fails when the example holds no key block.
+func WithPublicKey(example []byte, key *CosignKey) ([]byte, error) {
+	m := examplePublicKey.FindSubmatchIndex(example)
+	if m == nil {
+		return nil, fmt.Errorf("no -----BEGIN PUBLIC KEY----- block to put the release key in")
+	}
+	indent := string(example[m[2]:m[3]])
+	var block strings.Builder
+	for line := range strings.Lines(string(key.PublicPEM)) {
+		block.WriteString(indent + line)
+	}
+	return slices.Concat(example[:m[0]], []byte(block.String()), example[m[1]:]), nil
+}
+
+// CosignVerifyAttestations runs `cosign verify-attestation` of
+// predicateType (cosign's --type: cyclonedx, slsaprovenance1) on ref in
+// the plane's plain-HTTP registry with key's public half, as
+// docs/security.md tells users to, and returns the in-toto statements
+// whose signatures verified.
+func CosignVerifyAttestations(ctx context.Context, ref, predicateType string, key *CosignKey) ([][]byte, error) {
+	dir, err := os.MkdirTemp("", "cosign-pub-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	pub := filepath.Join(dir, "cosign.pub")
+	if err := os.WriteFile(pub, key.PublicPEM, 0o600); err != nil {
+		return nil, err
+	}
+	out, err := runCosignStdout(ctx, "verify-attestation", "--key", pub, "--type", predicateType,
+		"--insecure-ignore-tlog", "--allow-http-registry", "--allow-insecure-registry", ref)
+	if err != nil {
+		return nil, err
+	}
+	var statements [][]byte
+	for line := range strings.Lines(string(out)) {
+		var envelope struct {
+			Payload []byte `json:"payload"`
+		}
+		if err := json.Unmarshal([]byte(line), &envelope); err != nil {
+			return nil, fmt.Errorf("cosign verify-attestation printed %q: %w", line, err)
+		}
+		statements = append(statements, envelope.Payload)
+	}
+	return statements, nil
+}
+
+// runCosignStdout is runCosign keeping stdout (what cosign verified) apart
+// from stderr (its warnings).
+func runCosignStdout(ctx context.Context, args ...string) ([]byte, error) {
+	bin, err := bindir.Default()
+	if err != nil {
+		return nil, err
+	}
+	home, err := os.MkdirTemp("", "cosign-home-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(home) }()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "cosign"), args...)
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("cosign %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
 }

@@ -192,12 +192,22 @@ func (w *WorkingCopy) Revert(ctx context.Context, sha string) (string, time.Time
 }
 
 // ExampleRepository reads docs/examples/repository, path (slash-separated,
-// relative to it) to content: what a user commits.
+// relative to it) to content: what a user commits, with the key this
+// process signs Capwright's releases with (ReleaseKey) where the user
+// pastes Capwright's cosign.pub.
 func ExampleRepository(r Reporter, repoRoot string) map[string][]byte {
 	r.Helper()
 	files, err := ReadTree(filepath.Join(repoRoot, "docs", "examples", "repository"))
 	if err != nil {
 		r.Fatalf("%v", err)
+	}
+	key, err := ReleaseKey()
+	if err != nil {
+		r.Fatalf("%v", err)
+	}
+	const capwright = ManagementPath + "/capwright.yaml"
+	if files[capwright], err = WithPublicKey(files[capwright], key); err != nil {
+		r.Fatalf("docs/examples/repository/%s: %v", capwright, err)
 	}
 	return files
 }
@@ -268,14 +278,24 @@ func SiteOverlayAt(r Reporter, p *plane.Plane, releases *plane.ReleaseServer, pa
 	}
 }
 
-// ReleaseCapwright runs `make release VERSION=<version>` (the same code,
-// in-process) to the plane's registry, as the project's REGISTRY: the
-// manifests artifact the example's OCIRepository names (through the site
-// overlay) and the manager image it pins. Only this machine's platform is
-// built: the install suite checks both.
+// ReleaseCapwright runs `make release VERSION=<version> COSIGN_KEY=…`
+// (the same code, in-process) to the plane's registry, as the project's
+// REGISTRY, signed with ReleaseKey: the manifests artifact the example's
+// OCIRepository names (through the site overlay) and verifies, and the
+// manager image it pins. Only this machine's platform is built: the
+// install suite checks both.
 func ReleaseCapwright(r Reporter, ctx context.Context, p *plane.Plane, version string, log func(string)) *release.Result {
 	r.Helper()
+	key, err := ReleaseKey()
+	if err != nil {
+		r.Fatalf("%v", err)
+	}
+	signing, err := ReleaseSigning(key)
+	if err != nil {
+		r.Fatalf("%v", err)
+	}
 	res, err := release.Release(ctx, release.Options{
+		Signing:        signing,
 		Version:        version,
 		Registry:       p.Registry.Host + "/capwright",
 		PlainHTTP:      true,

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
@@ -24,8 +25,9 @@ const (
 )
 
 // example reads docs/examples/<name> as the guide tells users to commit it,
-// with the plane's registry in place of the public and the site's registry
-// and version in place of the examples' version. The plane's registry
+// with the plane's registry in place of the public and the site's registry,
+// version in place of the examples' version, and the suite's release key
+// in place of Capwright's. The plane's registry
 // speaks plain HTTP, so OCIRepositories get spec.insecure (the only change
 // that is not a substitution).
 func example(t *testing.T, name, version string) []*unstructured.Unstructured {
@@ -36,6 +38,16 @@ func example(t *testing.T, name, version string) []*unstructured.Unstructured {
 	}
 	if version != "" && !bytes.Contains(data, []byte("tag: "+exampleVersion)) {
 		t.Fatalf("docs/examples/%s does not install tag %s any more; update exampleVersion", name, exampleVersion)
+	}
+	// The release key of the suite where a user pastes Capwright's cosign.pub.
+	if bytes.Contains(data, []byte("-----BEGIN PUBLIC KEY-----")) {
+		key, err := framework.ReleaseKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, err = framework.WithPublicKey(data, key); err != nil {
+			t.Fatalf("docs/examples/%s: %v", name, err)
+		}
 	}
 	// The public release registry is releasePrefix() on the plane's
 	// registry. The site's registry is the plane's too: Capwright's release

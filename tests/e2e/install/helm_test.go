@@ -60,6 +60,7 @@ func TestInstallWithFluxHelmRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("Flux installed the chart %s in %s", firstVersion, time.Since(start).Round(time.Millisecond))
+	checkVerified(ctx, t, c, hr.Namespace, hr.Spec.ChartRef.Name)
 	// helm-controller records a chart from an OCIRepository as
 	// <semver>+<digest>, without the v.
 	if got := hr.Status.History.Latest(); !strings.HasPrefix(got.ChartVersion, strings.TrimPrefix(firstVersion, "v")+"+") || got.AppVersion != firstVersion {

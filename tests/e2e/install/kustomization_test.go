@@ -86,6 +86,8 @@ func TestInstallWithFluxKustomization(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("Flux applied Capwright %s in %s", firstVersion, time.Since(start).Round(time.Millisecond))
+	// The release's signature verified at the site's mirror.
+	checkVerified(ctx, t, c, ks.GetNamespace(), "capwright")
 	checkKustomizeInstall(ctx, t, c)
 
 	deploy := &appsv1.Deployment{}

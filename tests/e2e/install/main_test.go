@@ -16,6 +16,19 @@ import (
 
 var env *plane.Plane
 
+// releasesDir receives the SBOMs and provenance of the suite's releases.
+var releasesDir string
+
 func TestMain(m *testing.M) {
-	os.Exit(framework.RunSuite(m, plane.Options{AuditLog: true}, publishCAPIProviders, func(p *plane.Plane) { env = p }))
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "capwright-install-releases-")
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	releasesDir = dir
+	return framework.RunSuite(m, plane.Options{AuditLog: true}, publishCAPIProviders, func(p *plane.Plane) { env = p })
 }

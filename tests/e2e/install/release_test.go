@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/capwright/capwright/internal/release"
+	"github.com/capwright/capwright/tests/bindir"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
@@ -21,6 +23,11 @@ const (
 	upgradeVersion = "v0.0.2"
 	// upgradeCRDLabel is the CRD change v0.0.2 brings.
 	upgradeCRDLabel = "capwright.io/e2e-release"
+	// unsignedVersion is released without signatures, and
+	// otherKeyVersion signed with a key that is not the release key: the
+	// guide's verify must refuse both.
+	unsignedVersion = "v0.0.3"
+	otherKeyVersion = "v0.0.4"
 )
 
 // releasePrefix is where releases go on the plane's registry, as a
@@ -59,12 +66,29 @@ func mirrorRelease(ctx context.Context, t *testing.T, r *release.Result) {
 var releases = struct {
 	sync.Mutex
 	done map[string]*release.Result
-}{done: map[string]*release.Result{}}
+	// heads are HEAD before and after each release, by image digest: the
+	// commit the release was built from is one of them (others may
+	// commit to the tree meanwhile).
+	heads map[string][2]string
+}{done: map[string]*release.Result{}, heads: map[string][2]string{}}
 
-// released runs `make release` (the same code, in-process) for version to
-// the plane's registry once per suite: image for linux/amd64 and
-// linux/arm64, chart and manifests artifact. The CLI is not built here
-// (internal/release tests it).
+// head is the commit HEAD names in the tree under test.
+func head(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", env.RepoRoot(), "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// released runs `make release COSIGN_KEY=…` (the same code, in-process)
+// for version to the plane's registry once per suite: image for
+// linux/amd64 and linux/arm64, chart and manifests artifact, signed with
+// the suite's release key (framework.ReleaseKey, whose public half the
+// examples get), the image's SBOMs and provenance attached. unsignedVersion
+// is not signed, otherKeyVersion is signed with another key. The CLI is
+// not built here (internal/release tests it).
 func released(ctx context.Context, t *testing.T, version string) *release.Result {
 	t.Helper()
 	releases.Lock()
@@ -72,12 +96,32 @@ func released(ctx context.Context, t *testing.T, version string) *release.Result
 	if r, ok := releases.done[version]; ok {
 		return r
 	}
+	bin, err := bindir.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var signing *release.Signing
+	if version != unsignedVersion {
+		key, err := framework.ReleaseKey()
+		if version == otherKeyVersion {
+			key, err = framework.NewCosignKey()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if signing, err = framework.ReleaseSigning(key); err != nil {
+			t.Fatal(err)
+		}
+	}
 	o := release.Options{
-		Version:      version,
-		Registry:     releasePrefix(),
-		PlainHTTP:    true,
-		RepoRoot:     env.RepoRoot(),
-		CLIPlatforms: []string{},
+		Signing:       signing,
+		SBOMGenerator: filepath.Join(bin, "cyclonedx-gomod"),
+		FilesDir:      filepath.Join(releasesDir, version),
+		Version:       version,
+		Registry:      releasePrefix(),
+		PlainHTTP:     true,
+		RepoRoot:      env.RepoRoot(),
+		CLIPlatforms:  []string{},
 		// The tree under test may hold uncommitted work; the dirty-tree
 		// refusal is tested in internal/release.
 		AllowDirty: true,
@@ -87,11 +131,13 @@ func released(ctx context.Context, t *testing.T, version string) *release.Result
 		o.ManifestsDir = manifestsWithCRDLabel(t, upgradeCRDLabel, version)
 		o.ChartDir = chartWithCRDLabel(t, upgradeCRDLabel, version)
 	}
+	start, before := time.Now(), head(t)
 	r, err := release.Release(ctx, o)
 	if err != nil {
 		t.Fatalf("make release VERSION=%s REGISTRY=%s: %v", version, o.Registry, err)
 	}
-	t.Logf("released %s: image %s, chart %s, manifests %s", version, r.Image.Ref(), r.Chart.Ref(), r.Manifests.Ref())
+	releases.heads[r.Image.Digest] = [2]string{before, head(t)}
+	t.Logf("released %s in %s (signed: %t): image %s, chart %s, manifests %s", version, time.Since(start).Round(time.Millisecond), r.Signed, r.Image.Ref(), r.Chart.Ref(), r.Manifests.Ref())
 	releases.done[version] = r
 	return r
 }
