@@ -41,6 +41,8 @@ type versionOptions struct {
 	cluster    clusterOptions
 	output     string
 	clientOnly bool
+	// release, releaseRegistry and key: a release to report on.
+	release, releaseRegistry, key string
 }
 
 // versionReport is what `capwright version` prints.
@@ -50,6 +52,8 @@ type versionReport struct {
 	Managers []managerVersion `json:"managers,omitempty"`
 	// ManagerNote says why no manager is shown.
 	ManagerNote string `json:"managerNote,omitempty"`
+	// Release is the release --release asked about.
+	Release *releaseStatus `json:"release,omitempty"`
 }
 
 type clientVersion struct {
@@ -88,9 +92,17 @@ app.kubernetes.io/component=manager, as manifests/ and the chart install it.
 Its version is the Deployment's app.kubernetes.io/version label (the chart
 sets it), else the image's tag, else, for an image pinned by digest as
 releases pin it, the image's org.opencontainers.image.version annotation
-read from its registry (with the registry flags).`,
+read from its registry (with the registry flags).
+
+--release VERSION reports on that release in --release-registry instead
+of looking for the manager: each artifact (the image index and each
+platform's manifest, the chart, the manifests artifact) by digest, whether
+it is signed — checked against --key, the release's cosign.pub — and
+where its attestations (the SBOMs and provenance) are. It exits 1 when an
+artifact is unsigned, or not signed by --key (docs/security.md).`,
 		Example: `  capwright version
-  capwright version -o json | jq -r '.managers[0].version'`,
+  capwright version -o json | jq -r '.managers[0].version'
+  capwright version --release v0.1.0 --key cosign.pub`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runVersion(cmd, reg, o)
@@ -99,6 +111,9 @@ read from its registry (with the registry flags).`,
 	o.cluster.addFlags(cmd, "of the manager ")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, yaml or json")
 	cmd.Flags().BoolVar(&o.clientOnly, "client", false, "only the CLI's version: do not look for the manager")
+	cmd.Flags().StringVar(&o.release, "release", "", "report the signatures, SBOMs and provenance of this release (vX.Y.Z) in --release-registry instead of the manager")
+	cmd.Flags().StringVar(&o.releaseRegistry, "release-registry", defaultReleaseRegistry, "host[/prefix] the release was published under (make release's REGISTRY)")
+	cmd.Flags().StringVar(&o.key, "key", "", "cosign public key (cosign.pub) to verify the release's signatures and attestations with")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -108,10 +123,26 @@ func runVersion(cmd *cobra.Command, reg *registryOptions, o *versionOptions) err
 		return usageErrorf("-o %q: choose text, yaml or json", o.output)
 	}
 	r := versionReport{Client: clientVersion{Version: version, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}}
-	if !o.clientOnly {
+	if o.release != "" {
+		rel, err := readRelease(cmd.Context(), reg, o.releaseRegistry, o.release, o.key)
+		if err != nil {
+			return err
+		}
+		r.Release = rel
+	} else if !o.clientOnly {
 		r.Managers, r.ManagerNote = findManagers(cmd.Context(), reg, &o.cluster)
 	}
-	return printVersion(cmd.OutOrStdout(), o.output, &r)
+	if err := printVersion(cmd.OutOrStdout(), o.output, &r); err != nil {
+		return err
+	}
+	if r.Release != nil {
+		for _, a := range r.Release.Artifacts {
+			if a.Signatures == 0 || (o.key != "" && a.Verified == 0) {
+				return fmt.Errorf("release %s: %s is %s", o.release, a.Reference, signatureText(a.CosignStatus, o.key))
+			}
+		}
+	}
+	return nil
 }
 
 // findManagers looks the manager up; what it cannot find goes in the note.
@@ -229,6 +260,9 @@ func printVersion(w io.Writer, output string, r *versionReport) error {
 	}
 	if r.ManagerNote != "" {
 		fmt.Fprintln(w, "manager: not shown: "+strings.TrimSpace(r.ManagerNote))
+	}
+	if r.Release != nil {
+		printRelease(w, r.Release)
 	}
 	return nil
 }

@@ -189,12 +189,6 @@ func (c *copier) tree(ctx context.Context, r route, root ocispec.Descriptor) (*n
 // OCIRepository verify, cosign verify) looks them up by the same names.
 var cosignSuffixes = []string{"sig", "att", "sbom"}
 
-// CosignTag is the tag cosign keeps what it attached to d under, for one
-// of cosignSuffixes.
-func CosignTag(d digest.Digest, suffix string) string {
-	return d.Algorithm().String() + "-" + d.Encoded() + "." + suffix
-}
-
 // cosignTags copies the manifests cosign tagged for subject in the source,
 // under the same tags. A source that cannot resolve tags has none to copy.
 func (c *copier) cosignTags(ctx context.Context, r route, subject ocispec.Descriptor) error {
@@ -203,7 +197,7 @@ func (c *copier) cosignTags(ctx context.Context, r route, subject ocispec.Descri
 		return nil
 	}
 	return parallel(len(cosignSuffixes), func(i int) error {
-		tag := CosignTag(subject.Digest, cosignSuffixes[i])
+		tag := artifact.CosignTag(subject.Digest, cosignSuffixes[i])
 		if err := c.acquire(ctx); err != nil {
 			return err
 		}

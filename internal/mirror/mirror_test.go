@@ -518,7 +518,7 @@ func TestMirrorCosignTags(t *testing.T) {
 	push := func(ref artifact.Reference, subject ocispec.Descriptor, suffix string) {
 		desc := mirrortest.PushCosignTag(t, src.reg.Access(), ref, subject, suffix,
 			[]byte(`{"critical":{"image":{"docker-manifest-digest":"`+subject.Digest.String()+`"},"type":"cosign container image signature"}}`))
-		want = append(want, tagged{ref, mirror.CosignTag(subject.Digest, suffix), desc})
+		want = append(want, tagged{ref, artifact.CosignTag(subject.Digest, suffix), desc})
 	}
 	push(core.Ref, mirrortest.Resolve(t, src.reg.Access(), core.Ref), "sig")
 	push(img.Ref, img.Index, "sig")

@@ -15,7 +15,6 @@ import (
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/clusterctl"
 	"github.com/capwright/capwright/internal/clusterctl/clusterctltest"
-	"github.com/capwright/capwright/internal/mirror"
 )
 
 // UpstreamImageHost is where Cluster API's release manifests point their
@@ -252,7 +251,7 @@ func PushCosignTag(t testing.TB, access artifact.Access, ref artifact.Reference,
 	data := mustJSON(t, ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
 		Config: configDesc, Layers: []ocispec.Descriptor{layer}})
 	desc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(data), Size: int64(len(data))}
-	tag := mirror.CosignTag(subject.Digest, suffix)
+	tag := artifact.CosignTag(subject.Digest, suffix)
 	if err := repo.PushReference(ctx, desc, bytes.NewReader(data), tag); err != nil {
 		t.Fatalf("pushing %s:%s: %v", ref, tag, err)
 	}

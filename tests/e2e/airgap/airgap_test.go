@@ -28,7 +28,6 @@ import (
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/artifact"
 	"github.com/capwright/capwright/internal/catalog"
-	"github.com/capwright/capwright/internal/mirror"
 	"github.com/capwright/capwright/internal/mirror/mirrortest"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
@@ -87,7 +86,7 @@ func TestInstallFromMirrorWithoutTheOriginalRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	sigRef := core.Ref
-	sigRef.Tag = mirror.CosignTag(digest.Digest(core.Digest), "sig")
+	sigRef.Tag = artifact.CosignTag(digest.Digest(core.Digest), "sig")
 	signature := mirrortest.Resolve(t, plainHTTP, sigRef)
 
 	// Mirror A → B with the CLI built from the working tree, through a
