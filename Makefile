@@ -129,6 +129,10 @@ manifests: ## Generate CRDs and RBAC into manifests/, and copy clusterctl's inve
 	    manifests/rbac/manager_admission.yaml; } > charts/capwright/templates/manager-admission.yaml
 	grep -q 'serviceaccount:{{ .Release.Namespace }}' charts/capwright/templates/manager-admission.yaml || { echo "manifests/rbac/manager_admission.yaml: no manager username to name from the release"; exit 1; }
 
+.PHONY: docs
+docs: ## Generate the reference pages in docs/reference from the CRDs, condition constants, metrics, CLI commands and manager flags.
+	$(GO) run ./tests/cmd/reference-docs -root $(CURDIR)
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## go vet and golangci-lint on both modules.
 	$(GO) vet ./...

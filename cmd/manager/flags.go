@@ -53,6 +53,35 @@ type options struct {
 // parseFlags reads the manager's command line.
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
+	fs := o.flagSet()
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q: the manager takes flags only (see --help)", rest)
+	}
+	for _, ns := range o.tenantForbidden {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("--tenant-forbidden-namespaces: %q is not a namespace name (%s); list namespace names, comma-separated", ns, strings.Join(errs, "; "))
+		}
+	}
+	if o.upgradeCheck < 0 {
+		return nil, fmt.Errorf("--upgrade-check-interval: %s is negative; give a duration such as 6h, or 0 to turn the checks off", o.upgradeCheck)
+	}
+	sharding, err := render.ParseSharding(o.fluxSharding)
+	if err != nil {
+		return nil, fmt.Errorf("--flux-sharding: %w", err)
+	}
+	o.sharding = sharding
+	if err := o.featureGates.SupportedFeatures(features); err != nil {
+		return nil, fmt.Errorf("--feature-gates: %w (this version knows %d feature gates; see docs/install.md)", err, len(features))
+	}
+	return o, nil
+}
+
+// flagSet defines the manager's flags on o; the generated reference
+// (docs/reference/manager.md) reads the same set.
+func (o *options) flagSet() *flag.FlagSet {
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	fs.BoolVar(&o.printVersion, "version", false, "Print the version and exit.")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "The address the metrics endpoint binds to; 0 disables it.")
@@ -84,29 +113,7 @@ func parseFlags(args []string) (*options, error) {
 	o.log.BindFlags(fs)
 	o.leaderElection.BindFlags(fs)
 	o.featureGates.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if rest := fs.Args(); len(rest) > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q: the manager takes flags only (see --help)", rest)
-	}
-	for _, ns := range o.tenantForbidden {
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return nil, fmt.Errorf("--tenant-forbidden-namespaces: %q is not a namespace name (%s); list namespace names, comma-separated", ns, strings.Join(errs, "; "))
-		}
-	}
-	if o.upgradeCheck < 0 {
-		return nil, fmt.Errorf("--upgrade-check-interval: %s is negative; give a duration such as 6h, or 0 to turn the checks off", o.upgradeCheck)
-	}
-	sharding, err := render.ParseSharding(o.fluxSharding)
-	if err != nil {
-		return nil, fmt.Errorf("--flux-sharding: %w", err)
-	}
-	o.sharding = sharding
-	if err := o.featureGates.SupportedFeatures(features); err != nil {
-		return nil, fmt.Errorf("--feature-gates: %w (this version knows %d feature gates; see docs/install.md)", err, len(features))
-	}
-	return o, nil
+	return fs
 }
 
 // tenantForbiddenNamespaces are the namespaces closed to Tenants

@@ -1,0 +1,19 @@
+//go:build docgen
+
+package main
+
+import (
+	"os"
+
+	"github.com/capwright/capwright/tests/refdocs"
+)
+
+// Built with -tags docgen (make docs), the manager prints its flags for the
+// generated reference instead of running; released binaries hold none of
+// this.
+func init() {
+	if os.Getenv("CAPWRIGHT_DOCGEN") == "1" {
+		refdocs.Dump(refdocs.FromFlagSet("capwright-manager", (&options{}).flagSet()))
+		os.Exit(0)
+	}
+}
