@@ -110,15 +110,7 @@ var (
 // page outside code blocks and code spans.
 func markdownLinks(md string) []markdownLink {
 	var out []markdownLink
-	inFence := false
-	for i, line := range strings.Split(md, "\n") {
-		if fence.MatchString(line) {
-			inFence = !inFence
-			continue
-		}
-		if inFence {
-			continue
-		}
+	for i, line := range proseLines(md) {
 		line = codeSpan.ReplaceAllString(line, "")
 		for _, m := range inlineLink.FindAllStringSubmatch(line, -1) {
 			out = append(out, markdownLink{target: m[1], line: i + 1})
@@ -130,6 +122,22 @@ func markdownLinks(md string) []markdownLink {
 	return out
 }
 
+// proseLines are a page's lines with those of fenced code blocks (and the
+// fences) blanked, so line numbers stay the page's.
+func proseLines(md string) []string {
+	lines := strings.Split(md, "\n")
+	inFence := false
+	for i, line := range lines {
+		if fence.MatchString(line) {
+			inFence = !inFence
+			lines[i] = ""
+		} else if inFence {
+			lines[i] = ""
+		}
+	}
+	return lines
+}
+
 // headingAnchors are the anchors GitHub gives a page's headings: lower
 // case, punctuation but hyphens and underscores dropped, spaces as
 // hyphens, a repeated anchor suffixed -1, -2, ….
@@ -137,15 +145,7 @@ func headingAnchors(md string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
 	heading := regexp.MustCompile(`^#{1,6}\s+(.+?)\s*#*\s*$`)
-	inFence := false
-	for _, line := range strings.Split(md, "\n") {
-		if fence.MatchString(line) {
-			inFence = !inFence
-			continue
-		}
-		if inFence {
-			continue
-		}
+	for _, line := range proseLines(md) {
 		m := heading.FindStringSubmatch(line)
 		if m == nil {
 			continue
