@@ -208,13 +208,19 @@ func TestReleasedImageCarriesSignedSBOMAndProvenance(t *testing.T) {
 			for mod, version := range modules {
 				got, ok := listed[mod]
 				switch {
+				case !ok && version == "(devel)":
+					// A module replaced by a directory of this repository
+					// (./api): cyclonedx-gomod lists no version-less
+					// module; it is the released commit's source, which
+					// the provenance names.
+					t.Logf("the SBOM leaves out %s, built from this repository's tree", mod)
 				case !ok:
 					t.Errorf("the SBOM of the %s image does not list module %s %s", platform, mod, version)
 				case version != "(devel)" && got != version:
 					t.Errorf("the SBOM of the %s image lists %s %s, the binary holds %s", platform, mod, got, version)
 				}
 			}
-			t.Logf("the SBOM of the %s image lists all %d Go modules of its manager binary with their versions (%d components)", platform, len(modules), len(listed))
+			t.Logf("the SBOM of the %s image: %d components, checked against the %d modules go version -m reads from its manager binary", platform, len(listed), len(modules))
 		})
 	}
 	head := releasedFrom(r)
