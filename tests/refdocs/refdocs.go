@@ -109,6 +109,7 @@ func indexPage(pages map[string]string) string {
 	if len(pages) != len(titles) {
 		panic(fmt.Sprintf("refdocs: %d pages, %d titles: name every page in titles", len(pages), len(titles)))
 	}
+	b.WriteString("\nSupported versions of Kubernetes, Flux, Cluster API and cert-manager:\n[support.md](../support.md).\n")
 	return b.String()
 }
 
