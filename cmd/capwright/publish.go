@@ -74,7 +74,7 @@ copying later with oras); then DIR:VERSION@sha256:… is printed.`,
     --type infrastructure --name docker --version v1.14.2 --output ./layout
 
   # Fetch a well-known provider's release, as clusterctl init --infrastructure aws does
-  capwright publish --from-release infrastructure/aws --version v2.8.1 \
+  capwright publish --from-release infrastructure/aws --version v2.13.0 \
     oci://registry.example.com/capi/manifests/infrastructure-aws
 
   # Fetch from a GitLab generic package with a token from the environment

@@ -34,7 +34,7 @@ func Generate(root string) (map[string]string, error) {
 		return nil, err
 	}
 	pages["conditions.md"] = cond
-	met, err := metricsPage()
+	met, err := metricsPage(root)
 	if err != nil {
 		return nil, err
 	}
