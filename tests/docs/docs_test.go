@@ -9,16 +9,12 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -37,6 +33,7 @@ import (
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
 	providersv1alpha1 "github.com/capwright/capwright/api/providers/v1alpha1"
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
+	"github.com/capwright/capwright/tests/refdocs"
 )
 
 const repoRoot = "../.."
@@ -88,33 +85,9 @@ func splitSections(md string) map[string]string {
 // reasonConstants returns the string constants named *Reason in file.
 func reasonConstants(t *testing.T, file string) map[string]string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	out, err := refdocs.ReasonConstants(file)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, decl := range f.Decls {
-		gd, ok := decl.(*ast.GenDecl)
-		if !ok || gd.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gd.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, name := range vs.Names {
-				if !strings.HasSuffix(name.Name, "Reason") || i >= len(vs.Values) {
-					continue
-				}
-				lit, ok := vs.Values[i].(*ast.BasicLit)
-				if !ok || lit.Kind != token.STRING {
-					continue
-				}
-				v, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out[name.Name] = v
-			}
-		}
 	}
 	return out
 }

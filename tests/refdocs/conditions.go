@@ -23,6 +23,24 @@ type constant struct {
 	name, value, doc, section string
 }
 
+// ReasonConstants maps the name of each string constant named *Reason in
+// file (an api/*/v1alpha1/conditions.go) to its value.
+func ReasonConstants(file string) (map[string]string, error) {
+	blocks, err := constBlocks(file)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, blk := range blocks {
+		for _, c := range blk.consts {
+			if strings.HasSuffix(c.name, "Reason") {
+				out[c.name] = c.value
+			}
+		}
+	}
+	return out, nil
+}
+
 // conditionsPage lists every condition type and reason the API defines,
 // with its doc comment: `XCondition` constants are types, `XReason`
 // constants reasons. A one-line comment that does not start with a
