@@ -17,6 +17,12 @@
 //     healthy on the target revision (updated) and those failed on it;
 //   - capwright_tenant_rollbacks_total{name,namespace}: rollouts stopped
 //     by a failed wave (rolled back or paused).
+//
+// The provider controller records one more itself, from its install
+// timelines: capwright_provider_install_step_seconds{kind,step}, the
+// seconds from the manager first seeing a provider's generation to each
+// step of its install or upgrade (internal/controller/provider/timeline.go).
+// docs/reference/metrics.md lists every metric, generated from the code.
 package metrics
 
 import (
