@@ -19,13 +19,16 @@ import (
 	"github.com/capwright/capwright/internal/clusterctl"
 )
 
-// upstreamRegistry is where Cluster API publishes provider manifests as OCI
-// artifacts, in the layout of the proposal
+// upstreamRegistry is where Cluster API is to publish provider manifests as
+// OCI artifacts, in the layout of the proposal
 // 20260804-provider-manifests-as-oci-artifacts:
-// {registry}/{project}/manifests/{type}-{name}.
+// {registry}/{project}/manifests/{type}-{name}. Nothing is published there
+// yet: the manager installs these providers from their GitHub releases
+// unless --catalog-oci-artifacts or a mirror rule for this path (what
+// `capwright mirror --provider` writes) sends them to an OCI repository.
 const upstreamRegistry = "registry.k8s.io/cluster-api/manifests"
 
-// wellKnown lists the providers whose artifacts Cluster API itself publishes.
+// wellKnown lists the providers whose artifacts Cluster API is to publish.
 // It is the one place that knows them.
 var wellKnown = map[string]string{
 	v1alpha1.CoreProviderType + "/cluster-api":     upstreamRegistry + "/core-cluster-api",
@@ -255,7 +258,7 @@ var ErrNoSource = errors.New("no source")
 type Options struct {
 	// Mirrors are the registry mirror rules.
 	Mirrors Mirrors
-	// OCIArtifacts installs the providers Cluster API publishes as
+	// OCIArtifacts installs the providers Cluster API is to publish as
 	// provider artifacts (Repository) from their OCI repository rather
 	// than from their release assets, once upstream publishes there.
 	OCIArtifacts bool

@@ -77,7 +77,7 @@ type Resolver struct {
 	Resolutions *Resolutions
 	// Mirrors are the manager's mirror rules.
 	Mirrors catalog.Mirrors
-	// CatalogOCIArtifacts installs the providers Cluster API publishes as
+	// CatalogOCIArtifacts installs the providers Cluster API is to publish as
 	// provider artifacts from their OCI repository rather than their
 	// release assets (--catalog-oci-artifacts).
 	CatalogOCIArtifacts bool
