@@ -55,6 +55,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if res.Provenance != "" {
 			fmt.Fprintf(stdout, "provenance %s\n", res.Provenance)
 		}
+		if res.PublicKey != "" {
+			fmt.Fprintf(stdout, "public key %s (publish it with the release: users verify with it)\n", res.PublicKey)
+		}
 		if res.Signed {
 			fmt.Fprintln(stdout, "signed     image (index and platforms), chart, manifests; SBOMs and provenance attached to the image")
 		}

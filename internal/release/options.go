@@ -99,6 +99,9 @@ type Result struct {
 	Provenance string
 	// Signed says the artifacts were signed and the image attested.
 	Signed bool
+	// PublicKey is the cosign.pub written beside the provenance for a
+	// release signed with a key, "" otherwise.
+	PublicKey string
 }
 
 // Repositories of the artifacts under Options.Registry.

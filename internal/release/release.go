@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"oras.land/oras-go/v2/content/memory"
 
@@ -61,14 +62,18 @@ func Release(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	var sign func(context.Context) error
+	var publicKey string
 	if r.opts.Signing != nil {
+		if publicKey, err = r.opts.Signing.writePublicKey(ctx, filepath.Join(r.opts.FilesDir, PublicKeyFile)); err != nil {
+			return nil, err
+		}
 		sign = func(ctx context.Context) error { return r.signAll(ctx, att, image, chart, manifests) }
 	}
 	if err := r.publish(ctx, sign, image, chart, manifests); err != nil {
 		return nil, err
 	}
 	res := &Result{Image: image.artifact, Chart: chart.artifact, Manifests: manifests.artifact, CLI: cli,
-		Provenance: att.provenance, Signed: r.opts.Signing != nil}
+		Provenance: att.provenance, Signed: r.opts.Signing != nil, PublicKey: publicKey}
 	for _, f := range append(att.managerSBOMs, att.cliSBOMs...) {
 		res.SBOMs = append(res.SBOMs, f.path)
 	}

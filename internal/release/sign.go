@@ -78,6 +78,24 @@ func (s *Signing) attest(ctx context.Context, o Options, ref, predicateType, pre
 	return s.run(ctx, args)
 }
 
+// PublicKeyFile is the file beside the release's SBOMs and provenance that
+// holds the public half of a key-signed release's key: what users verify
+// with and put into the install's capwright-cosign-key Secret.
+const PublicKeyFile = "cosign.pub"
+
+// writePublicKey writes the public half of s.Key to path with `cosign
+// public-key`, before anything is pushed, so a key cosign cannot read stops
+// the release early. Keyless releases have no key to publish.
+func (s *Signing) writePublicKey(ctx context.Context, path string) (string, error) {
+	if s.keyless() {
+		return "", nil
+	}
+	if err := s.run(ctx, []string{"public-key", "--key", s.Key, "--outfile", path}); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
 // run runs cosign; an error carries what cosign said, which never holds
 // the key or its password.
 func (s *Signing) run(ctx context.Context, args []string) error {
