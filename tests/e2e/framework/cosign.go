@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -180,26 +178,6 @@ func ReleaseSigning(key *CosignKey) (*release.Signing, error) {
 		Key:    "env://COSIGN_PRIVATE_KEY",
 		Env:    []string{"COSIGN_PRIVATE_KEY=" + string(key.private), "COSIGN_PASSWORD=" + cosignPassword},
 	}, nil
-}
-
-// examplePublicKey is the public key block of the install guide's
-// examples, which a user replaces with Capwright's cosign.pub.
-var examplePublicKey = regexp.MustCompile(`(?m)^( *)-----BEGIN PUBLIC KEY-----\n(?:.*\n)*? *-----END PUBLIC KEY-----\n`)
-
-// WithPublicKey puts key's public half where an example of the install
-// guide holds Capwright's release key, as a user pastes cosign.pub there;
-// it fails when the example holds no key block.
-func WithPublicKey(example []byte, key *CosignKey) ([]byte, error) {
-	m := examplePublicKey.FindSubmatchIndex(example)
-	if m == nil {
-		return nil, fmt.Errorf("no -----BEGIN PUBLIC KEY----- block to put the release key in")
-	}
-	indent := string(example[m[2]:m[3]])
-	var block strings.Builder
-	for line := range strings.Lines(string(key.PublicPEM)) {
-		block.WriteString(indent + line)
-	}
-	return slices.Concat(example[:m[0]], []byte(block.String()), example[m[1]:]), nil
 }
 
 // CosignVerifyAttestations runs `cosign verify-attestation` of

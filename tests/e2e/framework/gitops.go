@@ -192,22 +192,13 @@ func (w *WorkingCopy) Revert(ctx context.Context, sha string) (string, time.Time
 }
 
 // ExampleRepository reads docs/examples/repository, path (slash-separated,
-// relative to it) to content: what a user commits, with the key this
-// process signs Capwright's releases with (ReleaseKey) where the user
-// pastes Capwright's cosign.pub.
+// relative to it) to content: what a user commits, as written. The release
+// key goes in through the site overlay (SiteOverlay).
 func ExampleRepository(r Reporter, repoRoot string) map[string][]byte {
 	r.Helper()
 	files, err := ReadTree(filepath.Join(repoRoot, "docs", "examples", "repository"))
 	if err != nil {
 		r.Fatalf("%v", err)
-	}
-	key, err := ReleaseKey()
-	if err != nil {
-		r.Fatalf("%v", err)
-	}
-	const capwright = ManagementPath + "/capwright.yaml"
-	if files[capwright], err = WithPublicKey(files[capwright], key); err != nil {
-		r.Fatalf("docs/examples/repository/%s: %v", capwright, err)
 	}
 	return files
 }
@@ -237,7 +228,9 @@ func ReadTree(root string) (map[string][]byte, error) {
 // patch more sends the cert-manager Kustomization to the plane's
 // cert-manager, its stand-in certsim, which runs with the plane (so the
 // Kustomization applies the namespace only: plane/cert-manager, committed
-// beside it).
+// beside it). Beside it goes the cosign.pub of the key this process signs
+// Capwright's releases with (ReleaseKey), which the overlay's
+// secretGenerator puts into the Secret capwright.yaml verifies with.
 func SiteOverlay(r Reporter, p *plane.Plane, releases *plane.ReleaseServer) map[string][]byte {
 	r.Helper()
 	return SiteOverlayAt(r, p, releases, ManagementPath)
@@ -272,9 +265,14 @@ func SiteOverlayAt(r Reporter, p *plane.Plane, releases *plane.ReleaseServer, pa
       path: /spec/path
       value: ./plane/cert-manager
 `
+	key, err := ReleaseKey()
+	if err != nil {
+		r.Fatalf("%v", err)
+	}
 	return map[string][]byte{
-		path + "/kustomization.yaml":        []byte(text),
-		"plane/cert-manager/namespace.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cert-manager\n"),
+		path + "/kustomization.yaml":                 []byte(text),
+		ManagementPath + "/" + release.PublicKeyFile: key.PublicPEM,
+		"plane/cert-manager/namespace.yaml":          []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cert-manager\n"),
 	}
 }
 

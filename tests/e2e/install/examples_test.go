@@ -2,74 +2,148 @@ package install
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	kusttypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/resid"
+	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/capwright/capwright/internal/release"
 	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
-// What the install guide's examples name, and what stands in for it on the
-// plane.
-const (
-	// exampleReleaseRegistry is where Capwright's releases are published.
-	exampleReleaseRegistry = "ghcr.io/capwright"
-	// exampleSiteRegistry is the air-gapped site's registry.
-	exampleSiteRegistry = "registry.internal.example"
-	// exampleVersion is the Capwright version the examples install.
-	exampleVersion = "v0.1.0"
-)
+// keySecret is the Secret the install examples verify Capwright's release
+// with; they hold a placeholder a site replaces with the release's
+// cosign.pub.
+const keySecret = "capwright-cosign-key"
 
-// example reads docs/examples/<name> as the guide tells users to commit it,
-// with the plane's registry in place of the public and the site's registry,
-// version in place of the examples' version, and the suite's release key
-// in place of Capwright's. The plane's registry
-// speaks plain HTTP, so OCIRepositories get spec.insecure (the only change
-// that is not a substitution).
-func example(t *testing.T, name, version string) []*unstructured.Unstructured {
+// jsonPatch is one kustomize patch of a site overlay: RFC 6902 operations
+// on the object of kind and name.
+type jsonPatch struct {
+	kind, name string
+	ops        []map[string]any
+}
+
+// op is one RFC 6902 operation.
+func op(operation, path string, value any) map[string]any {
+	return map[string]any{"op": operation, "path": path, "value": value}
+}
+
+// sourcePatch points the example's OCIRepository at url and tag on the
+// plane's registry, which speaks plain HTTP.
+func sourcePatch(url, tag string) jsonPatch {
+	return jsonPatch{kind: "OCIRepository", name: "capwright", ops: []map[string]any{
+		op("replace", "/spec/url", url),
+		op("replace", "/spec/ref/tag", tag),
+		op("add", "/spec/insecure", true),
+	}}
+}
+
+// siteOverlay builds docs/examples/<name> as a site installs it
+// (docs/install.md, "Your registry, tag and key"): the example copied as
+// written, the release's cosign.pub beside it, and a kustomization.yaml
+// whose patches carry the site's differences and whose secretGenerator
+// replaces the example's key Secret from cosign.pub, built with kustomize
+// (krusty, as kustomize-controller builds). The example's bytes reach
+// kustomize unchanged; only the overlay changes what is applied.
+func siteOverlay(ctx context.Context, t *testing.T, name string, patches ...jsonPatch) []*unstructured.Unstructured {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(env.RepoRoot(), "docs", "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if version != "" && !bytes.Contains(data, []byte("tag: "+exampleVersion)) {
-		t.Fatalf("docs/examples/%s does not install tag %s any more; update exampleVersion", name, exampleVersion)
+	dir := t.TempDir()
+	base := filepath.Base(name)
+	if err := os.WriteFile(filepath.Join(dir, base), data, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	// The release key of the suite where a user pastes Capwright's cosign.pub.
-	if bytes.Contains(data, []byte("-----BEGIN PUBLIC KEY-----")) {
-		key, err := framework.ReleaseKey()
+	k := kusttypes.Kustomization{
+		TypeMeta:  kusttypes.TypeMeta{APIVersion: kusttypes.KustomizationVersion, Kind: kusttypes.KustomizationKind},
+		Resources: []string{base},
+	}
+	for _, p := range patches {
+		ops, err := json.Marshal(p.ops)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if data, err = framework.WithPublicKey(data, key); err != nil {
-			t.Fatalf("docs/examples/%s: %v", name, err)
+		k.Patches = append(k.Patches, kusttypes.Patch{Patch: string(ops), Target: &kusttypes.Selector{
+			ResId: resid.ResId{Gvk: resid.Gvk{Kind: p.kind}, Name: p.name},
+		}})
+	}
+	if bytes.Contains(data, []byte("name: "+keySecret+"\n")) {
+		if err := os.WriteFile(filepath.Join(dir, release.PublicKeyFile), releasePublicKey(ctx, t), 0o644); err != nil {
+			t.Fatal(err)
 		}
+		k.SecretGenerator = []kusttypes.SecretArgs{{GeneratorArgs: kusttypes.GeneratorArgs{
+			Namespace: "flux-system", Name: keySecret, Behavior: "replace",
+			KvPairSources: kusttypes.KvPairSources{FileSources: []string{release.PublicKeyFile}},
+			Options:       &kusttypes.GeneratorOptions{DisableNameSuffixHash: true},
+		}}}
 	}
-	// The public release registry is releasePrefix() on the plane's
-	// registry. The site's registry is the plane's too: Capwright's release
-	// mirrored under sitePrefix(), the Cluster API providers where the
-	// suite published them.
-	text := string(data)
-	text = strings.ReplaceAll(text, exampleReleaseRegistry, releasePrefix())
-	text = strings.ReplaceAll(text, exampleSiteRegistry+"/capwright/", sitePrefix()+"/capwright/")
-	text = strings.ReplaceAll(text, exampleSiteRegistry, env.Registry.Host)
-	if version != "" {
-		text = strings.ReplaceAll(text, "tag: "+exampleVersion, "tag: "+version)
+	overlay, err := sigsyaml.Marshal(k)
+	if err != nil {
+		t.Fatal(err)
 	}
-	objs, err := plane.DecodeYAML(strings.NewReader(text))
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), overlay, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build of docs/examples/%s with the site overlay:\n%s\n%v", name, overlay, err)
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := plane.DecodeYAML(bytes.NewReader(out))
 	if err != nil {
 		t.Fatalf("docs/examples/%s: %v", name, err)
 	}
-	for _, o := range objs {
-		if o.GetKind() == "OCIRepository" {
-			if err := unstructured.SetNestedField(o.Object, true, "spec", "insecure"); err != nil {
-				t.Fatal(err)
-			}
-		}
+	return objs
+}
+
+// releasePublicKey is the cosign.pub `make release COSIGN_KEY=…` wrote
+// beside the suite's first release, which users get with the release; it
+// must be the public half of the key the release was signed with.
+func releasePublicKey(ctx context.Context, t *testing.T) []byte {
+	t.Helper()
+	r := released(ctx, t, firstVersion)
+	if r.PublicKey == "" {
+		t.Fatalf("the release %s, signed with a key, wrote no %s", firstVersion, release.PublicKeyFile)
+	}
+	pub, err := os.ReadFile(r.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := framework.ReleaseKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(bytes.TrimSpace(pub), bytes.TrimSpace(key.PublicPEM)) {
+		t.Fatalf("%s of the release %s is not the public half of the key it was signed with:\n%s", r.PublicKey, firstVersion, pub)
+	}
+	return pub
+}
+
+// exampleAsWritten decodes docs/examples/<name> as written: files a site
+// commits without an overlay.
+func exampleAsWritten(t *testing.T, name string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(env.RepoRoot(), "docs", "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := plane.DecodeYAML(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("docs/examples/%s: %v", name, err)
 	}
 	return objs
 }

@@ -9,7 +9,6 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,18 +29,16 @@ func TestInstallWithFluxHelmRelease(t *testing.T) {
 	rel := released(ctx, t, firstVersion)
 	upgrade := released(ctx, t, upgradeVersion)
 
-	install := example(t, "capwright-helm.yaml", firstVersion)
+	// The site's overlay over docs/examples/capwright-helm.yaml: the
+	// release from the plane's registry, which is also the providers'
+	// mirror, over plain HTTP (the chart's values for an air-gapped site).
+	install := siteOverlay(ctx, t, "capwright-helm.yaml",
+		sourcePatch("oci://"+releasePrefix()+"/charts/capwright", firstVersion),
+		jsonPatch{kind: helmv2.HelmReleaseKind, name: "capwright", ops: []map[string]any{
+			op("add", "/spec/values/registryMirrors", []string{"registry.k8s.io/cluster-api/manifests=" + env.Registry.Host + "/cluster-api/manifests"}),
+			op("add", "/spec/values/insecureRegistries", []string{env.Registry.Host}),
+		}})
 	hrObj := only(t, install, helmv2.HelmReleaseKind)
-	// The plane's registry is the providers' mirror, over plain HTTP: the
-	// chart's values for an air-gapped site.
-	for field, value := range map[string][]any{
-		"registryMirrors":    {"registry.k8s.io/cluster-api/manifests=" + env.Registry.Host + "/cluster-api/manifests"},
-		"insecureRegistries": {env.Registry.Host},
-	} {
-		if err := unstructured.SetNestedSlice(hrObj.Object, value, "spec", "values", field); err != nil {
-			t.Fatal(err)
-		}
-	}
 	start := time.Now()
 	apply(ctx, t, install...)
 	hr := &helmv2.HelmRelease{}

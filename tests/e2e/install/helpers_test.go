@@ -205,7 +205,7 @@ func checkUpgraded(ctx context.Context, t *testing.T, c client.Client, deploy *a
 // all three are Ready; it logs the time since start as a figure.
 func installExampleProviders(ctx context.Context, t *testing.T, c client.Client, start time.Time, what string) []v1alpha1.Provider {
 	t.Helper()
-	objs := example(t, "repository/infrastructure/providers/cluster-api.yaml", "")
+	objs := exampleAsWritten(t, "repository/infrastructure/providers/cluster-api.yaml")
 	providers := providersOf(t, c, objs)
 	apply(ctx, t, objs...)
 	waitProvidersReady(ctx, t, c, providers, 3*time.Minute)

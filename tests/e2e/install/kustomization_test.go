@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/internal/release"
@@ -64,18 +64,26 @@ func TestInstallWithFluxKustomization(t *testing.T) {
 		return sitePrefix() + "/capwright/capwright-manager@" + r.Image.Digest
 	}
 
-	install := example(t, "capwright-airgap.yaml", firstVersion)
-	// The plane's registry is plain HTTP: the manager must be told, as it
-	// would be for an internal mirror without TLS.
-	ks := only(t, install, kustomizev1.KustomizationKind)
-	patches, _, _ := unstructured.NestedSlice(ks.Object, "spec", "patches")
-	patches = append(patches, map[string]any{
-		"target": map[string]any{"kind": "Deployment", "name": kustomizeDeployment},
-		"patch":  "- op: add\n  path: /spec/template/spec/containers/0/args/-\n  value: --insecure-registry=" + env.Registry.Host + "\n",
+	// The site's overlay over docs/examples/capwright-airgap.yaml: the
+	// plane's registry, over plain HTTP, is the site's; the manager's
+	// mirror rule sends the providers to where the suite published them.
+	host := env.Registry.Host
+	managerArgs, err := json.Marshal([]map[string]any{
+		op("add", "/spec/template/spec/containers/0/args/-", "--registry-mirror=registry.k8s.io/cluster-api/manifests="+host+"/cluster-api/manifests"),
+		op("add", "/spec/template/spec/containers/0/args/-", "--insecure-registry="+host),
 	})
-	if err := unstructured.SetNestedSlice(ks.Object, patches, "spec", "patches"); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
+	install := siteOverlay(ctx, t, "capwright-airgap.yaml",
+		sourcePatch("oci://"+sitePrefix()+"/capwright/capwright-manifests", firstVersion),
+		jsonPatch{kind: kustomizev1.KustomizationKind, name: "capwright", ops: []map[string]any{
+			// The suite's release registry stands in for ghcr.io/capwright.
+			op("replace", "/spec/images/0/name", releasePrefix()+"/capwright-manager"),
+			op("replace", "/spec/images/0/newName", sitePrefix()+"/capwright/capwright-manager"),
+			op("replace", "/spec/patches/0/patch", string(managerArgs)),
+		}})
+	ks := only(t, install, kustomizev1.KustomizationKind)
 
 	start := time.Now()
 	apply(ctx, t, install...)

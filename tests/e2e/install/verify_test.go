@@ -21,7 +21,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
@@ -51,13 +50,9 @@ func TestInstallRefusesAnUnverifiedRelease(t *testing.T) {
 	for _, version := range []string{unsignedVersion, otherKeyVersion} {
 		released(ctx, t, version)
 		for _, file := range []string{manifestsInstall, chartInstall} {
-			objs := example(t, file, firstVersion)
 			// Its own names, so that no other install is touched.
 			name := "capwright-" + strings.TrimSuffix(path.Base(file), ".yaml") + "-" + strings.ReplaceAll(version, ".", "-")
-			for _, o := range objs {
-				retagExample(t, o, version)
-				renameInstall(t, o, name)
-			}
+			objs := siteOverlay(ctx, t, file, renamedInstall(file, version, name)...)
 			apply(ctx, t, objs...)
 			installs = append(installs, refused{example: file, version: version, name: name})
 		}
@@ -102,38 +97,26 @@ func TestInstallRefusesAnUnverifiedRelease(t *testing.T) {
 	}
 }
 
-// retagExample makes an install's OCIRepository name version.
-func retagExample(t *testing.T, o *unstructured.Unstructured, version string) {
-	t.Helper()
-	if o.GetKind() != sourcev1.OCIRepositoryKind {
-		return
+// renamedInstall are the overlay's patches that make an install of the
+// guide follow version on the plane's registry under its own name (its
+// OCIRepository, Kustomization or HelmRelease and the references between
+// them, and Helm's release); the Secret with the release key keeps the
+// name the guide gives it.
+func renamedInstall(file, version, name string) []jsonPatch {
+	url, installer := "oci://"+releasePrefix()+"/capwright-manifests", jsonPatch{kind: kustomizev1.KustomizationKind, name: "capwright", ops: []map[string]any{
+		op("replace", "/metadata/name", name),
+		op("replace", "/spec/sourceRef/name", name),
+	}}
+	if file == chartInstall {
+		url, installer = "oci://"+releasePrefix()+"/charts/capwright", jsonPatch{kind: helmv2.HelmReleaseKind, name: "capwright", ops: []map[string]any{
+			op("replace", "/metadata/name", name),
+			op("replace", "/spec/chartRef/name", name),
+			op("replace", "/spec/releaseName", name),
+		}}
 	}
-	if err := unstructured.SetNestedField(o.Object, version, "spec", "ref", "tag"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// renameInstall names an install's OCIRepository, Kustomization and
-// HelmRelease (and the references between them, and Helm's release) name;
-// the Secret with the release key stays as the guide names it.
-func renameInstall(t *testing.T, o *unstructured.Unstructured, name string) {
-	t.Helper()
-	var err error
-	switch o.GetKind() {
-	case sourcev1.OCIRepositoryKind:
-		o.SetName(name)
-	case kustomizev1.KustomizationKind:
-		o.SetName(name)
-		err = unstructured.SetNestedField(o.Object, name, "spec", "sourceRef", "name")
-	case helmv2.HelmReleaseKind:
-		o.SetName(name)
-		if err = unstructured.SetNestedField(o.Object, name, "spec", "chartRef", "name"); err == nil {
-			err = unstructured.SetNestedField(o.Object, name, "spec", "releaseName")
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	source := sourcePatch(url, version)
+	source.ops = append(source.ops, op("replace", "/metadata/name", name))
+	return []jsonPatch{source, installer}
 }
 
 // checkVerified checks that source-controller verified the signature of
