@@ -45,7 +45,7 @@ contract as the Capwright controller does, and shows:
 An artifact that is not a provider artifact fails with exit code 6 and says
 what it is instead; artifacts in the one-file-per-layer layout can be
 rebuilt with "capwright mirror --repack".`,
-		Example: `  capwright inspect oci://registry.k8s.io/cluster-api/manifests/core-cluster-api:v1.14.2
+		Example: `  capwright inspect oci://registry.example.com/capi/manifests/core-cluster-api:v1.14.2
 
   # The images to mirror, for a script
   capwright inspect -o json oci://registry.example.com/capi/manifests/core-cluster-api:v1.14.2 | jq -r '.images[]'

@@ -133,20 +133,18 @@ publish --from-release.`,
     --providers-file providers.txt \
     --release-mirror github.com=https://artifacts.example.com/github
 
-  # Mirror provider artifacts with their images
+  # Mirror provider artifacts already on a registry, with their images
   capwright mirror --to mirror.example.com:5000/capi \
     --rules-file mirror-rules.txt \
-    oci://registry.k8s.io/cluster-api/manifests/core-cluster-api:v1.14.2 \
-    oci://registry.k8s.io/cluster-api/manifests/bootstrap-kubeadm:v1.14.2 \
-    oci://registry.k8s.io/cluster-api/manifests/control-plane-kubeadm:v1.14.2
+    oci://registry.example.com/capi/manifests/infrastructure-in-house:v0.3.0
 
-  # Capwright's release in the same run: its Flux artifact, its chart and
-  # the manager image both name
+  # Capwright's release in the same run as the providers: its Flux
+  # artifact, its chart and the manager image both name
   capwright mirror --to mirror.example.com:5000/capi \
     --rules-file mirror-rules.txt \
+    --provider core/cluster-api:v1.14.2 \
     oci://ghcr.io/capwright/capwright-manifests:v0.1.0 \
-    oci://ghcr.io/capwright/charts/capwright:v0.1.0 \
-    oci://registry.k8s.io/cluster-api/manifests/core-cluster-api:v1.14.2
+    oci://ghcr.io/capwright/charts/capwright:v0.1.0
 
   # References from a file, one per line (# comments)
   capwright mirror --to mirror.example.com:5000/capi --from-file providers.txt
