@@ -1,7 +1,9 @@
 // Package install is the end-to-end suite of installing Capwright the way
-// its users do: `make release` to a registry, then Flux applies exactly the
-// YAML the install guide (docs/install.md) tells users to commit, from
-// docs/examples. The manager that then runs is the one from the released
+// its users do: `make release` to a registry, then Flux applies the YAML
+// the install guide (docs/install.md) tells users to commit, from
+// docs/examples: each file as written, under a kustomize site overlay that
+// gives the plane's registry and tag and the release's cosign.pub
+// (siteOverlay). The manager that then runs is the one from the released
 // image, started with the Deployment's own command, args and env and
 // authenticated as the Deployment's ServiceAccount.
 package install
