@@ -86,6 +86,10 @@ var providers = []providerSpec{
 	{v1alpha1.ControlPlaneProviderType, "kubeadm", "capi-kubeadm-control-plane-system"},
 }
 
+// crdHold is how long the API server holds the first object of a CRD
+// established just before (see run).
+const crdHold = 2 * time.Second
+
 // settle is how long a system's controller runs before the clock starts
 // (-settle; 0 applies the objects as soon as the manager answers its
 // readiness probe, which times its start-up too).
@@ -220,14 +224,20 @@ func runOnce(ctx context.Context, s system) (result, error) {
 	// A system's CRDs are installed before anything else, as a chart
 	// installs them ahead of the controller: the API server holds the
 	// first object of a CRD established less than two seconds before for
-	// the rest of them, which on a real cluster passes while the
-	// controller's pod starts.
+	// the rest of them (the create returns two seconds later), which on a
+	// real cluster passes while the controller's pod starts, and in a
+	// GitOps repository while the install's Kustomization waits for the
+	// controller to be Available. The system starts once that has passed,
+	// so that -settle 0 times the controller's start-up, not the API
+	// server's.
+	var established time.Time
 	if pre, ok := s.(interface {
 		InstallCRDs(context.Context, *plane.Plane) error
 	}); ok {
 		if err := pre.InstallCRDs(ctx, p); err != nil {
 			return res, err
 		}
+		established = time.Now()
 	}
 	for _, v := range []string{fromVersion, toVersion} {
 		if err := s.Publish(ctx, p, v); err != nil {
@@ -238,6 +248,9 @@ func runOnce(ctx context.Context, s system) (result, error) {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: pt.Namespace}}); err != nil {
 			return res, err
 		}
+	}
+	if !established.IsZero() {
+		time.Sleep(time.Until(established.Add(crdHold)))
 	}
 	pid, err := s.Start(ctx, p)
 	if err != nil {
