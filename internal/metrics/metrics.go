@@ -16,7 +16,10 @@
 //     tenant with spec.rollout, each wave's clusters (state total), those
 //     healthy on the target revision (updated) and those failed on it;
 //   - capwright_tenant_rollbacks_total{name,namespace}: rollouts stopped
-//     by a failed wave (rolled back or paused).
+//     by a failed wave (rolled back or paused);
+//   - capwright_provider_rollbacks_total{kind,name,namespace,version}:
+//     upgrades of a provider that failed and were rolled back (spec.upgrade),
+//     the failed version as label.
 //
 // The provider controller records one more itself, from its install
 // timelines: capwright_provider_install_step_seconds{kind,step}, the
@@ -60,6 +63,8 @@ type Recorder struct {
 	clusters *prometheus.GaugeVec
 	waves    *prometheus.GaugeVec
 	rollback *prometheus.CounterVec
+	// providerRollback counts a provider's rolled-back upgrades.
+	providerRollback *prometheus.CounterVec
 
 	mu   sync.Mutex
 	last map[objectKey]prometheus.Labels // each object's current info series
@@ -97,9 +102,13 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 			Name: "capwright_tenant_rollbacks_total",
 			Help: "The rollouts of a tenant's stack stopped because a wave failed beyond its failure budget.",
 		}, []string{"name", "namespace"}),
+		providerRollback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capwright_provider_rollbacks_total",
+			Help: "The upgrades of a provider that failed and were rolled back to its last good version (spec.upgrade.onFailure: Rollback); version is the version that failed.",
+		}, []string{"kind", "name", "namespace", "version"}),
 		last: map[objectKey]prometheus.Labels{},
 	}
-	reg.MustRegister(r.duration, r.info, r.upgrade, r.clusters, r.waves, r.rollback)
+	reg.MustRegister(r.duration, r.info, r.upgrade, r.clusters, r.waves, r.rollback, r.providerRollback)
 	return r
 }
 
@@ -185,6 +194,15 @@ func (r *Recorder) TenantRolloutStopped(namespace, name string) {
 	r.rollback.WithLabelValues(name, namespace).Inc()
 }
 
+// ProviderRolledBack counts a provider upgrade to version that failed and
+// is rolled back.
+func (r *Recorder) ProviderRolledBack(kind, namespace, name, version string) {
+	if r == nil {
+		return
+	}
+	r.providerRollback.WithLabelValues(kind, name, namespace, version).Inc()
+}
+
 // Forget deletes every series of an object (it was deleted).
 func (r *Recorder) Forget(kind, namespace, name string) {
 	if r == nil {
@@ -194,6 +212,7 @@ func (r *Recorder) Forget(kind, namespace, name string) {
 	r.duration.DeletePartialMatch(match)
 	r.info.DeletePartialMatch(match)
 	r.upgrade.DeletePartialMatch(match)
+	r.providerRollback.DeletePartialMatch(match)
 	if kind == "Tenant" {
 		r.clusters.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
 		r.waves.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})

@@ -25,7 +25,11 @@ const substituteAnnotation = "kustomize.toolkit.fluxcd.io/substitute"
 //     Secrets; with Input.SkipCRDSubstitution the same patch also turns
 //     off substitution for the CRDs;
 //  3. spec.manager and spec.deployment, as one strategic merge;
-//  4. spec.patches, last, so the user has the final word.
+//  4. spec.patches, so the user has the final word;
+//  5. with Input.DropCRDs (a rollback), every CustomResourceDefinition
+//     taken out of the build: the version rolled back to applies none,
+//     and the newer ones in the cluster stay as they are (they are kept
+//     on prune).
 //
 // Flux's commonMetadata labels are added after the build (at apply time),
 // so no patch may select objects by them.
@@ -43,7 +47,14 @@ func kustomizationPatches(in Input) ([]kustomize.Patch, error) {
 	if workload != nil {
 		out = append(out, *workload)
 	}
-	return appendPatches(out, in.Provider.GetSpec().Patches), nil
+	out = appendPatches(out, in.Provider.GetSpec().Patches)
+	if in.DropCRDs {
+		out = append(out, kustomize.Patch{
+			Patch:  "$patch: delete\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: not-used\n",
+			Target: &kustomize.Selector{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},
+		})
+	}
+	return out, nil
 }
 
 // crdPatch keeps every CustomResourceDefinition on prune and, when no CRD

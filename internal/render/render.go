@@ -64,6 +64,10 @@ type Input struct {
 	// components into the provider's namespace. They come first among the
 	// Kustomization's patches. Ignored for chart sources.
 	NamespacePatches []kustomize.Patch
+	// DropCRDs leaves the CustomResourceDefinitions out of the build: a
+	// rollback to a version older than the CRDs in the cluster, which
+	// stay.
+	DropCRDs bool
 
 	// CoreDependency is the core provider's Kustomization, which a
 	// non-core provider's Kustomization depends on when its components

@@ -129,6 +129,22 @@ const (
 	UpgradingReason     = "Upgrading"
 	InstalledReason     = "Installed"
 	InstallFailedReason = "InstallFailed"
+	// DryRunFailedReason: the API server (or a webhook) refused an
+	// object of the new version in the server-side dry run before the
+	// upgrade; nothing was changed, and the dry run is tried again at
+	// the provider's interval.
+	DryRunFailedReason = "DryRunFailed"
+	// RollingBackReason: the new version failed (spec.upgrade.onFailure:
+	// Rollback) and Flux is applying the last good version again.
+	RollingBackReason = "RollingBack"
+	// RolledBackReason: the new version failed and the last good version
+	// is installed and available again; the provider is Stalled until
+	// spec.version changes or reconcile.fluxcd.io/resetAt asks for
+	// another try.
+	RolledBackReason = "RolledBack"
+	// UpgradeHeldReason: the new version failed and stays in place
+	// (spec.upgrade.onFailure: Hold, or a rollback that is blocked).
+	UpgradeHeldReason = "UpgradeHeld"
 	AvailableReason     = "Available"
 	NotAvailableReason  = "NotAvailable"
 

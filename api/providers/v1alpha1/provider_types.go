@@ -12,6 +12,7 @@ import (
 // every provider kind. Field names follow cluster-api-operator where the
 // meaning is the same.
 // +kubebuilder:validation:XValidation:rule="!has(self.variables) || self.variables.all(k, k.matches('^[A-Za-z_][A-Za-z0-9_]*$'))",message="variables: names must be clusterctl variable names (letters, digits and _, not starting with a digit)"
+// +kubebuilder:validation:XValidation:rule="!has(self.upgrade) || !has(self.upgrade.onFailure) || self.upgrade.onFailure != 'Rollback' || !has(self.source) || !has(self.source.chart)",message="upgrade.onFailure: Rollback is not supported for a provider installed from source.chart; leave onFailure out (Hold)"
 // +kubebuilder:validation:XValidation:rule="!has(self.additionalManifests) || !has(self.source) || !has(self.source.chart)",message="additionalManifests: not supported with source.chart; add the objects to the chart (or a chart that depends on it) or publish the provider as a provider-artifact (source.oci)"
 type ProviderSpec struct {
 	// Version is the provider release to install: a semantic version with a
@@ -97,6 +98,54 @@ type ProviderSpec struct {
 	// installed stays as it is.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// Upgrade says what happens when an upgrade (a new spec.version)
+	// fails. Every upgrade is first dry-run on the API server; what it
+	// refuses stops the upgrade before anything changes.
+	// +optional
+	Upgrade *UpgradePolicy `json:"upgrade,omitempty"`
+}
+
+// UpgradeFailureAction is what happens to a provider whose upgrade failed.
+// +kubebuilder:validation:Enum=Hold;Rollback
+type UpgradeFailureAction string
+
+const (
+	// UpgradeHold leaves the new version in place, Flux retrying it, until
+	// the spec changes.
+	UpgradeHold UpgradeFailureAction = "Hold"
+	// UpgradeRollback applies the last version found healthy again.
+	UpgradeRollback UpgradeFailureAction = "Rollback"
+)
+
+// UpgradePolicy says what happens when a new version fails: Flux reports
+// its Kustomization failed on the new revision (an apply error, health
+// checks timed out), or the new version is not installed and available
+// within the timeout.
+type UpgradePolicy struct {
+	// OnFailure is Hold (the default: the new version stays, Flux retries
+	// it) or Rollback: the last version found installed and available is
+	// applied again, pinned by the digest it was installed from — its
+	// Deployments, Services, RBAC, webhook configurations and
+	// Certificates — while the new version's CustomResourceDefinitions
+	// stay (they are never downgraded). The failed version is recorded in
+	// status.upgrade.failed, the provider is Ready False and Stalled, and
+	// the version is not tried again until spec.version changes or the
+	// provider is annotated reconcile.fluxcd.io/resetAt (as `flux
+	// reconcile --reset` does). An upgrade whose CRDs change their storage
+	// version or stop serving a version cannot be rolled back: it is held
+	// instead, and status.upgrade.rollbackBlocked says why.
+	// +optional
+	// +kubebuilder:default:=Hold
+	OnFailure UpgradeFailureAction `json:"onFailure,omitempty"`
+
+	// Timeout is how long a new version has to be installed and available,
+	// counted from when its Flux objects were written. Default
+	// spec.timeout (5m).
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // ProviderSource is where the provider's release manifests come from:
@@ -432,6 +481,74 @@ type ProviderStatus struct {
 	// Kustomization. Not set for a provider from a Helm chart.
 	// +optional
 	LastDriftCorrection *DriftCorrection `json:"lastDriftCorrection,omitempty"`
+
+	// Upgrade is where the provider's upgrades stand: the version a
+	// rollback returns to, the upgrade under way and the last one that
+	// failed (spec.upgrade).
+	// +optional
+	Upgrade *UpgradeStatus `json:"upgrade,omitempty"`
+}
+
+// UpgradeStatus is where a provider's upgrades stand.
+type UpgradeStatus struct {
+	// LastGood is the last version found installed and available, and the
+	// artifact it was installed from: what a rollback applies again.
+	// +optional
+	LastGood *InstalledArtifact `json:"lastGood,omitempty"`
+
+	// Version is the version an upgrade under way installs, and StartedAt
+	// when its Flux objects were first written (spec.upgrade.timeout
+	// counts from then). Cleared once it is installed.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// DryRun says what the server-side dry run of the upgrade's objects
+	// found: how many objects the API server accepted, and how many were
+	// skipped (kinds or namespaces the new version creates).
+	// +optional
+	DryRun string `json:"dryRun,omitempty"`
+
+	// RollbackBlocked says why the upgrade under way cannot be rolled
+	// back (a CRD whose storage version it changes, or a version it stops
+	// serving): a failure is held.
+	// +optional
+	RollbackBlocked string `json:"rollbackBlocked,omitempty"`
+
+	// Failed is the last version whose upgrade failed and was rolled back.
+	// It is not tried again until spec.version changes or the provider is
+	// annotated reconcile.fluxcd.io/resetAt.
+	// +optional
+	Failed *FailedUpgrade `json:"failed,omitempty"`
+
+	// LastHandledResetAt is the reconcile.fluxcd.io/resetAt value last
+	// handled.
+	// +optional
+	LastHandledResetAt string `json:"lastHandledResetAt,omitempty"`
+}
+
+// InstalledArtifact is a version and the artifact it was installed from.
+type InstalledArtifact struct {
+	// Version installed, e.g. v1.14.2.
+	Version string `json:"version"`
+
+	ResolvedArtifact `json:",inline"`
+}
+
+// FailedUpgrade is an upgrade that failed and was rolled back.
+type FailedUpgrade struct {
+	// Version that failed, and the revision of it Flux applied.
+	Version  string `json:"version"`
+	Revision string `json:"revision"`
+	// Time the failure was found.
+	Time metav1.Time `json:"time"`
+	// Message says why it failed, as Flux reported it.
+	Message string `json:"message"`
+	// RolledBack is true once the last good version is installed and
+	// available again.
+	// +optional
+	RolledBack bool `json:"rolledBack,omitempty"`
 }
 
 // DriftCorrection is one run of Flux that applied the installed revision

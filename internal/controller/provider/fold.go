@@ -12,6 +12,7 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/controller/shell"
+	"github.com/capwright/capwright/internal/health"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 )
 
@@ -49,8 +50,14 @@ func (s synced) nudgeMissed() bool {
 }
 
 // fold sets the provider's status and tells the shell what comes next.
-func (r *Reconciler) fold(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, s synced, err error) (shell.Outcome, error) {
+func (r *Reconciler) fold(ctx context.Context, obj v1alpha1.Provider, up *providerplan.Upgrade, d providerplan.Desired, s synced, err error) (shell.Outcome, error) {
 	res := providerplan.Fold(obj, d, s.in, err)
+	out, err := r.outcome(ctx, obj, d, s, res, err)
+	return r.foldUpgrade(obj, up, d, s, res, out), err
+}
+
+// outcome tells the shell what comes next.
+func (r *Reconciler) outcome(ctx context.Context, obj v1alpha1.Provider, d providerplan.Desired, s synced, res *health.ProviderResult, err error) (shell.Outcome, error) {
 	r.Timelines.record(obj, r.Kind.Name, s, res, log.FromContext(ctx))
 	if res != nil {
 		if res.Installed.Reason == v1alpha1.InstallFailedReason {

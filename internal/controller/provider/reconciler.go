@@ -67,6 +67,9 @@ type Reconciler struct {
 	// they do not define (cert-manager's); nil does not ask, and takes
 	// every kind as served.
 	APIs *ServedAPIs
+	// DryRun dry-runs an upgrade's objects on the API server before the
+	// first of them is written; nil skips the dry run.
+	DryRun DryRunFunc
 
 	// written keeps the shell from acting on a read older than its own
 	// last write.
@@ -109,18 +112,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // in the one fold.
 func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, request string) (shell.Outcome, error) {
 	r.Timelines.seen(obj, time.Now())
-	found := r.Source.Resolve(ctx, obj)
-	facts := r.facts(ctx, obj, found)
+	// While a failed upgrade rolls back, the provider is planned at its
+	// last good version (upgrade.go).
+	up := providerplan.UpgradeOf(obj)
+	target := up.Target(obj)
+	found := r.Source.Resolve(ctx, target)
+	facts := r.facts(ctx, target, found)
+	facts.RollingBack = up.RollingBack
 	if r.fetchAhead(ctx, facts) {
 		facts = r.gather(ctx, facts)
 	}
 	desired, err := providerplan.Plan(facts)
+	if err == nil {
+		err = up.CheckRollback(facts)
+	}
+	if err == nil {
+		err = r.dryRun(ctx, up, facts, desired)
+	}
 	r.CorePreflights.settle(desired, err)
 	synced, err := r.sync(ctx, desired, request, err)
 	if desired.Adopting != "" && !synced.written.IsZero() && r.Recorder != nil {
 		r.Recorder.Event(obj, corev1.EventTypeNormal, providerplan.AdoptingEvent, desired.Adopting)
 	}
-	out, err := r.fold(ctx, obj, desired, synced, err)
+	out, err := r.fold(ctx, obj, up, desired, synced, err)
 	// Nothing is read unless a check is due (see UpgradeChecks.due).
 	r.checkUpgrades(ctx, obj, found, request != "")
 	// Last, as Flux's prune comes after its apply: a provider Git dropped

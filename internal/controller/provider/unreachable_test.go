@@ -131,7 +131,7 @@ func preflight(ctx context.Context, r *Reconciler, obj v1alpha1.Provider) (provi
 		facts = r.gather(ctx, facts)
 	}
 	d, err := providerplan.Plan(facts)
-	_, _ = r.fold(ctx, obj, d, synced{}, err)
+	_, _ = r.fold(ctx, obj, providerplan.UpgradeOf(obj), d, synced{}, err)
 	refusal, _ := plan.AsRefusal(err)
 	return facts.Artifact, refusal
 }

@@ -32,7 +32,8 @@ func Refusal(condition, reason, message string, retry time.Duration) *plan.Refus
 		v1alpha1.MissingVariablesReason, v1alpha1.ConfigSecretMissingReason, v1alpha1.TagMovedReason,
 		v1alpha1.ContractUnknownReason, v1alpha1.ArtifactInvalidReason, v1alpha1.ArtifactTooLargeReason,
 		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason, v1alpha1.ConfigSecretNotAllowedReason,
-		v1alpha1.ReleaseChangedReason, v1alpha1.InstalledElsewhereReason, v1alpha1.OwnedByAnotherToolReason:
+		v1alpha1.ReleaseChangedReason, v1alpha1.InstalledElsewhereReason, v1alpha1.OwnedByAnotherToolReason,
+		v1alpha1.DryRunFailedReason:
 		return plan.Stalling(condition, reason, message, retry)
 	}
 	return plan.Failing(condition, reason, message, retry)

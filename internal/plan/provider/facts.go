@@ -99,6 +99,10 @@ type Facts struct {
 	// FirstInstall: Existing was read, as nothing of the provider has
 	// been applied yet.
 	FirstInstall bool
+	// RollingBack: the provider is planned at its last good version after
+	// an upgrade failed (Upgrade.Target); the CRDs are left out of the
+	// build, as the newer ones stay.
+	RollingBack bool
 }
 
 // AdditionalObject is an object of additional manifests: a

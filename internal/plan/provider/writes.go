@@ -41,6 +41,7 @@ func renderInput(f Facts, coreDependency *meta.NamespacedObjectReference) render
 		ProviderLabel:  clusterctl.ProviderLabelValue(p.ProviderType(), p.GetName()),
 		MirrorImages:   mirrorImages(f),
 		CoreDependency: coreDependency,
+		DropCRDs:       f.RollingBack,
 	}
 }
 
