@@ -121,10 +121,12 @@ func (p *Plane) startScheduler() (readyWait, error) {
 // startKwok runs kwok, which plays the kubelet of the simulated nodes: nodes
 // become Ready and keep their leases, pods get an IP and turn Running and
 // Ready, so Deployments become Available without a container runtime.
+// Pods with an image on a .invalid host are the exception: a real kubelet
+// cannot pull it, so they stay Pending in ImagePullBackOff (kwokstages.go).
 func (p *Plane) startKwok() (readyWait, error) {
-	stages, err := filepath.Glob(filepath.Join(p.opts.BinDir, "assets", "kwok-stages", "*.yaml"))
-	if err != nil || len(stages) == 0 {
-		return nil, &ComponentError{Component: "kwok", Cause: fmt.Errorf("no stage files in %s; build them with `make tools`", filepath.Join(p.opts.BinDir, "assets", "kwok-stages"))}
+	stages, err := kwokStages(p.opts.BinDir, p.RunDir)
+	if err != nil {
+		return nil, &ComponentError{Component: "kwok", Cause: err}
 	}
 	nodePort, err := freePort()
 	if err != nil {
