@@ -81,14 +81,15 @@ func UpgradeOf(obj v1alpha1.Provider) *Upgrade {
 			u.status.Failed = nil
 		}
 	}
-	if f := u.status.Failed; f != nil && f.Version != spec.Version {
+	if f := u.status.Failed; f != nil && (f.Version != spec.Version || u.Policy != v1alpha1.UpgradeRollback) {
+		// Another version, or the failed one tried again under Hold.
 		u.status.Failed = nil
 	}
 	good := u.status.LastGood
 	if good == nil || good.Version == spec.Version || spec.Suspend {
 		return u
 	}
-	if f := u.status.Failed; f != nil && u.Policy == v1alpha1.UpgradeRollback {
+	if u.status.Failed != nil {
 		u.RollingBack = true
 		return u
 	}
@@ -223,7 +224,11 @@ func (u *Upgrade) watch(obj v1alpha1.Provider, st *v1alpha1.UpgradeStatus, d Des
 			"%s failed and is held, not rolled back to %s, because %s: %s", u.version, good.Version, st.RollbackBlocked, why))
 		return UpgradeOutcome{}
 	}
-	st.Failed = &v1alpha1.FailedUpgrade{Version: u.version, Revision: in.ExpectedRevision, Time: metav1.Time{Time: now}, Message: why}
+	revision := in.ExpectedRevision
+	if a := d.Status.Artifact; a != nil {
+		revision = a.Revision
+	}
+	st.Failed = &v1alpha1.FailedUpgrade{Version: u.version, Revision: revision, Time: metav1.Time{Time: now}, Message: why}
 	st.Version, st.StartedAt, st.DryRun = "", nil, ""
 	conditions.False(obj, v1alpha1.InstalledCondition, v1alpha1.RollingBackReason, fmt.Sprintf(
 		"%s failed (%s); rolling back to %s", u.version, why, good.Version))

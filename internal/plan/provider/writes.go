@@ -128,8 +128,17 @@ func writes(f Facts, in render.Input, d *Desired) error {
 			Of: fmt.Sprintf("release %s of %s", f.Artifact.Tag, f.Artifact.URL)}})
 		d.ReleaseCopy = f.Artifact.Release.Packed
 	}
-	if rendered.Kustomization != nil {
-		w = append(w, plan.Write{Object: rendered.Kustomization, Group: Group, Request: true})
+	if ks := rendered.Kustomization; ks != nil {
+		write := plan.Write{Object: ks, Group: Group, Request: true}
+		if f.RollingBack {
+			// Before the source moves: kustomize-controller applies a new
+			// artifact as soon as its source has it, with the
+			// Kustomization it then has, and the last good version's
+			// CRDs must never be applied over the newer ones.
+			w = slices.Insert(w, 2, write)
+		} else {
+			w = append(w, write)
+		}
 	}
 	if rendered.HelmRelease != nil {
 		w = append(w, plan.Write{Object: rendered.HelmRelease, Group: Group, Request: true})
