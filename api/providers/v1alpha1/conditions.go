@@ -123,17 +123,17 @@ const (
 	// reference, another Flux Kustomization, a Helm release); it is
 	// refused before anything is applied.
 	OwnedByAnotherToolReason = "OwnedByAnotherTool"
+	// DryRunFailedReason: the API server (or a webhook) refused an
+	// object of the new version in the server-side dry run before the
+	// upgrade; nothing was changed, and the dry run is tried again at
+	// the provider's interval.
+	DryRunFailedReason = "DryRunFailed"
 
 	// Installed and Available.
 	InstallingReason    = "Installing"
 	UpgradingReason     = "Upgrading"
 	InstalledReason     = "Installed"
 	InstallFailedReason = "InstallFailed"
-	// DryRunFailedReason: the API server (or a webhook) refused an
-	// object of the new version in the server-side dry run before the
-	// upgrade; nothing was changed, and the dry run is tried again at
-	// the provider's interval.
-	DryRunFailedReason = "DryRunFailed"
 	// RollingBackReason: the new version failed (spec.upgrade.onFailure:
 	// Rollback) and Flux is applying the last good version again.
 	RollingBackReason = "RollingBack"
@@ -142,11 +142,13 @@ const (
 	// spec.version changes or reconcile.fluxcd.io/resetAt asks for
 	// another try.
 	RolledBackReason = "RolledBack"
-	// UpgradeHeldReason: the new version failed and stays in place
-	// (spec.upgrade.onFailure: Hold, or a rollback that is blocked).
-	UpgradeHeldReason = "UpgradeHeld"
-	AvailableReason     = "Available"
-	NotAvailableReason  = "NotAvailable"
+	// UpgradeHeldReason: the new version failed under onFailure Rollback
+	// but stays in place, Flux retrying it, because it cannot be rolled
+	// back (status.upgrade.rollbackBlocked). Under Hold a failure shows
+	// as InstallFailed, as it always did.
+	UpgradeHeldReason  = "UpgradeHeld"
+	AvailableReason    = "Available"
+	NotAvailableReason = "NotAvailable"
 
 	// UpgradeAvailable.
 	UpgradeAvailableReason = "UpgradeAvailable"
