@@ -55,6 +55,15 @@ func TestCRDValidation(t *testing.T) {
 		{"variable name that is no clusterctl variable",
 			&v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "aws"}, Spec: v1alpha1.ProviderSpec{Version: "v2.8.0", Variables: map[string]string{"AWS-REGION": "x"}}},
 			"clusterctl variable names"},
+		{"rollback of a chart, which Capwright does not offer",
+			&v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "aws"}, Spec: v1alpha1.ProviderSpec{Version: "v2.8.0",
+				Source:  &v1alpha1.ProviderSource{Chart: &v1alpha1.ChartSource{OCIRegistryAccess: v1alpha1.OCIRegistryAccess{URL: "oci://ghcr.io/capa"}}},
+				Upgrade: &v1alpha1.UpgradePolicy{OnFailure: v1alpha1.UpgradeRollback}}},
+			"upgrade.onFailure: Rollback is not supported for a provider installed from source.chart"},
+		{"an unknown onFailure",
+			&v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "aws"}, Spec: v1alpha1.ProviderSpec{Version: "v2.8.0",
+				Upgrade: &v1alpha1.UpgradePolicy{OnFailure: "Retry"}}},
+			`supported values: "Hold", "Rollback"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
