@@ -725,6 +725,9 @@ func TestPrometheusRules(t *testing.T) {
 				continue
 			}
 			exprs[name], _ = parsePromQL(r.Expr)
+			if r.Alert != "" {
+				checkNewCounterSeries(t, name, r.Expr, exprs[name], ms)
+			}
 			for key, text := range r.Annotations {
 				if _, err := alertTemplate(text); err != nil {
 					t.Errorf("%s: %s: annotation %s: %v", alertsFile, name, key, err)
@@ -755,6 +758,8 @@ func TestPrometheusRules(t *testing.T) {
 		{"CapwrightTenantNotReady", "capwright_resource_info", "15m", map[string][]string{
 			"kind": {tenancyv1alpha1.TenantKind}, "ready": {string(metav1.ConditionFalse), string(metav1.ConditionUnknown)}, "suspended": {"false"}}},
 		{"CapwrightTenantClusterFailed", "capwright_tenant_clusters", "", map[string][]string{"phase": {string(tenancyv1alpha1.ClusterPhaseFailed)}}},
+		{"CapwrightTenantRolloutStopped", "capwright_tenant_rollbacks_total", "", nil},
+		{"CapwrightProviderRolledBack", "capwright_provider_rollbacks_total", "", nil},
 	} {
 		forDuration, ok := alerts[want.alert]
 		if !ok {
@@ -792,6 +797,28 @@ func TestPrometheusRules(t *testing.T) {
 			t.Errorf("%s does not list the alert %s", monitoringGuide, name)
 		} else if strings.TrimSpace(row[1]) != forDuration {
 			t.Errorf("%s says %s fires after %q, the rule after %q", monitoringGuide, name, strings.TrimSpace(row[1]), forDuration)
+		}
+	}
+}
+
+// checkNewCounterSeries: Capwright's counters are vectors whose series
+// the manager creates at their first increment, so a series is first
+// scraped at 1 and increase() or rate() over it stays 0. An alert on one
+// must also catch a series that is new in its window:
+// `m unless m offset <window>`.
+func checkNewCounterSeries(t *testing.T, alert, expr string, p *promExpr, ms metricSet) {
+	t.Helper()
+	if p == nil {
+		return
+	}
+	for _, sel := range p.selectors {
+		if !strings.HasPrefix(sel.name, "capwright_") || ms[sel.name].typ != "counter" {
+			continue
+		}
+		name := regexp.QuoteMeta(sel.name)
+		if !regexp.MustCompile(`\bunless\s+` + name + `(\{[^}]*\})?\s+offset\s+[0-9]`).MatchString(expr) {
+			t.Errorf("%s: %s counts %s, whose series appear at 1 with the first event, which increase() misses; add `or (%s unless %s offset <window>)`",
+				alertsFile, alert, sel.name, sel.name, sel.name)
 		}
 	}
 }
