@@ -13,10 +13,13 @@ func TestFluxBuildOfARollbackLeavesTheCRDsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.DropCRDs = true
+	in.Rollback = true
 	rollback, err := Provider(in)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if name := rollback.OCIRepository.Name; name != "core-cluster-api-rollback" || rollback.Kustomization.Spec.SourceRef.Name != name {
+		t.Errorf("the rollback's Kustomization applies %s from %s, not from a source of its own", rollback.Kustomization.Spec.SourceRef.Name, name)
 	}
 	all := fluxBuild(t, full, artifactFiles(t, "core-components.yaml"))
 	kept := fluxBuild(t, rollback, artifactFiles(t, "core-components.yaml"))

@@ -26,7 +26,7 @@ const substituteAnnotation = "kustomize.toolkit.fluxcd.io/substitute"
 //     off substitution for the CRDs;
 //  3. spec.manager and spec.deployment, as one strategic merge;
 //  4. spec.patches, so the user has the final word;
-//  5. with Input.DropCRDs (a rollback), every CustomResourceDefinition
+//  5. with Input.Rollback, every CustomResourceDefinition
 //     taken out of the build: the version rolled back to applies none,
 //     and the newer ones in the cluster stay as they are (they are kept
 //     on prune).
@@ -48,7 +48,7 @@ func kustomizationPatches(in Input) ([]kustomize.Patch, error) {
 		out = append(out, *workload)
 	}
 	out = appendPatches(out, in.Provider.GetSpec().Patches)
-	if in.DropCRDs {
+	if in.Rollback {
 		out = append(out, kustomize.Patch{
 			Patch:  "$patch: delete\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: not-used\n",
 			Target: &kustomize.Selector{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"},

@@ -64,10 +64,14 @@ type Input struct {
 	// components into the provider's namespace. They come first among the
 	// Kustomization's patches. Ignored for chart sources.
 	NamespacePatches []kustomize.Patch
-	// DropCRDs leaves the CustomResourceDefinitions out of the build: a
-	// rollback to a version older than the CRDs in the cluster, which
-	// stay.
-	DropCRDs bool
+	// Rollback renders the last good version of a provider whose upgrade
+	// failed: its source is named RollbackSourceName, so the
+	// Kustomization moves to it and drops the CRDs in one write (moving
+	// the provider's own source first would have kustomize-controller
+	// apply the old artifact, CRDs and all, with the Kustomization it
+	// still has), and the CustomResourceDefinitions are left out of the
+	// build: the newer ones in the cluster stay.
+	Rollback bool
 
 	// CoreDependency is the core provider's Kustomization, which a
 	// non-core provider's Kustomization depends on when its components
@@ -122,6 +126,12 @@ type RenderedObjects struct {
 // core-cluster-api or control-plane-kubeadm. Two providers of different
 // types may share a name (kubeadm), so the type is part of it.
 func ObjectName(providerType, name string) string { return providerType + "-" + name }
+
+// RollbackSourceName names the source of a provider's last good version
+// while its failed upgrade is rolled back (Input.Rollback).
+func RollbackSourceName(providerType, name string) string {
+	return ObjectName(providerType, name) + "-rollback"
+}
 
 // Provider renders the Flux objects of a provider. It returns an error when
 // the input is incomplete (preflight did not run) or the spec asks for
@@ -209,13 +219,17 @@ func componentsSource(in Input, om objectMeta) (*sourcev1.OCIRepository, error) 
 // applying its components directory.
 func renderComponents(in Input, om objectMeta) (*RenderedObjects, error) {
 	out := &RenderedObjects{}
+	src := om
+	if in.Rollback {
+		src.name = RollbackSourceName(in.Provider.ProviderType(), in.Provider.GetName())
+	}
 	if in.Release {
 		if in.ComponentsFile == "" {
 			return nil, errors.New("render: the components file is unknown; preflight must read the release first")
 		}
-		out.ComponentsArtifact = externalArtifact(in, om)
+		out.ComponentsArtifact = externalArtifact(in, src)
 	} else {
-		repo, err := componentsSource(in, om)
+		repo, err := componentsSource(in, src)
 		if err != nil {
 			return nil, err
 		}
@@ -225,8 +239,9 @@ func renderComponents(in Input, om objectMeta) (*RenderedObjects, error) {
 	if err != nil {
 		return nil, err
 	}
+	ks.Spec.SourceRef.Name = src.name
 	if in.Release {
-		ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.ExternalArtifactKind, Name: om.name}
+		ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.ExternalArtifactKind, Name: src.name}
 		ks.Spec.Path = "./" + ReleaseComponentsDir
 	}
 	out.Kustomization = ks

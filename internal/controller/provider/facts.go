@@ -138,7 +138,7 @@ func (r *Reconciler) gather(ctx context.Context, f providerplan.Facts) providerp
 	if spec.AdditionalManifests == nil || render.IsChart(obj) {
 		f.AdditionalLeft = r.additionalLeft(ctx, obj)
 	}
-	f.SourceLeft = r.sourceLeft(ctx, obj, f.Release)
+	f.SourceLeft = r.sourceLeft(ctx, obj, f.Release, f.RollingBack)
 	if providerplan.Check(f, providerplan.Dependencies) != nil {
 		return f
 	}
@@ -153,23 +153,35 @@ func (r *Reconciler) gather(ctx context.Context, f providerplan.Facts) providerp
 	return f
 }
 
-// sourceLeft is the components source of the other kind than the
-// provider's now (the OCIRepository of a provider that moved to a
-// release, or the other way round) when the provider controls it, as
-// read; one already being deleted is left to its finalizers.
-func (r *Reconciler) sourceLeft(ctx context.Context, obj v1alpha1.Provider, release bool) []providerplan.AdditionalObject {
-	m := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: objectName(obj)}
-	var other ctrl.Object = &sourcev1.ExternalArtifact{ObjectMeta: m}
-	if release {
-		other = &sourcev1.OCIRepository{ObjectMeta: m}
+// sourceLeft are the components sources the provider controls, as read,
+// other than the one its Kustomization reads now: one of the other kind
+// (the OCIRepository of a provider that moved to a release, or the other
+// way round), the failed version's while a rollback reads from a source
+// of its own (render.RollbackSourceName), that one once the rollback is
+// over. One already being deleted is left to its finalizers.
+func (r *Reconciler) sourceLeft(ctx context.Context, obj v1alpha1.Provider, release, rollingBack bool) []providerplan.AdditionalObject {
+	owner := r.owner(obj)
+	current := owner.ObjectName()
+	if rollingBack {
+		current = owner.RollbackSourceName()
 	}
-	if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(other), other); err != nil {
-		return nil
+	var left []providerplan.AdditionalObject
+	for _, name := range []string{owner.ObjectName(), owner.RollbackSourceName()} {
+		m := metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: name}
+		for _, o := range []ctrl.Object{&sourcev1.ExternalArtifact{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: m}} {
+			_, isRelease := o.(*sourcev1.ExternalArtifact)
+			if name == current && isRelease == release {
+				continue
+			}
+			if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(o), o); err != nil {
+				continue
+			}
+			if render.ControlledBy(o, obj.GetUID()) && o.GetDeletionTimestamp().IsZero() {
+				left = append(left, o)
+			}
+		}
 	}
-	if !render.ControlledBy(other, obj.GetUID()) || !other.GetDeletionTimestamp().IsZero() {
-		return nil
-	}
-	return []providerplan.AdditionalObject{other}
+	return left
 }
 
 // inventory reads the provider's clusterctl inventory object; nil when

@@ -58,9 +58,14 @@ func (o Owner) AdditionalName() string { return render.AdditionalObjectName(o.Ty
 // release, and its Kustomization or HelmRelease.
 func (o Owner) Components() []plan.Object {
 	m := metav1.ObjectMeta{Namespace: o.Namespace, Name: o.ObjectName()}
+	r := metav1.ObjectMeta{Namespace: o.Namespace, Name: o.RollbackSourceName()}
 	return []plan.Object{&kustomizev1.Kustomization{ObjectMeta: m}, &helmv2.HelmRelease{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: m},
-		&sourcev1.ExternalArtifact{ObjectMeta: m}}
+		&sourcev1.ExternalArtifact{ObjectMeta: m}, &sourcev1.OCIRepository{ObjectMeta: r}, &sourcev1.ExternalArtifact{ObjectMeta: r}}
 }
+
+// RollbackSourceName names the source of its last good version while a
+// failed upgrade is rolled back.
+func (o Owner) RollbackSourceName() string { return render.RollbackSourceName(o.Type, o.Name) }
 
 // Additional are the Flux objects of spec.additionalManifests, existing
 // or not (named, empty).
@@ -116,12 +121,17 @@ func owned(f Facts, d *Desired) {
 	p := f.Provider
 	d.Owner = OwnerOf(p, f.Kind)
 	d.Objects = append(d.Owner.Components(), d.Owner.Additional()...)
-	d.Served = []string{d.Owner.ObjectName(), d.Owner.AdditionalName()}
+	served, unserved := d.Owner.ObjectName(), d.Owner.RollbackSourceName()
+	if d.RollingBack {
+		served, unserved = unserved, served
+	}
+	d.Served = []string{served, d.Owner.AdditionalName()}
+	d.Unserved = append(d.Unserved, unserved)
 	if !d.Additional {
 		d.Unserved = append(d.Unserved, d.Owner.AdditionalName())
 	}
 	if !d.Release {
-		d.Unserved = append(d.Unserved, d.Owner.ObjectName())
+		d.Unserved = append(d.Unserved, served)
 	}
 	d.Inventory = Inventory(p, f.Kind)
 	d.Expect = expect(p, d)
@@ -162,6 +172,9 @@ func expect(p v1alpha1.Provider, d *Desired) health.ProviderInput {
 	}
 	ns, name := p.GetNamespace(), render.ObjectName(p.ProviderType(), p.GetName())
 	in.Source = health.Observation{Kind: sourcev1.OCIRepositoryKind, Namespace: ns, Name: name}
+	if d.RollingBack {
+		in.Source.Name = render.RollbackSourceName(p.ProviderType(), p.GetName())
+	}
 	if d.Release {
 		in.Source.Kind = sourcev1.ExternalArtifactKind
 	}

@@ -40,6 +40,9 @@ type Desired struct {
 	// Release: the provider's components come from a release's
 	// ExternalArtifact rather than an OCIRepository.
 	Release bool
+	// RollingBack: the last good version is planned, from a source of its
+	// own (render.RollbackSourceName).
+	RollingBack bool
 	// Owner names the provider; Objects are the Flux objects named after
 	// it, existing or not (its source, applier and additional manifests'),
 	// which spec.suspend is carried to; Served names its
@@ -108,7 +111,7 @@ func Plan(f Facts) (Desired, error) {
 
 func checkAndRender(f Facts) (Desired, error) {
 	p := f.Provider
-	d := Desired{Sync: observe(p, f.Release), Resync: f.Resync, Release: f.Release}
+	d := Desired{Sync: observe(p, f.Release, f.RollingBack), Resync: f.Resync, Release: f.Release, RollingBack: f.RollingBack}
 	if p.GetSpec().Suspend {
 		d.Suspend = true
 		return d, nil

@@ -41,7 +41,7 @@ func renderInput(f Facts, coreDependency *meta.NamespacedObjectReference) render
 		ProviderLabel:  clusterctl.ProviderLabelValue(p.ProviderType(), p.GetName()),
 		MirrorImages:   mirrorImages(f),
 		CoreDependency: coreDependency,
-		DropCRDs:       f.RollingBack,
+		Rollback:       f.RollingBack,
 	}
 }
 
@@ -128,24 +128,17 @@ func writes(f Facts, in render.Input, d *Desired) error {
 			Of: fmt.Sprintf("release %s of %s", f.Artifact.Tag, f.Artifact.URL)}})
 		d.ReleaseCopy = f.Artifact.Release.Packed
 	}
-	if ks := rendered.Kustomization; ks != nil {
-		write := plan.Write{Object: ks, Group: Group, Request: true}
-		if f.RollingBack {
-			// Before the source moves: kustomize-controller applies a new
-			// artifact as soon as its source has it, with the
-			// Kustomization it then has, and the last good version's
-			// CRDs must never be applied over the newer ones.
-			w = slices.Insert(w, 2, write)
-		} else {
-			w = append(w, write)
-		}
+	if rendered.Kustomization != nil {
+		w = append(w, plan.Write{Object: rendered.Kustomization, Group: Group, Request: true})
 	}
 	if rendered.HelmRelease != nil {
 		w = append(w, plan.Write{Object: rendered.HelmRelease, Group: Group, Request: true})
 	}
-	// The source of the other kind (an OCIRepository for a provider now
-	// installed from a release, or the other way round) goes once the
-	// Kustomization reads from the new one.
+	// The sources the Kustomization no longer reads from (one of the
+	// other kind: an OCIRepository for a provider now installed from a
+	// release, or the other way round; the failed version's while a
+	// rollback reads from its own, or that one once it is over) go once
+	// the Kustomization reads from the new one.
 	for _, o := range f.SourceLeft {
 		d.Sync.Prune = append(d.Sync.Prune, o)
 	}
@@ -186,13 +179,17 @@ func writes(f Facts, in render.Input, d *Desired) error {
 // observe is what the fold reads of the provider's Flux objects: its
 // OCIRepository, its Kustomization or HelmRelease, and the ExternalArtifact
 // and Kustomization of its additional manifests.
-func observe(p v1alpha1.Provider, release bool) plan.Desired {
+func observe(p v1alpha1.Provider, release, rollback bool) plan.Desired {
 	var d plan.Desired
 	m := metav1.ObjectMeta{Namespace: p.GetNamespace(), Name: render.ObjectName(p.ProviderType(), p.GetName())}
+	src := m
+	if rollback {
+		src.Name = render.RollbackSourceName(p.ProviderType(), p.GetName())
+	}
 	if release {
-		d.Observe = append(d.Observe, &sourcev1.ExternalArtifact{ObjectMeta: m})
+		d.Observe = append(d.Observe, &sourcev1.ExternalArtifact{ObjectMeta: src})
 	} else {
-		d.Observe = append(d.Observe, &sourcev1.OCIRepository{ObjectMeta: m})
+		d.Observe = append(d.Observe, &sourcev1.OCIRepository{ObjectMeta: src})
 	}
 	if render.IsChart(p) {
 		d.Observe = append(d.Observe, &helmv2.HelmRelease{ObjectMeta: m})
