@@ -84,7 +84,7 @@ func checkRBACTable(t *testing.T, file, role, heading string) {
 	if end := strings.Index(section, "\n#"); end > 0 {
 		section = section[:end]
 	}
-	names := regexp.MustCompile(`^bind \(` + "`" + `([^` + "`" + `]+)` + "`" + ` only\)$`)
+	names := regexp.MustCompile(`^(bind|impersonate) \(` + "`" + `([^` + "`" + `]+)` + "`" + ` only\)$`)
 	got := map[string]bool{}
 	for _, line := range strings.Split(section, "\n") {
 		cells := strings.Split(strings.Trim(line, "|"), "|")
@@ -94,7 +94,7 @@ func checkRBACTable(t *testing.T, file, role, heading string) {
 		verbs := strings.TrimSpace(cells[2])
 		var resourceNames []string
 		if m := names.FindStringSubmatch(verbs); m != nil {
-			verbs, resourceNames = "bind", []string{m[1]}
+			verbs, resourceNames = m[1], []string{m[2]}
 		}
 		groups := list(strings.ReplaceAll(cells[0], "`", ""))
 		for i, g := range groups {
