@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
+	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,6 +82,11 @@ func (r *Reconciler) restore(ctx context.Context, obj v1alpha1.Provider, name st
 		}
 	case objectName(obj):
 		pack = func(served string) []byte { return r.Source.PackedRelease(ctx, obj, served) }
+	case render.RollbackSourceName(obj.ProviderType(), obj.GetName()):
+		// The last good release a rollback serves (providerplan.Upgrade).
+		pack = func(served string) []byte {
+			return r.Source.PackedRelease(ctx, providerplan.UpgradeOf(obj).Target(obj), served)
+		}
 	default:
 		return nil
 	}
