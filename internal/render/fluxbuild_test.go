@@ -2,38 +2,28 @@ package render
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	"github.com/fluxcd/pkg/sourceignore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/capwright/capwright/internal/dryrun"
 )
 
-// fluxBuild does in process what Flux v2.9 does with a rendered
-// provider-artifact, using Flux's own libraries at the versions the
-// controllers are built with:
+// fluxBuild is what Flux v2.9 would apply for a rendered provider (or
+// tenant) over an artifact's files, with Flux's own libraries at the
+// versions the controllers are built with:
 //
 //  1. source-controller extracts the artifact's files and stores only
-//     those the OCIRepository's ignore rules let through
-//     (pkg/artifact/storage.SourceIgnoreFilter: VCS patterns, then
-//     spec.ignore, matched with pkg/sourceignore);
-//  2. kustomize-controller generates a kustomization.yaml over them with
-//     the Kustomization's targetNamespace, patches and images
-//     (pkg/kustomize Generator), builds it (SecureBuild), and substitutes
-//     variables (SubstituteVariables, strategy from spec.postBuild), reading
-//     substituteFrom Secrets through a client;
-//  3. at apply time it adds spec.commonMetadata labels to every object
-//     (ssautil.SetCommonMetadata, mirrored here: after the build, so no
-//     patch can select by them).
+//     those the OCIRepository's ignore rules let through (storedFiles);
+//  2. kustomize-controller builds them as the Kustomization says, with
+//     the labels it sets when it applies: dryrun.Build, what the manager
+//     dry-runs before an upgrade.
 //
 // secrets are the Secrets in the Kustomization's namespace.
 func fluxBuild(t testing.TB, out *RenderedObjects, files map[string][]byte, secrets ...*corev1.Secret) []*unstructured.Unstructured {
@@ -48,63 +38,19 @@ func fluxBuild(t testing.TB, out *RenderedObjects, files map[string][]byte, secr
 // tryFluxBuild is fluxBuild returning Flux's error.
 func tryFluxBuild(t testing.TB, out *RenderedObjects, files map[string][]byte, secrets ...*corev1.Secret) ([]*unstructured.Unstructured, error) {
 	t.Helper()
-	ks := out.Kustomization
-	workDir := t.TempDir()
+	stored := map[string][]byte{}
 	for _, name := range storedFiles(t, out, files) {
-		if err := os.WriteFile(filepath.Join(workDir, name), files[name], 0o600); err != nil {
-			t.Fatal(err)
-		}
+		stored[name] = files[name]
 	}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := unstructured.Unstructured{Object: obj}
-	dirPath := filepath.Join(workDir, ks.Spec.Path)
-	if _, err := fluxkustomize.NewGenerator(workDir, u).WriteFile(dirPath); err != nil {
-		return nil, fmt.Errorf("generating kustomization.yaml: %w", err)
-	}
-	resources, err := fluxkustomize.SecureBuild(workDir, dirPath, false)
-	if err != nil {
-		return nil, fmt.Errorf("kustomize build: %w", err)
-	}
-
 	builder := fake.NewClientBuilder()
 	for _, s := range secrets {
 		builder = builder.WithObjects(s)
 	}
-	kube := builder.Build()
-	always := ks.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways
-	var objects []*unstructured.Unstructured
-	for _, res := range resources.Resources() {
-		// kustomize-controller's check that every object can be applied.
-		if res.GetName() == "" || res.GetKind() == "" || res.GetApiVersion() == "" {
-			return nil, fmt.Errorf("failed to decode Kubernetes apiVersion, kind and name from: %v", res.String())
-		}
-		if ks.Spec.PostBuild != nil {
-			if _, err := fluxkustomize.SubstituteVariables(context.Background(), kube, u, res,
-				fluxkustomize.SubstituteWithAlways(always)); err != nil {
-				return nil, fmt.Errorf("post-build substitution of %s/%s: %w", res.GetKind(), res.GetName(), err)
-			}
-		}
-		m, err := res.Map()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := &unstructured.Unstructured{Object: m}
-		if cm := ks.Spec.CommonMetadata; cm != nil {
-			labels := o.GetLabels()
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			for k, v := range cm.Labels {
-				labels[k] = v
-			}
-			o.SetLabels(labels)
-		}
-		objects = append(objects, o)
+	built, err := dryrun.Build(context.Background(), builder.Build(), out.Kustomization, stored)
+	if err != nil {
+		return nil, err
 	}
-	return objects, nil
+	return built.Objects, nil
 }
 
 // storedFiles are the artifact's files source-controller keeps under the

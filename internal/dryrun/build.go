@@ -1,0 +1,183 @@
+package dryrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// maxFilesSize bounds the files Build writes out: the caller's artifact
+// is bounded already, this keeps a mistake from filling the disk.
+const maxFilesSize = 64 << 20
+
+// Built is what Flux would apply for a Kustomization, in the order
+// kustomize built it.
+type Built struct {
+	Objects []*unstructured.Unstructured
+	// masks are the values of the Secrets the substitution read
+	// (spec.postBuild.substituteFrom), to hide in every message.
+	masks []string
+}
+
+// Build is what kustomize-controller would apply for ks over files: it
+// writes the files to a private directory, generates kustomization.yaml
+// at spec.path with the Kustomization's patches, images, namespace and
+// name prefix (Flux's Generator), builds it (SecureBuild: no remote bases,
+// nothing outside the directory), substitutes variables as
+// spec.postBuild says, and sets the labels and annotations
+// kustomize-controller adds when it applies (its owner labels
+// kustomize.toolkit.fluxcd.io/name and /namespace, and
+// spec.commonMetadata).
+//
+// files are the source's files as source-controller stores them (the
+// OCIRepository's ignore rules already applied), by path relative to the
+// source's root: "core-components.yaml", or
+// "components/core-components.yaml" for a Kustomization of path
+// ./components. secrets reads the substituteFrom ConfigMaps and Secrets;
+// Build asks it for nothing else, and only in ks's namespace.
+//
+// What Build leaves out, as Capwright's Kustomizations do not use it:
+// SOPS decryption, remote bases, and kustomize-controller's
+// StrictPostBuildSubstitutions feature gate (off by default).
+func Build(ctx context.Context, secrets client.Reader, ks *kustomizev1.Kustomization, files map[string][]byte) (*Built, error) {
+	dir, err := writeFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ks)
+	if err != nil {
+		return nil, fmt.Errorf("reading Kustomization %s/%s: %w", ks.Namespace, ks.Name, err)
+	}
+	u := unstructured.Unstructured{Object: obj}
+	// kustomize-controller joins spec.path under the source's root the
+	// same way: ".." cannot climb out of it.
+	dirPath := filepath.Join(dir, filepath.Clean(string(filepath.Separator)+ks.Spec.Path))
+	if _, err := os.Stat(dirPath); err != nil {
+		return nil, fmt.Errorf("the path %q of Kustomization %s/%s: not found in the source's files", ks.Spec.Path, ks.Namespace, ks.Name)
+	}
+	if _, err := fluxkustomize.NewGenerator(dir, u).WriteFile(dirPath); err != nil {
+		return nil, fmt.Errorf("generating kustomization.yaml: %w", err)
+	}
+	resources, err := fluxkustomize.SecureBuild(dir, dirPath, false)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build failed: %w", err)
+	}
+
+	source := newSubstitutionSource(secrets, ks.Namespace)
+	built := &Built{}
+	fail := func(err error) (*Built, error) {
+		return nil, maskError(newMasker(source.secretValues()), err)
+	}
+	always := ks.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways
+	for _, res := range resources.Resources() {
+		// kustomize-controller's check that every object can be applied.
+		if res.GetName() == "" || res.GetKind() == "" || res.GetApiVersion() == "" {
+			return fail(fmt.Errorf("failed to decode Kubernetes apiVersion, kind and name from: %v", res.String()))
+		}
+		if ks.Spec.PostBuild != nil {
+			if _, err := fluxkustomize.SubstituteVariables(ctx, source, u, res, fluxkustomize.SubstituteWithAlways(always)); err != nil {
+				return fail(fmt.Errorf("post build failed for '%s/%s': %w", res.GetGvk(), res.GetName(), err))
+			}
+		}
+		// Through JSON, as kustomize-controller reads its build back:
+		// numbers become int64 and float64, which unstructured objects
+		// hold (res.Map's int would panic a DeepCopy).
+		data, err := res.MarshalJSON()
+		if err != nil {
+			return fail(fmt.Errorf("reading %s %s after the build: %w", res.GetKind(), res.GetName(), err))
+		}
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(data); err != nil {
+			return fail(fmt.Errorf("reading %s %s after the build: %w", res.GetKind(), res.GetName(), err))
+		}
+		built.Objects = append(built.Objects, o)
+	}
+	built.masks = source.secretValues()
+
+	// At apply time, in this order: the owner labels (ssa.ResourceManager
+	// SetOwnerLabels), then spec.commonMetadata (ssautil.SetCommonMetadata),
+	// after the build, so no patch can select by them.
+	owner := map[string]string{
+		kustomizev1.GroupVersion.Group + "/name":      ks.Name,
+		kustomizev1.GroupVersion.Group + "/namespace": ks.Namespace,
+	}
+	var common kustomizev1.CommonMetadata
+	if ks.Spec.CommonMetadata != nil {
+		common = *ks.Spec.CommonMetadata
+	}
+	for _, o := range built.Objects {
+		o.SetLabels(merged(o.GetLabels(), owner, common.Labels))
+		if len(common.Annotations) > 0 {
+			o.SetAnnotations(merged(o.GetAnnotations(), common.Annotations))
+		}
+	}
+	return built, nil
+}
+
+// merged is base with every map of more laid over it in turn.
+func merged(base map[string]string, more ...map[string]string) map[string]string {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, m := range more {
+		maps.Copy(out, m)
+	}
+	return out
+}
+
+// writeFiles writes files into a new private directory (0700, files
+// 0600) and returns it. A path that is absolute or climbs out with ".."
+// is refused, as are files of more than maxFilesSize in all.
+func writeFiles(files map[string][]byte) (string, error) {
+	total := 0
+	for name, data := range files {
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
+			return "", fmt.Errorf("source file %q: not a path inside the source", name)
+		}
+		if total += len(data); total > maxFilesSize {
+			return "", fmt.Errorf("the source's files hold more than %d MiB", maxFilesSize>>20)
+		}
+	}
+	dir, err := os.MkdirTemp("", "capwright-dryrun-")
+	if err != nil {
+		return "", err
+	}
+	root, err := os.OpenRoot(dir)
+	if err == nil {
+		err = writeUnder(root, files)
+		err = errors.Join(err, root.Close())
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// writeUnder writes files under root, in a stable order, creating their
+// directories.
+func writeUnder(root *os.Root, files map[string][]byte) error {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		path := filepath.FromSlash(name)
+		if err := root.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("source file %q: %w", name, err)
+		}
+		if err := root.WriteFile(path, files[name], 0o600); err != nil {
+			return fmt.Errorf("source file %q: %w", name, err)
+		}
+	}
+	return nil
+}

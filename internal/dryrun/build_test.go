@@ -1,0 +1,241 @@
+package dryrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/capwright/capwright/tests/bindir"
+)
+
+// capiVersion is the Cluster API release whose real components `make
+// tools` renders into bin/fixtures/capi/<version>/.
+const capiVersion = "v1.14.2"
+
+// coreComponents is the real core-components.yaml of capiVersion. A
+// missing fixture fails the test: `make tools` builds it.
+func coreComponents(t testing.TB) []byte {
+	t.Helper()
+	bin, err := bindir.Default()
+	if err != nil {
+		t.Fatalf("locating bin/: %v; run `make tools` at the repository root", err)
+	}
+	data, err := os.ReadFile(filepath.Join(bin, "fixtures", "capi", capiVersion, "core-components.yaml"))
+	if err != nil {
+		t.Fatalf("reading the Cluster API %s fixture: %v; run `make tools` at the repository root", capiVersion, err)
+	}
+	return data
+}
+
+// coreKustomization is a Kustomization of the core provider as Capwright
+// renders one in substance: clusterctl's labels, variables at their
+// defaults but one inline and the ones of a Secret.
+func coreKustomization(path string) *kustomizev1.Kustomization {
+	return &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "core-cluster-api"},
+		Spec: kustomizev1.KustomizationSpec{
+			Path: path,
+			PostBuild: &kustomizev1.PostBuild{
+				SubstituteStrategy: kustomizev1.SubstituteStrategyAlways,
+				Substitute:         map[string]string{"CAPI_INSECURE_DIAGNOSTICS": "true"},
+				SubstituteFrom:     []kustomizev1.SubstituteReference{{Kind: "Secret", Name: "capi-variables"}},
+			},
+			CommonMetadata: &kustomizev1.CommonMetadata{
+				Labels:      map[string]string{"cluster.x-k8s.io/provider": "cluster-api", "clusterctl.cluster.x-k8s.io": ""},
+				Annotations: map[string]string{"example.com/team": "platform"},
+			},
+		},
+	}
+}
+
+func variablesSecret(namespace string, data map[string]string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "capi-variables"}, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	return s
+}
+
+func findObject(t *testing.T, objects []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objects {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s built", kind, name)
+	return nil
+}
+
+func TestBuildOfTheCoreProvider(t *testing.T) {
+	components := coreComponents(t)
+	secrets := fake.NewClientBuilder().WithObjects(variablesSecret("capi-system", map[string]string{"CAPI_DIAGNOSTICS_ADDRESS": ":9443"})).Build()
+	for _, tc := range []struct {
+		name, path, file string
+	}{
+		{"artifact", "./", "core-components.yaml"},
+		// A release's files, served by the manager under components/.
+		{"release", "./components", "components/core-components.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			built, err := Build(context.Background(), secrets, coreKustomization(tc.path), map[string][]byte{tc.file: components})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := bytes.Count(components, []byte("\nkind: ")); len(built.Objects) != want {
+				t.Errorf("built %d objects, the components have %d", len(built.Objects), want)
+			}
+			for _, o := range built.Objects {
+				labels := o.GetLabels()
+				if labels["kustomize.toolkit.fluxcd.io/name"] != "core-cluster-api" || labels["kustomize.toolkit.fluxcd.io/namespace"] != "capi-system" {
+					t.Errorf("%s %s lacks kustomize-controller's owner labels: %v", o.GetKind(), o.GetName(), labels)
+				}
+				if labels["cluster.x-k8s.io/provider"] != "cluster-api" || o.GetAnnotations()["example.com/team"] != "platform" {
+					t.Errorf("%s %s lacks the common metadata: %v %v", o.GetKind(), o.GetName(), labels, o.GetAnnotations())
+				}
+			}
+			manager := findObject(t, built.Objects, "Deployment", "capi-controller-manager")
+			containers, _, _ := unstructured.NestedSlice(manager.Object, "spec", "template", "spec", "containers")
+			args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+			joined := strings.Join(args, " ")
+			for _, want := range []string{"--diagnostics-address=:9443", "--insecure-diagnostics=true"} {
+				if !strings.Contains(joined, want) {
+					t.Errorf("manager args %v lack %s (from the Secret and the inline variables)", args, want)
+				}
+			}
+			if strings.Contains(joined, "${") {
+				t.Errorf("manager args %v keep a variable", args)
+			}
+			if got := built.masks; len(got) == 0 || got[0] != ":9443" {
+				t.Errorf("masks = %q, want the Secret's value", got)
+			}
+		})
+	}
+}
+
+func TestBuildRefusesUnsafeFiles(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	components := []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n")
+	for name, files := range map[string]map[string][]byte{
+		"absolute":   {"/etc/capwright-dryrun-test.yaml": components},
+		"parent":     {"../escape.yaml": components},
+		"climbing":   {"a/../../escape.yaml": components},
+		"empty name": {"": components},
+		"too large":  {"a.yaml": make([]byte, maxFilesSize/2), "b.yaml": make([]byte, maxFilesSize/2+1)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Build(context.Background(), nil, coreKustomization("./"), files); err == nil {
+				t.Errorf("built %s files", name)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(tmp), "escape.yaml")); err == nil {
+		t.Error("a file was written outside the build's directory")
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("the builds left %v behind", left)
+	}
+}
+
+func TestBuildRemovesItsDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	files := map[string][]byte{"ns.yaml": []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n")}
+	ks := coreKustomization("./")
+	ks.Spec.PostBuild = nil
+	built, err := Build(context.Background(), nil, ks, files)
+	if err != nil || len(built.Objects) != 1 {
+		t.Fatalf("Build = %v, %v", built, err)
+	}
+	// A spec.path climbing out stays in the source, as in kustomize-controller.
+	ks.Spec.Path = "../../"
+	if _, err := Build(context.Background(), nil, ks, files); err != nil {
+		t.Errorf("path ../../ did not resolve to the source's root: %v", err)
+	}
+	ks.Spec.Path = "./missing"
+	if _, err := Build(context.Background(), nil, ks, files); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("a missing path gave %v", err)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("the builds left %v behind", left)
+	}
+}
+
+// TestSubstitutionSourceReadsOnlyWhatItMay: Flux's substitution may read
+// the substituteFrom ConfigMaps and Secrets of the Kustomization's
+// namespace, once each, and nothing else.
+func TestSubstitutionSourceReadsOnlyWhatItMay(t *testing.T) {
+	ctx := context.Background()
+	counting := &countingReader{Reader: fake.NewClientBuilder().WithObjects(
+		variablesSecret("capi-system", map[string]string{"A": "line\nbreak"}),
+		variablesSecret("other", map[string]string{"A": "elsewhere"}),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "capi-system", Name: "capi-variables"}, Data: map[string]string{"B": "plain"}},
+	).Build()}
+	s := newSubstitutionSource(counting, "capi-system")
+	for range 3 {
+		var secret corev1.Secret
+		if err := s.Get(ctx, types.NamespacedName{Namespace: "capi-system", Name: "capi-variables"}, &secret); err != nil || string(secret.Data["A"]) != "line\nbreak" {
+			t.Fatalf("Get Secret = %v, %v", secret.Data, err)
+		}
+		var cm corev1.ConfigMap
+		if err := s.Get(ctx, types.NamespacedName{Namespace: "capi-system", Name: "capi-variables"}, &cm); err != nil || cm.Data["B"] != "plain" {
+			t.Fatalf("Get ConfigMap = %v, %v", cm.Data, err)
+		}
+	}
+	if counting.gets != 2 {
+		t.Errorf("%d reads, want one per object", counting.gets)
+	}
+	if got := s.secretValues(); len(got) != 2 || got[0] != "line\nbreak" || got[1] != "linebreak" {
+		t.Errorf("recorded %q, want the Secret's value as stored and as substituted", got)
+	}
+	if err := s.Get(ctx, types.NamespacedName{Namespace: "other", Name: "capi-variables"}, &corev1.Secret{}); !errors.Is(err, errNotSubstitution) {
+		t.Errorf("a Secret of another namespace: %v", err)
+	}
+	if err := s.Get(ctx, types.NamespacedName{Namespace: "capi-system", Name: "default"}, &corev1.ServiceAccount{}); !errors.Is(err, errNotSubstitution) {
+		t.Errorf("a ServiceAccount: %v", err)
+	}
+	for name, err := range map[string]error{
+		"List":   s.List(ctx, &corev1.SecretList{}),
+		"Create": s.Create(ctx, &corev1.Secret{}),
+		"Delete": s.Delete(ctx, &corev1.Secret{}),
+		"Status": s.Status().Update(ctx, &corev1.Secret{}),
+	} {
+		if !errors.Is(err, errNotSubstitution) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if counting.gets != 2 {
+		t.Errorf("refused requests reached the reader")
+	}
+}
+
+type countingReader struct {
+	client.Reader
+	gets int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.gets++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
