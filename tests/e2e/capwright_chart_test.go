@@ -14,6 +14,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -218,6 +219,20 @@ func TestCapwrightHelmChartNamesFromTheRelease(t *testing.T) {
 	// The tenant controller binds this one by name.
 	if err := c.Get(ctx, client.ObjectKey{Name: "capwright-tenant"}, &rbacv1.ClusterRole{}); err != nil {
 		t.Errorf("ClusterRole capwright-tenant: %v", err)
+	}
+	// The manager impersonates the dry-run user by name: its binding to
+	// the installer role, and the policy that allows it dry runs only,
+	// keep their names too.
+	var dryRun rbacv1.ClusterRoleBinding
+	if err := c.Get(ctx, client.ObjectKey{Name: "capwright-provider-dry-run"}, &dryRun); err != nil {
+		t.Errorf("ClusterRoleBinding capwright-provider-dry-run: %v", err)
+	} else if wantUser := (rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "capwright:provider-dry-run"}); dryRun.RoleRef.Name != "capwright-provider-installer" || !slices.Equal(dryRun.Subjects, []rbacv1.Subject{wantUser}) {
+		t.Errorf("ClusterRoleBinding capwright-provider-dry-run binds %+v to %+v, want capwright-provider-installer to %+v", dryRun.RoleRef, dryRun.Subjects, wantUser)
+	}
+	for _, obj := range []client.Object{&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}} {
+		if err := c.Get(ctx, client.ObjectKey{Name: "capwright-provider-dry-run"}, obj); err != nil {
+			t.Errorf("%T capwright-provider-dry-run: %v", obj, err)
+		}
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "capwright-manager"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Deployment capwright-manager exists though the release is platform (err %v)", err)
