@@ -171,6 +171,10 @@ func run(o *options) error {
 		RegistryTimeout: o.registryTimeout,
 		ResyncInterval:  o.resync,
 	}
+	dryRun, err := upgradeDryRun(cfg, mgr)
+	if err != nil {
+		return err
+	}
 	var reconcilers []*provider.Reconciler
 	for _, k := range kinds {
 		r := &provider.Reconciler{
@@ -187,6 +191,7 @@ func run(o *options) error {
 			CorePreflights: corePreflights,
 			Upgrades:       upgradeChecks,
 			APIs:           servedAPIs,
+			DryRun:         dryRun,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)
