@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/kustomize/kyaml/kio"
 
 	"github.com/capwright/capwright/tests/bindir"
 )
@@ -238,4 +240,65 @@ type countingReader struct {
 func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	c.gets++
 	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// The objects of a build read back by decoding their YAML once are those
+// kyaml's JSON gives, value for value and type for type, over every
+// object of Cluster API's core components.
+func TestBuiltObjectsReadBackAsKustomizeControllerReadsThem(t *testing.T) {
+	nodes, err := kio.FromBytes(coreComponents(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rn := range nodes {
+		got, err := asUnstructured(rn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := rn.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &unstructured.Unstructured{}
+		if err := want.UnmarshalJSON(data); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Object, want.Object) {
+			t.Errorf("%s %s reads back differently from its JSON", want.GetKind(), want.GetName())
+		}
+		_ = got.DeepCopy() // panics on a value unstructured objects cannot hold
+	}
+	if len(nodes) < 20 {
+		t.Fatalf("only %d objects in the core components", len(nodes))
+	}
+}
+
+func BenchmarkReadBack(b *testing.B) {
+	nodes, err := kio.FromBytes(coreComponents(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decoded-once", func(b *testing.B) {
+		for range b.N {
+			for _, rn := range nodes {
+				if _, err := asUnstructured(rn.Copy()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("kyaml-json", func(b *testing.B) {
+		for range b.N {
+			for _, rn := range nodes {
+				data, err := rn.Copy().MarshalJSON()
+				if err != nil {
+					b.Fatal(err)
+				}
+				o := &unstructured.Unstructured{}
+				if err := o.UnmarshalJSON(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }
