@@ -27,7 +27,9 @@ func upgradeDryRun(cfg *rest.Config, mgr ctrlruntime.Manager) (provider.DryRunFu
 	}
 	reader := mgr.GetAPIReader()
 	return func(ctx context.Context, ks *kustomizev1.Kustomization, files map[string][]byte) (provider.DryRunReport, error) {
+		start := time.Now()
 		built, err := dryrun.Build(ctx, reader, ks, files)
+		buildTook := time.Since(start)
 		if err != nil {
 			return provider.DryRunReport{Refused: fmt.Sprintf("Flux could not build the new version: %v", err)}, nil
 		}
@@ -39,7 +41,7 @@ func upgradeDryRun(cfg *rest.Config, mgr ctrlruntime.Manager) (provider.DryRunFu
 		case err != nil:
 			return provider.DryRunReport{}, err
 		}
-		summary := fmt.Sprintf("%d objects accepted in %s", res.Checked, res.Took.Round(time.Millisecond))
+		summary := fmt.Sprintf("built in %s, %d objects accepted in %s", buildTook.Round(time.Millisecond), res.Checked, res.Took.Round(time.Millisecond))
 		if n := len(res.Skipped); n > 0 {
 			named := res.Skipped[:min(n, 3)]
 			more := ""
