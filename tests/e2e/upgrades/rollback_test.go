@@ -177,8 +177,7 @@ func TestUpgradesThatCannotStrandTheManagementCluster(t *testing.T) {
 	}
 
 	t.Run("a reset tries the failed version again, and a restart mid-rollback ends in the same state", func(t *testing.T) {
-		var failedAt metav1.Time
-		failedAt = core.Status.Upgrade.Failed.Time
+		failedAt := core.Status.Upgrade.Failed.Time
 		token := time.Now().Format(time.RFC3339Nano)
 		patch := client.MergeFrom(core.DeepCopy())
 		core.Annotations = map[string]string{providerplan.ResetAnnotation: token, "reconcile.fluxcd.io/requestedAt": token}
