@@ -152,10 +152,14 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 
 // Facts gathers what the plan of obj needs, as a reconcile does, without
 // writing anything (no source is written ahead): the artifact resolved
-// and checked and, once the quick checks pass, the slower facts.
+// and checked and, once the quick checks pass, the slower facts — of its
+// last good version while a failed upgrade is rolled back.
 // `capwright build` plans from them what the manager would write.
 func (r *Reconciler) Facts(ctx context.Context, obj v1alpha1.Provider) providerplan.Facts {
-	facts := r.facts(ctx, obj, r.Source.Resolve(ctx, obj))
+	up := providerplan.UpgradeOf(obj)
+	target := up.Target(obj)
+	facts := r.facts(ctx, target, r.Source.Resolve(ctx, target))
+	facts.RollingBack = up.RollingBack
 	if _, more := providerplan.Ahead(facts); more {
 		facts = r.gather(ctx, facts)
 	}
