@@ -39,17 +39,22 @@ type Backend struct {
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// Interval at which Flux reconciles the backend (and corrects drift).
-	// Default 10m.
+	// Default 10m; at least 1m, Flux's own guidance. To have Flux
+	// reconcile at once, annotate the object with
+	// reconcile.fluxcd.io/requestedAt (as `flux reconcile` does);
+	// Capwright passes the request on.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('1m')",message="backend.interval must be at least 1m: at every interval Flux fetches the backend's artifact and applies it again, and Flux's guidance is 60s or more; to have Flux reconcile now, annotate the object with reconcile.fluxcd.io/requestedAt (as flux reconcile does)"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// Timeout for installing or upgrading the backend, health checks
-	// included. Default 5m.
+	// included. Default 5m; at least 10s.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('10s')",message="backend.timeout must be at least 10s: it bounds installing the backend and waiting for it to be healthy, which a shorter one fails every time; leave it out for the default (5m)"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
@@ -143,11 +148,13 @@ type StatusFrom struct {
 	// APIVersion of the object, e.g. kamaji.clastix.io/v1alpha1.
 	// +required
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[a-z]([-a-z0-9]*[a-z0-9])?$')",message="statusFrom.apiVersion must be group/version, e.g. kamaji.clastix.io/v1alpha1 (or v1 for the core group), as the object's own apiVersion reads"
 	APIVersion string `json:"apiVersion"`
 
 	// Kind of the object, e.g. TenantControlPlane.
 	// +required
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Z][A-Za-z0-9]*$')",message="statusFrom.kind must be a kind as the object's own kind reads, CamelCase, e.g. TenantControlPlane"
 	Kind string `json:"kind"`
 
 	// Name of the object; it may use the backend variables, e.g.

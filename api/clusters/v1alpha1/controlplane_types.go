@@ -96,6 +96,7 @@ type KubeconfigSource struct {
 	// Key of the kubeconfig in the Secret. Default value.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="kubeconfig.key must be a Secret data key: letters, digits, -, _ and .; no Secret holds any other"
 	// +kubebuilder:default:=value
 	Key string `json:"key,omitempty"`
 }

@@ -80,18 +80,24 @@ type ProviderSpec struct {
 	// +optional
 	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
 
-	// Interval at which Flux reconciles the provider's objects (drift
-	// correction). Default 10m.
+	// Interval at which Flux reconciles the provider's objects: it
+	// fetches the artifact again and applies every component, putting
+	// back what drifted. Default 10m; at least 1m, Flux's own guidance for
+	// a Kustomization's interval. To have Flux reconcile at once, annotate
+	// the provider with reconcile.fluxcd.io/requestedAt (as `flux
+	// reconcile` does); Capwright passes the request on.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('1m')",message="interval must be at least 1m: at every interval Flux fetches the provider's artifact and applies all of its components again, and Flux's guidance is 60s or more; to have Flux reconcile now, annotate the provider with reconcile.fluxcd.io/requestedAt (as flux reconcile does)"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// Timeout for applying the components and waiting for them to be
-	// healthy. Default 5m.
+	// healthy. Default 5m; at least 10s.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('10s')",message="timeout must be at least 10s: it bounds applying the components and waiting for them to be healthy, which a shorter one fails every time; leave it out for the default (5m)"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// Suspend stops reconciling the provider and its Flux objects; what is
@@ -141,10 +147,11 @@ type UpgradePolicy struct {
 
 	// Timeout is how long a new version has to be installed and available,
 	// counted from when its Flux objects were written. Default
-	// spec.timeout (5m).
+	// spec.timeout (5m); at least 10s.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('10s')",message="upgrade.timeout must be at least 10s: a new version needs that long at least to be applied and become available, and a shorter timeout fails every upgrade; leave it out for spec.timeout"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
@@ -358,14 +365,22 @@ type ManagerSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Verbosity *int32 `json:"verbosity,omitempty"`
-	// SyncPeriod becomes --sync-period.
+	// SyncPeriod becomes --sync-period, e.g. 10m.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	SyncPeriod *metav1.Duration `json:"syncPeriod,omitempty"`
-	// MetricsBindAddress becomes --diagnostics-address.
+	// MetricsBindAddress becomes --diagnostics-address: host:port or
+	// :port, e.g. :8443, or 0 to serve no diagnostics.
 	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self == '0' || self.matches('^([A-Za-z0-9.-]*|\\\\[[0-9A-Fa-f:.]+\\\\]):[0-9]{1,5}$')",message="manager.metricsBindAddress must be host:port or :port, e.g. :8443 (or 0 to serve no diagnostics): the provider's manager does not start with another address"
 	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
-	// HealthProbeBindAddress becomes --health-addr.
+	// HealthProbeBindAddress becomes --health-addr: host:port or :port,
+	// e.g. :9440.
 	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self == '0' || self.matches('^([A-Za-z0-9.-]*|\\\\[[0-9A-Fa-f:.]+\\\\]):[0-9]{1,5}$')",message="manager.healthProbeBindAddress must be host:port or :port, e.g. :9440: the provider's manager does not start with another address, and its Deployment's probes use this port"
 	HealthProbeBindAddress string `json:"healthProbeBindAddress,omitempty"`
 	// AdditionalArgs are further --key=value arguments, keys without
 	// dashes. Cluster API managers take one concurrency flag per

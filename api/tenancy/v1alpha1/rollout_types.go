@@ -28,6 +28,7 @@ type RolloutSpec struct {
 	// early and late.
 	// +optional
 	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="rollout.waveLabel must be a label key, e.g. ring or example.com/ring: a name of at most 63 letters, digits, -, _ and . starting and ending with a letter or digit, after an optional DNS subdomain prefix and /; no Cluster carries any other, so every cluster would fall into the last wave"
 	WaveLabel string `json:"waveLabel,omitempty"`
 
 	// Waves are the waves in order. A wave takes the Clusters it lists by

@@ -131,6 +131,9 @@ type ClusterSelector struct {
 	// Selector matches the labels of Clusters. An empty selector ({})
 	// selects every Cluster in the tenant's namespaces.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="clusters.selector.matchExpressions: operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="clusters.selector.matchExpressions: In and NotIn need at least one value"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="clusters.selector.matchExpressions: Exists and DoesNotExist take no values"
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
 	// Names selects Clusters by name, in every namespace the tenant may
@@ -193,17 +196,22 @@ type StackSpec struct {
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 
 	// Interval at which Flux reconciles the stack on each cluster (and
-	// corrects drift) and looks for a new artifact. Default 10m.
+	// corrects drift) and looks for a new artifact. Default 10m; at least
+	// 1m, Flux's own guidance. To have Flux reconcile at once, annotate
+	// the Tenant with reconcile.fluxcd.io/requestedAt (as `flux reconcile`
+	// does); Capwright passes the request on.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('1m')",message="stack.interval must be at least 1m: at every interval Flux looks for a new artifact and applies the stack again on every selected cluster, and Flux's guidance is 60s or more; to have Flux reconcile now, annotate the Tenant with reconcile.fluxcd.io/requestedAt (as flux reconcile does)"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// Timeout for installing or upgrading the stack on one cluster,
-	// health checks included. Default 5m.
+	// health checks included. Default 5m; at least 10s.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('10s')",message="stack.timeout must be at least 10s: it bounds installing the stack on a cluster and waiting for it to be healthy, which a shorter one fails every time; leave it out for the default (5m)"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,47 +18,46 @@ import (
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/render"
+	"github.com/capwright/capwright/tests/e2e/framework"
 	"github.com/capwright/capwright/tests/plane"
 )
 
-// idleInterval is the Flux interval of the idle check: short, so that Flux
-// re-reconciles every object several times within a minute.
-const idleInterval = 12 * time.Second
+// idleRuns is how many runs of every provider's Flux objects the idle
+// check asks for, and idleWindow how long the check watches at least:
+// longer than the manager's --resync-interval (30s, main_test.go), so
+// that it resyncs every provider in the window too.
+const (
+	idleRuns   = 2
+	idleWindow = 35 * time.Second
+)
 
-// nothingWrittenWhileIdle gives the installed providers a short Flux
-// interval and checks that, while Flux re-fetches, re-applies and
-// re-checks everything at least twice (and the manager resyncs), the
-// manager writes nothing: Flux's routine runs are no news.
+// nothingWrittenWhileIdle checks that, while Flux re-fetches, re-applies
+// and re-checks every provider's objects twice (and the manager resyncs),
+// the manager writes nothing: Flux's routine runs are no news. Those runs
+// come every spec.interval, at least a minute (the API server refuses
+// less), so the check does not wait for them: it asks Flux for each run
+// itself, as `flux reconcile` does, with reconcile.fluxcd.io/requestedAt
+// on the OCIRepository and the Kustomization — the run Flux then makes is
+// the one the interval brings, and the request is Flux's to acknowledge,
+// not the manager's.
 func nothingWrittenWhileIdle(t *testing.T, ctx context.Context, c client.Client, providers []v1alpha1.Provider) {
 	for _, p := range providers {
-		updateProvider(t, ctx, c, p, func() { p.GetSpec().Interval = &metav1.Duration{Duration: idleInterval} })
-	}
-	defer func() {
-		for _, p := range providers {
-			updateProvider(t, ctx, c, p, func() { p.GetSpec().Interval = nil })
-		}
-	}()
-	// The new interval is a new generation of the Flux objects, which Flux
-	// reconciles first: the idle window starts once it has.
-	for _, p := range providers {
 		waitCondition(t, ctx, c, p, v1alpha1.ReadyCondition, metav1.ConditionTrue, "", time.Minute)
-		key := client.ObjectKey{Namespace: p.GetNamespace(), Name: render.ObjectName(p.ProviderType(), p.GetName())}
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			var ks kustomizev1.Kustomization
-			if err := c.Get(ctx, key, &ks); err != nil {
-				return false, nil
-			}
-			return ks.Spec.Interval.Duration == idleInterval && ks.Status.ObservedGeneration == ks.Generation &&
-				apimeta.IsStatusConditionTrue(ks.Status.Conditions, "Ready"), nil
-		})
-		if err != nil {
-			t.Fatalf("Kustomization %s did not reconcile its %s interval: %v", key, idleInterval, err)
-		}
 	}
-	waitCondition(t, ctx, c, providers[0], v1alpha1.ReadyCondition, metav1.ConditionTrue, "", time.Minute)
 	time.Sleep(2 * time.Second)
 	since := time.Now()
-	time.Sleep(2*idleInterval + 8*time.Second)
+	for run := 1; run <= idleRuns; run++ {
+		for _, p := range providers {
+			name := render.ObjectName(p.ProviderType(), p.GetName())
+			for _, obj := range []client.Object{
+				&sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: p.GetNamespace(), Name: name}},
+				&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: p.GetNamespace(), Name: name}},
+			} {
+				fluxRun(t, ctx, c, obj)
+			}
+		}
+	}
+	time.Sleep(max(idleWindow-time.Since(since), 8*time.Second))
 
 	// Flux did run: kustomize-controller wrote the status of every
 	// provider's Kustomization at least twice in the window.
@@ -72,13 +73,44 @@ func nothingWrittenWhileIdle(t *testing.T, ctx context.Context, c client.Client,
 	}
 	for _, p := range providers {
 		key := p.GetNamespace() + "/" + render.ObjectName(p.ProviderType(), p.GetName())
-		if runs[key] < 2 {
-			t.Fatalf("kustomize-controller wrote the status of Kustomization %s %d times in %s; the check needs at least two routine runs (all: %v)",
-				key, runs[key], time.Since(since).Round(time.Second), runs)
+		if runs[key] < idleRuns {
+			t.Fatalf("kustomize-controller wrote the status of Kustomization %s %d times in %s; the check needs at least %d runs (all: %v)",
+				key, runs[key], time.Since(since).Round(time.Second), idleRuns, runs)
 		}
 	}
 	noManagerWrites(t, since, fmt.Sprintf("while Flux re-reconciled (%v status writes per Kustomization), the manager", runs))
 	t.Logf("Flux reconciled each provider's Kustomization %v times in %s; the manager wrote nothing", runs, time.Since(since).Round(time.Second))
+}
+
+// fluxRun asks Flux to reconcile its object obj now, as `flux reconcile`
+// does, and waits until it handled the request and is Ready.
+func fluxRun(t *testing.T, ctx context.Context, c client.Client, obj client.Object) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	if err := c.Get(ctx, key, obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := framework.RequestReconcile(ctx, c, obj); err != nil {
+		t.Fatal(err)
+	}
+	token := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key, obj); err != nil {
+			return false, nil
+		}
+		var handled string
+		var conds []metav1.Condition
+		switch o := obj.(type) {
+		case *sourcev1.OCIRepository:
+			handled, conds = o.Status.LastHandledReconcileAt, o.Status.Conditions
+		case *kustomizev1.Kustomization:
+			handled, conds = o.Status.LastHandledReconcileAt, o.Status.Conditions
+		}
+		return handled == token && apimeta.IsStatusConditionTrue(conds, meta.ReadyCondition), nil
+	})
+	if err != nil {
+		t.Fatalf("%T %s did not handle the reconcile request %s and turn Ready: %v", obj, key, token, err)
+	}
 }
 
 // noClusterWatch checks that, with Cluster API served (the core provider

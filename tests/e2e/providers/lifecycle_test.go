@@ -128,7 +128,7 @@ func TestProviderLifecycle(t *testing.T) {
 		reconcileRequestReachesFlux(t, ctx, c, providers[0].obj)
 	})
 
-	t.Run("nothing is written while Flux re-reconciles on its interval", func(t *testing.T) {
+	t.Run("nothing is written while Flux re-reconciles", func(t *testing.T) {
 		var objs []v1alpha1.Provider
 		for _, p := range providers {
 			objs = append(objs, p.obj)
@@ -140,7 +140,7 @@ func TestProviderLifecycle(t *testing.T) {
 		noClusterWatch(t, ctx, c)
 	})
 
-	t.Run("drift is put back at spec.interval and shown in the status", func(t *testing.T) { driftCorrected(t, ctx, c, providers[1]) })
+	t.Run("drift is put back on Flux's next run and shown in the status", func(t *testing.T) { driftCorrected(t, ctx, c, providers[1]) })
 	refusals(t, ctx, c)
 	t.Run("a downgrade is refused, also once the status is lost", func(t *testing.T) {
 		downgradeRefused(t, ctx, c, core, newVersion, oldVersion)

@@ -13,6 +13,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,25 +26,26 @@ import (
 	"github.com/capwright/capwright/tests/plane"
 )
 
-// idleInterval is the tenants' spec.stack.interval: Flux re-applies and
-// re-checks the stack on every cluster this often (give or take its 5 %
-// jitter).
-const idleInterval = 15 * time.Second
-
 // idleReconciles is how many complete routine reconciles every Flux
 // applier must run in the window.
 const idleReconciles = 2
 
 // TestIdleTenantsWriteNothing: with nothing changing, Flux re-reconciles
-// every tenant's Kustomization and HelmRelease on its interval — Ready
-// goes Unknown, Reconciling and Healthy come and go — and the manager
-// must not write anything for those tenants meanwhile: no status patch,
-// no event, no Flux object. The window lasts until every applier has run
-// idleReconciles complete reconciles that started in it, watched on the
-// Flux objects themselves, so the test cannot pass with Flux idle. The
-// Kustomizations creating the kustomize stack's target namespace
-// re-check it hourly; the test asks each for one such reconcile in the
-// window.
+// every tenant's sources, Kustomizations and HelmReleases — Ready goes
+// Unknown, Reconciling and Healthy come and go — and the manager must not
+// write anything for those tenants meanwhile: no status patch, no event,
+// no Flux object. Flux does so every spec.stack.interval, at least a
+// minute (the API server refuses less), so the test does not wait for
+// it: it asks Flux for each run, as `flux reconcile` does, with
+// reconcile.fluxcd.io/requestedAt on the Flux objects themselves — the
+// run Flux then makes is the one the interval brings, and the request is
+// Flux's to acknowledge, not the manager's. The window lasts until every
+// applier has run idleReconciles complete reconciles that started in it,
+// watched on the Flux objects themselves, so the test cannot pass with
+// Flux idle, and at least the manager's resync interval, so that the
+// manager looks at every tenant in it too. The Kustomizations creating
+// the kustomize stack's target namespace re-check it hourly; the test
+// asks each for one such reconcile in the window.
 func TestIdleTenantsWriteNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -68,10 +70,8 @@ func TestIdleTenantsWriteNothing(t *testing.T) {
 		names = append(names, w.Name)
 	}
 	selection := tenancyv1alpha1.ClusterSelector{Names: names, Namespaces: []string{clusterNamespace}}
-	interval := &metav1.Duration{Duration: idleInterval}
 
 	ks := kustomizeTenant("idle-kustomize", art, selection)
-	ks.Spec.Stack.Interval = interval
 	chart := &tenancyv1alpha1.Tenant{
 		ObjectMeta: metav1.ObjectMeta{Name: "idle-chart"},
 		Spec: tenancyv1alpha1.TenantSpec{
@@ -81,7 +81,6 @@ func TestIdleTenantsWriteNothing(t *testing.T) {
 					OCIRepositoryAccess: tenancyv1alpha1.OCIRepositoryAccess{URL: chartURL, Insecure: true},
 					Version:             "0.1.0",
 				},
-				Interval: interval,
 			},
 		},
 	}
@@ -102,13 +101,25 @@ func TestIdleTenantsWriteNothing(t *testing.T) {
 	for _, key := range scope.namespaceAppliers {
 		requestReconcile(t, ctx, c, &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 	}
-	eventually(t, time.Duration(idleReconciles+2)*idleInterval, fmt.Sprintf("every Flux applier reconciled %d times", idleReconciles), func() (bool, string) {
+	for run := 1; run <= idleReconciles; run++ {
+		started := time.Now()
+		for key, kind := range scope.fluxObjects {
+			if obj := scope.routine(key, kind); obj != nil {
+				requestReconcile(t, ctx, c, obj)
+			}
+		}
+		eventually(t, 2*time.Minute, fmt.Sprintf("run %d: every Flux applier reconciled", run), func() (bool, string) {
+			return cycles.completed(scope.appliers, started, 1)
+		})
+	}
+	eventually(t, 2*time.Minute, fmt.Sprintf("every Flux applier reconciled %d times", idleReconciles), func() (bool, string) {
 		stacks, state := cycles.completed(scope.appliers, since, idleReconciles)
 		namespaces, nsState := cycles.completed(scope.namespaceAppliers, since, 1)
 		return stacks && namespaces, state + "; " + nsState
 	})
-	// Time for the manager to act on the last reconcile's events.
-	time.Sleep(3 * time.Second)
+	// Time for the manager to act on the last reconcile's events, and to
+	// resync every tenant once.
+	time.Sleep(max(3*time.Second, resyncInterval+3*time.Second-time.Since(since)))
 	window := time.Since(since).Round(time.Millisecond)
 	_, state := cycles.completed(slices.Concat(scope.appliers, scope.namespaceAppliers), since, 1)
 	t.Logf("Flux reconciles in the %s window: %s", window, state)
@@ -164,7 +175,7 @@ func newTenantScope(tenants []*tenancyv1alpha1.Tenant, clusters []types.Namespac
 			kind = helmv2.HelmReleaseKind
 		}
 		for _, cl := range clusters {
-			s.fluxObjects[types.NamespacedName{Namespace: cl.Namespace, Name: render.TenantSourceName(tn.Name)}] = "OCIRepository"
+			s.fluxObjects[types.NamespacedName{Namespace: cl.Namespace, Name: render.TenantSourceName(tn.Name)}] = sourcev1.OCIRepositoryKind
 			applier := types.NamespacedName{Namespace: cl.Namespace, Name: render.TenantClusterObjectName(tn.Name, cl)}
 			s.fluxObjects[applier] = kind
 			s.appliers = append(s.appliers, applier)
@@ -179,6 +190,23 @@ func newTenantScope(tenants []*tenancyv1alpha1.Tenant, clusters []types.Namespac
 		}
 	}
 	return s
+}
+
+// routine is the Flux object key of kind that Flux reconciles every
+// spec.stack.interval (a source, a stack's applier), to ask for a run of;
+// nil for the others (the target namespace's objects).
+func (s tenantScope) routine(key types.NamespacedName, kind string) client.Object {
+	om := metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}
+	switch {
+	case kind == sourcev1.OCIRepositoryKind:
+		return &sourcev1.OCIRepository{ObjectMeta: om}
+	case !slices.Contains(s.appliers, key):
+		return nil
+	case kind == helmv2.HelmReleaseKind:
+		return &helmv2.HelmRelease{ObjectMeta: om}
+	default:
+		return &kustomizev1.Kustomization{ObjectMeta: om}
+	}
 }
 
 // owns tells whether a write concerns the tenants: the Tenants themselves
