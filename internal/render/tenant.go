@@ -216,7 +216,7 @@ func Tenant(t *tenancyv1alpha1.Tenant, sel ClusterSelection, opts TenantOptions)
 	if t == nil {
 		return nil, errors.New("render: no tenant given")
 	}
-	if err := checkStack(t); err != nil {
+	if err := CheckTenantStack(t); err != nil {
 		return nil, err
 	}
 	out := &RenderedTenant{Management: TenantManagement(t)}

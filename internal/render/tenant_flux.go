@@ -37,7 +37,7 @@ const (
 // the artifact before Flux does, and health folding compares what each
 // cluster applied with the revision this source holds.
 func TenantSource(t *tenancyv1alpha1.Tenant, namespace string) (*sourcev1.OCIRepository, error) {
-	if err := checkStack(t); err != nil {
+	if err := CheckTenantStack(t); err != nil {
 		return nil, err
 	}
 	return tenantSource(t, namespace), nil
@@ -91,7 +91,7 @@ func tenantVerification(v *tenancyv1alpha1.OCIVerification) *sourcev1.OCIReposit
 // cluster through the Cluster's kubeconfig Secret: a HelmRelease, or a
 // Kustomization and the Kustomization creating its target namespace.
 func TenantCluster(t *tenancyv1alpha1.Tenant, cluster types.NamespacedName) (*TenantClusterObjects, error) {
-	if err := checkStack(t); err != nil {
+	if err := CheckTenantStack(t); err != nil {
 		return nil, err
 	}
 	return tenantCluster(t, cluster, true)
@@ -241,10 +241,13 @@ func tenantTimeout(stack tenancyv1alpha1.StackSpec) *metav1.Duration {
 	return &metav1.Duration{Duration: DefaultTimeout}
 }
 
-// checkStack refuses a stack the API server's validation would have
-// refused (for callers like `capwright build` that read YAML without it),
-// and what it cannot check: semver ranges.
-func checkStack(t *tenancyv1alpha1.Tenant) error {
+// CheckTenantStack refuses a stack the API server's validation would
+// have refused (for callers like `capwright build` that read YAML without
+// it), and what it cannot check: a semver range Flux cannot parse (with
+// the library source-controller parses it with, so what Capwright takes
+// Flux takes), and keyless signing identities that are not regular
+// expressions.
+func CheckTenantStack(t *tenancyv1alpha1.Tenant) error {
 	stack := t.Spec.Stack
 	switch {
 	case t.Name == "":
@@ -252,15 +255,15 @@ func checkStack(t *tenancyv1alpha1.Tenant) error {
 	case (stack.Chart == nil) == (stack.Kustomize == nil):
 		return fmt.Errorf("spec.stack of Tenant %s: set exactly one of chart (an OCI Helm chart) or kustomize (an OCI artifact of manifests)", t.Name)
 	case stack.Chart != nil:
-		return checkRef(t.Name, "spec.stack.chart", stack.Chart.URL, "version", stack.Chart.Version, stack.Chart.SemVer)
+		return checkRef(t.Name, "spec.stack.chart", stack.Chart.OCIRepositoryAccess, "version", stack.Chart.Version, stack.Chart.SemVer)
 	default:
-		return checkRef(t.Name, "spec.stack.kustomize", stack.Kustomize.URL, "tag", stack.Kustomize.Tag, stack.Kustomize.SemVer)
+		return checkRef(t.Name, "spec.stack.kustomize", stack.Kustomize.OCIRepositoryAccess, "tag", stack.Kustomize.Tag, stack.Kustomize.SemVer)
 	}
 }
 
-func checkRef(tenant, field, url, exactName, exact, semverRange string) error {
-	if !strings.HasPrefix(url, "oci://") {
-		return fmt.Errorf("%s.url of Tenant %s: %q is not an oci:// URL", field, tenant, url)
+func checkRef(tenant, field string, access tenancyv1alpha1.OCIRepositoryAccess, exactName, exact, semverRange string) error {
+	if !strings.HasPrefix(access.URL, "oci://") {
+		return fmt.Errorf("%s.url of Tenant %s: %q is not an oci:// URL", field, tenant, access.URL)
 	}
 	if (exact == "") == (semverRange == "") {
 		return fmt.Errorf("%s of Tenant %s: set exactly one of %s or semver", field, tenant, exactName)
@@ -269,6 +272,9 @@ func checkRef(tenant, field, url, exactName, exact, semverRange string) error {
 		if _, err := semver.NewConstraint(semverRange); err != nil {
 			return fmt.Errorf("%s.semver of Tenant %s: %q is not a version range (%v); write e.g. \">=1.4.0 <2.0.0\" or \"1.x\"", field, tenant, semverRange, err)
 		}
+	}
+	if err := checkIdentities(field+".verify", tenantVerification(access.Verify)); err != nil {
+		return fmt.Errorf("Tenant %s: %w", tenant, err)
 	}
 	return nil
 }

@@ -73,17 +73,12 @@ func TenantNamespaces(t *tenancyv1alpha1.Tenant) []string {
 // unless it is paused or being deleted. Clusters outside the tenant's
 // namespaces are never selected, whatever their labels or names.
 //
-// The error is for a selector the API server's schema cannot refuse
-// (e.g. an operator that needs values and has none).
+// The error is for a selector that does not parse (CheckTenantSelector).
 func SelectClusters(t *tenancyv1alpha1.Tenant, clusters []clusterapi.Facts, kubeconfigs sets.Set[types.NamespacedName]) (ClusterSelection, error) {
 	sel := t.Spec.Clusters
-	selector := labels.Nothing()
-	if sel.Selector != nil {
-		s, err := metav1.LabelSelectorAsSelector(sel.Selector)
-		if err != nil {
-			return ClusterSelection{}, fmt.Errorf("spec.clusters.selector of Tenant %s: %w", t.Name, err)
-		}
-		selector = s
+	selector, err := tenantSelector(t)
+	if err != nil {
+		return ClusterSelection{}, err
 	}
 	allowed := sets.New(TenantNamespaces(t)...)
 	names := sets.New(sel.Names...)
@@ -145,4 +140,25 @@ func (d ClusterDecision) String() string {
 		b.WriteString(": pending (" + d.Reason + ")")
 	}
 	return b.String()
+}
+
+// CheckTenantSelector refuses a spec.clusters.selector that does not
+// parse: a label key or value Kubernetes does not allow, beyond what the
+// CRD's rules check (the operators and their values).
+func CheckTenantSelector(t *tenancyv1alpha1.Tenant) error {
+	_, err := tenantSelector(t)
+	return err
+}
+
+// tenantSelector is spec.clusters.selector parsed; without one it selects
+// nothing (the tenant names its Clusters).
+func tenantSelector(t *tenancyv1alpha1.Tenant) (labels.Selector, error) {
+	if t.Spec.Clusters.Selector == nil {
+		return labels.Nothing(), nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(t.Spec.Clusters.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.clusters.selector of Tenant %s: %w; fix the selector: it takes label keys and values as a Cluster's labels have them, and the operators In, NotIn (with values), Exists and DoesNotExist (without)", t.Name, err)
+	}
+	return s, nil
 }

@@ -90,7 +90,13 @@ const (
 	ReleaseInvalidReason = "ReleaseInvalid"
 
 	// Compatible.
-	CompatibleReason           = "Compatible"
+	CompatibleReason = "Compatible"
+	// InvalidSpecReason: a field of the spec Flux would take and then
+	// fail on, which the API server's validation cannot refuse (a
+	// keyless signing identity that is not a regular expression, an
+	// image override no Pod can pull); the message names the field, and
+	// nothing is written until it is fixed.
+	InvalidSpecReason          = "InvalidSpec"
 	ContractUnknownReason      = "ContractUnknown"
 	IncompatibleContractReason = "IncompatibleContract"
 	DowngradeReason            = "DowngradeRefused"

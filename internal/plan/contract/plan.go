@@ -50,10 +50,16 @@ type Pause struct {
 }
 
 // Plan is what a contract object wants, from its facts: its backend's
-// Flux objects, variables substituted and mirrors applied. It refuses
-// (*plan.Refusal) while no Cluster owns the object, and stalls a spec
-// that cannot be rendered (InvalidSpec, the message naming the field).
+// Flux objects, variables substituted and mirrors applied. It stalls a
+// spec that cannot be rendered (InvalidSpec, the message naming the
+// field) — what no Cluster can change (status expressions that do not
+// parse, keyless signing identities that are no regular expressions)
+// before any Cluster owns the object — and refuses (*plan.Refusal) while
+// none does.
 func Plan(f Facts) (Desired, error) {
+	if err := checkSpec(f); err != nil && PauseReason(f.Object, f.Cluster) == "" {
+		return Desired{}, Invalid(f, err)
+	}
 	if f.Cluster == nil {
 		return Desired{}, WaitingForCluster(f.Kind)
 	}
@@ -73,9 +79,6 @@ func Plan(f Facts) (Desired, error) {
 	if f.StatusFrom != nil {
 		if d.StatusName, err = Substitute("spec.statusFrom.name", f.StatusFrom.Name, d.Vars); err != nil {
 			return Desired{}, Invalid(f, err)
-		}
-		if f.StatusFromInvalid != nil {
-			return Desired{}, Invalid(f, f.StatusFromInvalid)
 		}
 	}
 	url, insecure := f.Mirrors.OCISource(backendURL(backend), f.InsecureRegistries)
@@ -100,6 +103,16 @@ func Plan(f Facts) (Desired, error) {
 	d.Request = f.Request
 	d.Observe = observe(d.Objects)
 	return d, nil
+}
+
+// checkSpec is what makes the spec unusable whatever Cluster owns the
+// object: a paused object is not refused for it (it writes nothing while
+// paused).
+func checkSpec(f Facts) error {
+	if f.StatusFromInvalid != nil {
+		return f.StatusFromInvalid
+	}
+	return render.CheckBackend(f.Backend)
 }
 
 // WaitingForCluster is the refusal of an object no Cluster owns yet: its

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clustersv1alpha1 "github.com/capwright/capwright/api/clusters/v1alpha1"
+	providersv1alpha1 "github.com/capwright/capwright/api/providers/v1alpha1"
 	"github.com/capwright/capwright/internal/catalog"
 	"github.com/capwright/capwright/internal/clusterapi"
 	"github.com/capwright/capwright/internal/plan"
@@ -151,6 +152,29 @@ func TestPlan(t *testing.T) {
 		"refused-statusfrom-expression": func() Facts {
 			f := controlPlane(nil)
 			f.StatusFromInvalid = errors.New("spec.statusFrom.ready does not parse as a CEL expression: syntax error")
+			return f
+		}(),
+		// Status expressions that do not parse stall the object before
+		// any Cluster owns it (no Cluster can make them parse), but not
+		// while it is paused.
+		"refused-statusfrom-expression-no-cluster": func() Facts {
+			f := controlPlane(nil)
+			f.Cluster = nil
+			f.StatusFromInvalid = errors.New("spec.statusFrom.ready does not parse as a CEL expression: syntax error")
+			return f
+		}(),
+		"paused-statusfrom-expression": func() Facts {
+			f := controlPlane(nil)
+			f.Cluster.SpecPaused = true
+			f.StatusFromInvalid = errors.New("spec.statusFrom.ready does not parse as a CEL expression: syntax error")
+			return f
+		}(),
+		"refused-verify-identity-no-cluster": func() Facts {
+			f := infrastructure(func(c *clustersv1alpha1.CapwrightCluster) {
+				c.Spec.Backend.Kustomize.Verify = &providersv1alpha1.OCIVerification{MatchOIDCIdentity: []providersv1alpha1.OIDCIdentityMatch{
+					{Issuer: "https://token.actions.githubusercontent.com", Subject: "*@example.com"}}}
+			})
+			f.Cluster = nil
 			return f
 		}(),
 		"refused-no-backend-kind": controlPlane(func(cp *clustersv1alpha1.CapwrightControlPlane) {

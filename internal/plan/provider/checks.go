@@ -33,7 +33,7 @@ func Refusal(condition, reason, message string, retry time.Duration) *plan.Refus
 		v1alpha1.ContractUnknownReason, v1alpha1.ArtifactInvalidReason, v1alpha1.ArtifactTooLargeReason,
 		v1alpha1.DigestMismatchReason, v1alpha1.AdditionalManifestsInvalidReason, v1alpha1.ConfigSecretNotAllowedReason,
 		v1alpha1.ReleaseChangedReason, v1alpha1.InstalledElsewhereReason, v1alpha1.OwnedByAnotherToolReason,
-		v1alpha1.DryRunFailedReason:
+		v1alpha1.DryRunFailedReason, v1alpha1.InvalidSpecReason:
 		return plan.Stalling(condition, reason, message, retry)
 	}
 	return plan.Failing(condition, reason, message, retry)
@@ -58,9 +58,10 @@ func incompatible(reason, message string, retry time.Duration) *plan.Refusal {
 type Stage int
 
 const (
-	// Quick: the tag did not move, the contract from the artifact's
-	// metadata, no downgrade, unique, not installed in another
-	// namespace. Reads SourcePins, Installations… and Others.
+	// Quick: no field Flux would fail on (checkSpec), the tag did not
+	// move, the contract from the artifact's metadata, no downgrade,
+	// unique, not installed in another namespace. Reads SourcePins,
+	// Installations… and Others.
 	Quick Stage = iota
 	// CoreContract: the core provider's contract is known and
 	// compatible. Reads Core.
@@ -96,6 +97,9 @@ func Check(f Facts, through Stage) error {
 func check(f Facts, through Stage) (checked, error) {
 	var c checked
 	var err error
+	if err = checkSpec(f); err != nil {
+		return c, err
+	}
 	if err = checkTag(f); err != nil {
 		return c, err
 	}
@@ -159,6 +163,17 @@ func CheckArtifact(f Facts) error {
 	}
 	_, err := checkContract(f)
 	return err
+}
+
+// checkSpec refuses a spec Flux would take and then fail on, which the
+// API server's validation cannot refuse (render.CheckProviderSpec): before
+// anything is written, the source fetched ahead included.
+func checkSpec(f Facts) error {
+	p := f.Provider
+	if err := render.CheckProviderSpec(p.GetSpec()); err != nil {
+		return incompatible(v1alpha1.InvalidSpecReason, plan.KindOf(p)+" "+plan.ObjectRef(p)+": "+err.Error(), 0)
+	}
+	return nil
 }
 
 // checkTag keeps the digest checked for this version when it was

@@ -94,7 +94,8 @@ type Status struct {
 // pruning and the nudges.
 const Group = "provider"
 
-// Plan checks the desired version — the tag did not move, the contract is
+// Plan checks the spec (no field Flux would take and then fail on) and the
+// desired version — the tag did not move, the contract is
 // known and compatible with the core's, no downgrade across minors, the
 // provider is unique and not installed in another namespace, every
 // variable has a value or a default, the additional manifests pack, the
@@ -115,6 +116,10 @@ func checkAndRender(f Facts) (Desired, error) {
 	if p.GetSpec().Suspend {
 		d.Suspend = true
 		return d, nil
+	}
+	// The spec first: what a refused resolution says comes after it.
+	if err := checkSpec(f); err != nil {
+		return d, err
 	}
 	if f.Refusal != nil {
 		return d, f.Refusal

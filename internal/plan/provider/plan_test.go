@@ -246,6 +246,36 @@ func TestPlanRefusals(t *testing.T) {
 			f.Refusal = Refusal(v1alpha1.ArtifactResolvedCondition, v1alpha1.AuthenticationFailedReason, "denied", 0)
 			return f
 		}, cond: v1alpha1.ArtifactResolvedCondition, reason: v1alpha1.AuthenticationFailedReason, status: metav1.ConditionFalse, retry: time.Minute, message: "denied"},
+		// A spec Flux would take and fail on is refused first, also when
+		// the registry refused too (the spec is what to fix).
+		{name: "keyless identity that is no regular expression", facts: func(t testing.TB) Facts {
+			f := factsOf(t, core(func(p *v1alpha1.CoreProvider) {
+				p.Spec.Source.OCI.Verify = &v1alpha1.OCIVerification{MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{
+					{Issuer: "^https://token.actions.githubusercontent.com$", Subject: "^https://github.com/kubernetes-sigs/cluster-api/.*$"},
+					{Issuer: "https://accounts.google.com", Subject: "*@example.com"}}}
+			}))
+			f.Refusal = Refusal(v1alpha1.ArtifactResolvedCondition, v1alpha1.AuthenticationFailedReason, "denied", 0)
+			return f
+		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.InvalidSpecReason, status: metav1.ConditionFalse, stalls: true, retry: time.Minute,
+			message: "CoreProvider capi-system/cluster-api: spec.source.oci.verify.matchOIDCIdentity[1].subject is not a regular expression (error parsing regexp: missing argument to repetition operator: `*`): Flux matches it as a Go regular expression"},
+		{name: "keyless identity of a chart", facts: func(t testing.TB) Facts {
+			p := chart(func(p *v1alpha1.CoreProvider) {})
+			p.Spec.Source.Chart.Verify = &v1alpha1.OCIVerification{MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: "(", Subject: ".*"}}}
+			return Facts{Provider: p, Kind: "CoreProvider", Resync: 10 * time.Minute}
+		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.InvalidSpecReason, status: metav1.ConditionFalse, stalls: true, retry: time.Minute,
+			message: "spec.source.chart.verify.matchOIDCIdentity[0].issuer is not a regular expression"},
+		{name: "image digest no Pod can pull", facts: func(t testing.TB) Facts {
+			return factsOf(t, core(func(p *v1alpha1.CoreProvider) {
+				p.Spec.Images = []kustomize.Image{{Name: "registry.k8s.io/cluster-api/cluster-api-controller", Digest: "0123abcd"}}
+			}))
+		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.InvalidSpecReason, status: metav1.ConditionFalse, stalls: true, retry: time.Minute,
+			message: `spec.images[0].digest: "0123abcd" is not an image digest`},
+		{name: "image tag no Pod can pull", facts: func(t testing.TB) Facts {
+			return factsOf(t, core(func(p *v1alpha1.CoreProvider) {
+				p.Spec.Images = []kustomize.Image{{Name: "registry.k8s.io/cluster-api/cluster-api-controller", NewTag: "v1.14.2:patched"}}
+			}))
+		}, cond: v1alpha1.CompatibleCondition, reason: v1alpha1.InvalidSpecReason, status: metav1.ConditionFalse, stalls: true, retry: time.Minute,
+			message: `spec.images[0].newTag: "v1.14.2:patched" is not an image tag`},
 		{name: "tag moved", facts: func(t testing.TB) Facts {
 			f := factsOf(t, core())
 			f.Provider.GetStatus().Artifact = &v1alpha1.ResolvedArtifact{URL: f.Artifact.URL, Revision: clusterctltest.Current + "@" + installedDigest, Digest: installedDigest}
@@ -529,5 +559,20 @@ func TestNeededKindsOfARealRelease(t *testing.T) {
 	}
 	if strings.Join(certManager, ",") != "Certificate.v1,Issuer.v1" {
 		t.Errorf("cert-manager kinds needed: %v, want Certificate and Issuer of v1 (all needed: %v)", certManager, needs)
+	}
+}
+
+// TestAheadRefusesASpecFluxWouldFailOn: a source is not fetched ahead
+// for a spec the plan refuses (InvalidSpec), so nothing at all is
+// written for it.
+func TestAheadRefusesASpecFluxWouldFailOn(t *testing.T) {
+	f := factsOf(t, core(func(p *v1alpha1.CoreProvider) {
+		p.Spec.Source.OCI.Verify = &v1alpha1.OCIVerification{MatchOIDCIdentity: []v1alpha1.OIDCIdentityMatch{{Issuer: ".*", Subject: "*@example.com"}}}
+	}))
+	if repo, more := Ahead(f); repo != nil || more {
+		t.Errorf("Ahead = %v, %v for a spec the plan refuses; want nothing fetched ahead", repo, more)
+	}
+	if repo, _ := Ahead(factsOf(t, core())); repo == nil {
+		t.Error("Ahead wrote nothing for a spec that passes: the test proves nothing")
 	}
 }

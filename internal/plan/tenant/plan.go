@@ -74,6 +74,9 @@ func Plan(f Facts) (Desired, error) {
 	if err := render.CheckTenantNamespaces(t, f.Forbidden, f.Tenants); err != nil {
 		return d, plan.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.NamespaceNotAllowedReason, err.Error(), 0)
 	}
+	if err := checkSpec(t); err != nil {
+		return d, err
+	}
 	if f.ClusterAPIMissing != nil {
 		return d, plan.Failing(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.ClusterAPIMissingReason, clusterAPIMissing(f.ClusterAPIMissing), time.Minute)
 	}
@@ -113,6 +116,20 @@ func Plan(f Facts) (Desired, error) {
 	}
 	shardFlux(f, d.Writes)
 	return d, nil
+}
+
+// checkSpec refuses, whatever the tenant selects (no Cluster at all, or
+// Cluster API not served yet), a selector or a stack that could never be
+// used: a tenant applied with a semver range Flux cannot parse fails at
+// once, not when its first Cluster comes.
+func checkSpec(t *tenancyv1alpha1.Tenant) error {
+	if err := render.CheckTenantSelector(t); err != nil {
+		return plan.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidSelectorReason, err.Error(), 0)
+	}
+	if err := render.CheckTenantStack(t); err != nil {
+		return plan.Stalling(tenancyv1alpha1.ClustersReadyCondition, tenancyv1alpha1.InvalidStackReason, err.Error(), 0)
+	}
+	return nil
 }
 
 // mirrorSources sends the stack's sources where the manager's registry
