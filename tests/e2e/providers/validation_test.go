@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
@@ -64,6 +65,33 @@ func TestCRDValidation(t *testing.T) {
 			&v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "aws"}, Spec: v1alpha1.ProviderSpec{Version: "v2.8.0",
 				Upgrade: &v1alpha1.UpgradePolicy{OnFailure: "Retry"}}},
 			`supported values: "Hold", "Rollback"`},
+		// Durations: Flux would re-apply every component each second, or
+		// give up on every install and upgrade at once.
+		{"an interval of a second",
+			withSpec(func(s *v1alpha1.ProviderSpec) { s.Interval = &metav1.Duration{Duration: time.Second} }),
+			"spec.interval: Invalid value: \"1s\": interval must be at least 1m"},
+		{"an interval just below a minute",
+			withSpec(func(s *v1alpha1.ProviderSpec) { s.Interval = &metav1.Duration{Duration: 59 * time.Second} }),
+			"to have Flux reconcile now, annotate the provider with reconcile.fluxcd.io/requestedAt"},
+		{"a timeout of a millisecond",
+			withSpec(func(s *v1alpha1.ProviderSpec) { s.Timeout = &metav1.Duration{Duration: time.Millisecond} }),
+			"spec.timeout: Invalid value: \"1ms\": timeout must be at least 10s"},
+		{"a timeout of zero",
+			withSpec(func(s *v1alpha1.ProviderSpec) { s.Timeout = &metav1.Duration{} }),
+			"timeout must be at least 10s"},
+		{"an upgrade timeout of a second",
+			withSpec(func(s *v1alpha1.ProviderSpec) { s.Upgrade = &v1alpha1.UpgradePolicy{Timeout: &metav1.Duration{Duration: time.Second}} }),
+			"spec.upgrade.timeout: Invalid value: \"1s\": upgrade.timeout must be at least 10s"},
+		// What a provider's manager would be started with and die on.
+		{"a sync period that is no duration",
+			unstructuredProvider(map[string]any{"manager": map[string]any{"syncPeriod": "ten minutes"}}),
+			"spec.manager.syncPeriod in body should match"},
+		{"a metrics address without a colon",
+			withSpec(func(s *v1alpha1.ProviderSpec) { s.Manager = &v1alpha1.ManagerSpec{MetricsBindAddress: "8443"} }),
+			"manager.metricsBindAddress must be host:port or :port"},
+		{"a health address without a port",
+			withSpec(func(s *v1alpha1.ProviderSpec) { s.Manager = &v1alpha1.ManagerSpec{HealthProbeBindAddress: "localhost"} }),
+			"manager.healthProbeBindAddress must be host:port or :port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,4 +105,38 @@ func TestCRDValidation(t *testing.T) {
 			}
 		})
 	}
+
+	// What the rules take: the floors themselves, and what Cluster API's
+	// managers take for addresses.
+	fine := withSpec(func(s *v1alpha1.ProviderSpec) {
+		s.Interval, s.Timeout = &metav1.Duration{Duration: time.Minute}, &metav1.Duration{Duration: 10 * time.Second}
+		s.Upgrade = &v1alpha1.UpgradePolicy{Timeout: &metav1.Duration{Duration: 10 * time.Second}}
+		s.Manager = &v1alpha1.ManagerSpec{SyncPeriod: &metav1.Duration{Duration: 90 * time.Second}, MetricsBindAddress: "0", HealthProbeBindAddress: "[::]:9440"}
+	})
+	if err := c.Create(ctx, fine); err != nil {
+		t.Fatalf("the API server refused the floors themselves: %v", err)
+	}
+	_ = c.Delete(ctx, fine)
+}
+
+// withSpec is an InfrastructureProvider default/aws v2.8.0, its spec
+// changed as change says.
+func withSpec(change func(*v1alpha1.ProviderSpec)) client.Object {
+	p := &v1alpha1.InfrastructureProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "aws"}, Spec: v1alpha1.ProviderSpec{Version: "v2.8.0"}}
+	change(&p.Spec)
+	return p
+}
+
+// unstructuredProvider is an InfrastructureProvider default/aws v2.8.0
+// with more spec fields, as YAML would give them: what the Go types
+// cannot hold (a duration that does not parse).
+func unstructuredProvider(spec map[string]any) client.Object {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"version": "v2.8.0"}}}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("InfrastructureProvider"))
+	u.SetNamespace("default")
+	u.SetName("aws")
+	for k, v := range spec {
+		u.Object["spec"].(map[string]any)[k] = v
+	}
+	return u
 }
