@@ -147,11 +147,13 @@ type UpgradePolicy struct {
 
 	// Timeout is how long a new version has to be installed and available,
 	// counted from when its Flux objects were written. Default
-	// spec.timeout (5m); at least 10s.
+	// spec.timeout (5m) plus a minute, so that Flux's own verdict (its
+	// health checks give up after spec.timeout, naming what is not
+	// healthy) usually comes first; at least 10s.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('10s')",message="upgrade.timeout must be at least 10s: a new version needs that long at least to be applied and become available, and a shorter timeout fails every upgrade; leave it out for spec.timeout"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('10s')",message="upgrade.timeout must be at least 10s: a new version needs that long at least to be applied and become available, and a shorter timeout fails every upgrade; leave it out for spec.timeout plus a minute"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 

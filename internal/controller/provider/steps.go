@@ -55,11 +55,6 @@ func (s providerSteps) Events(before, after v1alpha1.Provider) []events.Event {
 		out = append(out, events.Event{Type: corev1.EventTypeNormal, Reason: v1alpha1.UpgradeAvailableReason,
 			Message: fmt.Sprintf("%s %s/%s: %s", s.r.Kind.Name, after.GetNamespace(), after.GetName(), c.Message)})
 	}
-	if f := rolledBack(after); f != nil && rolledBack(before) == nil {
-		c := apimeta.FindStatusCondition(after.GetConditions(), v1alpha1.InstalledCondition)
-		out = append(out, events.Event{Type: corev1.EventTypeWarning, Reason: v1alpha1.RolledBackReason,
-			Message: fmt.Sprintf("%s %s/%s: %s", s.r.Kind.Name, after.GetNamespace(), after.GetName(), c.Message)})
-	}
 	v, old := after.GetStatus().InstalledVersion, before.GetStatus().InstalledVersion
 	if v == "" || v == old {
 		return out
@@ -133,13 +128,4 @@ func (s providerSteps) State(obj v1alpha1.Provider) metrics.ObjectState {
 		st.Revision = a.Revision
 	}
 	return st
-}
-
-// rolledBack is the provider's failed upgrade once it is rolled back, nil
-// otherwise.
-func rolledBack(p v1alpha1.Provider) *v1alpha1.FailedUpgrade {
-	if u := p.GetStatus().Upgrade; u != nil && u.Failed != nil && u.Failed.RolledBack {
-		return u.Failed
-	}
-	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -97,11 +96,9 @@ func (r *Reconciler) foldUpgrade(obj v1alpha1.Provider, up *providerplan.Upgrade
 	switch {
 	case u.Failed:
 		f := obj.GetStatus().Upgrade.Failed
+		// The shell's Warning event of Installed's transition says it
+		// (RollingBack, then RolledBack).
 		r.Metrics.ProviderRolledBack(r.Kind.Name, obj.GetNamespace(), obj.GetName(), f.Version)
-		if r.Recorder != nil {
-			r.Recorder.Event(obj, corev1.EventTypeWarning, v1alpha1.RollingBackReason, fmt.Sprintf("%s %s/%s: %s failed (%s); rolling back to %s",
-				r.Kind.Name, obj.GetNamespace(), obj.GetName(), f.Version, f.Message, obj.GetStatus().Upgrade.LastGood.Version))
-		}
 		out.Hold = false
 		out.Result = reconcile.Result{RequeueAfter: rollbackRetry}
 	case u.RolledBack:

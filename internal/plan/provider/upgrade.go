@@ -32,6 +32,10 @@ import (
 // reconcile --reset` asks a HelmRelease.
 const ResetAnnotation = helmv2.ResetRequestAnnotation
 
+// DefaultUpgradeMargin is what spec.upgrade.timeout adds by default to
+// spec.timeout, Flux's own.
+const DefaultUpgradeMargin = time.Minute
+
 // Upgrade is where a provider's upgrade stands, read from its spec and
 // status at the start of a reconcile.
 type Upgrade struct {
@@ -59,9 +63,11 @@ type Upgrade struct {
 // UpgradeOf reads where obj's upgrade stands.
 func UpgradeOf(obj v1alpha1.Provider) *Upgrade {
 	spec := obj.GetSpec()
-	u := &Upgrade{Policy: v1alpha1.UpgradeHold, Timeout: render.DefaultTimeout, version: spec.Version}
+	// By default Flux's verdict comes first: its health checks give up
+	// after spec.timeout, naming what is not healthy.
+	u := &Upgrade{Policy: v1alpha1.UpgradeHold, Timeout: render.DefaultTimeout + DefaultUpgradeMargin, version: spec.Version}
 	if spec.Timeout != nil && spec.Timeout.Duration > 0 {
-		u.Timeout = spec.Timeout.Duration
+		u.Timeout = spec.Timeout.Duration + DefaultUpgradeMargin
 	}
 	if p := spec.Upgrade; p != nil {
 		if p.OnFailure != "" {
