@@ -148,7 +148,6 @@ func run(o *options) error {
 	recorderMetrics := metrics.NewRecorder(ctrlmetrics.Registry)
 	kinds := provider.Kinds()
 	corePreflights := provider.NewCorePreflights()
-	dryRuns := provider.NewDryRuns()
 	upgradeChecks := &provider.UpgradeChecks{Interval: o.upgradeCheck, Lister: &upgrades.Lister{Fetcher: fetcher}, Started: time.Now()}
 	servedAPIs, err := provider.NewServedAPIs(cfg)
 	if err != nil {
@@ -193,7 +192,6 @@ func run(o *options) error {
 			Upgrades:       upgradeChecks,
 			APIs:           servedAPIs,
 			DryRun:         dryRun,
-			DryRuns:        dryRuns,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrent}); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", k.Name, err)

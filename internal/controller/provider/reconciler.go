@@ -70,9 +70,6 @@ type Reconciler struct {
 	// DryRun dry-runs an upgrade's objects on the API server before the
 	// first of them is written; nil skips the dry run.
 	DryRun DryRunFunc
-	// DryRuns takes the dry runs of every kind's upgrades in turn, the
-	// core provider's first; nil runs them at once.
-	DryRuns *DryRuns
 
 	// written keeps the shell from acting on a read older than its own
 	// last write.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -62,12 +61,8 @@ func (r *Reconciler) dryRun(ctx context.Context, up *providerplan.Upgrade, f pro
 	if f.Artifact.Release != nil {
 		file = render.ReleaseComponentsDir + "/" + file
 	}
-	p := f.Provider
-	if err := r.DryRuns.enter(ctx, p.ProviderType() == v1alpha1.CoreProviderType); err != nil {
-		return err
-	}
 	report, err := r.DryRun(ctx, ks, map[string][]byte{file: a.Components})
-	r.DryRuns.leave()
+	p := f.Provider
 	switch {
 	case err != nil:
 		return plan.Failing(v1alpha1.CompatibleCondition, v1alpha1.DryRunFailedReason, fmt.Sprintf(
@@ -112,73 +107,4 @@ func (r *Reconciler) foldUpgrade(obj v1alpha1.Provider, up *providerplan.Upgrade
 		out.Result.RequeueAfter = u.Recheck
 	}
 	return out
-}
-
-// DryRuns lets one upgrade's dry run ask the API server at a time, a core
-// provider's first; nil lets them all ask at once. Providers upgraded
-// together (a pull request that bumps them all) wait for the core, which
-// Flux applies before them (their Kustomizations depend on its), so the
-// core's dry run is the one on the upgrade's path: alone it takes about
-// half as long as with the others asking beside it on a small control
-// plane, and theirs run while Flux applies the core.
-type DryRuns struct {
-	mu    sync.Mutex
-	busy  bool
-	cores int
-	// changed is closed, and replaced, when busy or cores drop.
-	changed chan struct{}
-}
-
-// NewDryRuns is an idle DryRuns.
-func NewDryRuns() *DryRuns { return &DryRuns{changed: make(chan struct{})} }
-
-// enter waits for the dry run's turn: when none runs and, for a provider
-// of another type than core, no core provider waits.
-func (g *DryRuns) enter(ctx context.Context, core bool) error {
-	if g == nil {
-		return nil
-	}
-	g.mu.Lock()
-	if core {
-		g.cores++
-	}
-	for g.busy || (!core && g.cores > 0) {
-		changed := g.changed
-		g.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			g.mu.Lock()
-			if core {
-				g.cores--
-				g.signal()
-			}
-			g.mu.Unlock()
-			return ctx.Err()
-		}
-		g.mu.Lock()
-	}
-	g.busy = true
-	if core {
-		g.cores--
-	}
-	g.mu.Unlock()
-	return nil
-}
-
-// leave ends the dry run's turn.
-func (g *DryRuns) leave() {
-	if g == nil {
-		return
-	}
-	g.mu.Lock()
-	g.busy = false
-	g.signal()
-	g.mu.Unlock()
-}
-
-// signal wakes every waiter; g.mu is held.
-func (g *DryRuns) signal() {
-	close(g.changed)
-	g.changed = make(chan struct{})
 }
