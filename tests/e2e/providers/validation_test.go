@@ -80,7 +80,9 @@ func TestCRDValidation(t *testing.T) {
 			withSpec(func(s *v1alpha1.ProviderSpec) { s.Timeout = &metav1.Duration{} }),
 			"timeout must be at least 10s"},
 		{"an upgrade timeout of a second",
-			withSpec(func(s *v1alpha1.ProviderSpec) { s.Upgrade = &v1alpha1.UpgradePolicy{Timeout: &metav1.Duration{Duration: time.Second}} }),
+			withSpec(func(s *v1alpha1.ProviderSpec) {
+				s.Upgrade = &v1alpha1.UpgradePolicy{Timeout: &metav1.Duration{Duration: time.Second}}
+			}),
 			"spec.upgrade.timeout: Invalid value: \"1s\": upgrade.timeout must be at least 10s"},
 		// What a provider's manager would be started with and die on.
 		{"a sync period that is no duration",

@@ -68,7 +68,9 @@ func TestTenantsRefuseBadInput(t *testing.T) {
 	}
 
 	t.Run("a semver range Flux cannot parse is refused with no Cluster selected", func(t *testing.T) {
-		tn := tenant(func(tn *tenancyv1alpha1.Tenant) { tn.Spec.Stack.Kustomize.Tag, tn.Spec.Stack.Kustomize.SemVer = "", ">= one" })
+		tn := tenant(func(tn *tenancyv1alpha1.Tenant) {
+			tn.Spec.Stack.Kustomize.Tag, tn.Spec.Stack.Kustomize.SemVer = "", ">= one"
+		})
 		createTenant(t, ctx, c, tn)
 		got := waitTenant(t, ctx, c, tn.Name, time.Minute, "Tenant stalled on its semver range", func(tn *tenancyv1alpha1.Tenant) bool {
 			stalled := apimeta.FindStatusCondition(tn.Status.Conditions, tenancyv1alpha1.StalledCondition)
