@@ -82,3 +82,29 @@ func (r *Reconciler) outcome(ctx context.Context, obj v1alpha1.Provider, d provi
 	}
 	return shell.Outcome{Result: reconcile.Result{RequeueAfter: d.Resync}}, nil
 }
+
+// rollbackRetry is how soon a provider whose upgrade just failed is
+// planned again, at its last good version.
+const rollbackRetry = 100 * time.Millisecond
+
+// foldUpgrade sets status.upgrade and turns the upgrade's state into the
+// shell's outcome: a failure just found is planned again at once (the
+// rollback), a rolled-back provider stalls, and the timeout of an upgrade
+// under way is looked at when it runs out.
+func (r *Reconciler) foldUpgrade(obj v1alpha1.Provider, up *providerplan.Upgrade, d providerplan.Desired, s synced, res *health.ProviderResult, out shell.Outcome) shell.Outcome {
+	u := providerplan.FoldUpgrade(obj, up, d, s.in, res, time.Now())
+	switch {
+	case u.Failed:
+		f := obj.GetStatus().Upgrade.Failed
+		// The shell's Warning event of Installed's transition says it
+		// (RollingBack, then RolledBack).
+		r.Metrics.ProviderRolledBack(r.Kind.Name, obj.GetNamespace(), obj.GetName(), f.Version)
+		out.Hold = false
+		out.Result = reconcile.Result{RequeueAfter: rollbackRetry}
+	case u.RolledBack:
+		out.Stalled = &shell.Stall{Reason: u.Stall, Message: u.StallMessage}
+	case u.Recheck > 0 && (out.Result.RequeueAfter == 0 || u.Recheck < out.Result.RequeueAfter):
+		out.Result.RequeueAfter = u.Recheck
+	}
+	return out
+}

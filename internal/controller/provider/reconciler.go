@@ -124,9 +124,6 @@ func (r *Reconciler) reconcile(ctx context.Context, obj v1alpha1.Provider, reque
 	}
 	desired, err := providerplan.Plan(facts)
 	if err == nil {
-		err = up.CheckRollback(facts)
-	}
-	if err == nil {
 		err = r.dryRun(ctx, up, facts, desired)
 	}
 	r.CorePreflights.settle(desired, err)

@@ -105,7 +105,11 @@ func UpgradeOf(obj v1alpha1.Provider) *Upgrade {
 
 // Target is the provider as this reconcile plans it: obj, or while it
 // rolls back, a copy of obj at its last good version, pinned to the
-// digest that was installed, and with the status of that install.
+// digest that was installed, and with the status of that install. The
+// checks of any install then hold the rollback to that artifact: a pinned
+// digest the tag no longer resolves to is refused, a tag that moved since
+// the install too (TagMoved), and a release whose files changed keeps
+// the revision installed (ReleaseChanged).
 func (u *Upgrade) Target(obj v1alpha1.Provider) v1alpha1.Provider {
 	if !u.RollingBack {
 		return obj
@@ -126,21 +130,6 @@ func (u *Upgrade) Target(obj v1alpha1.Provider) v1alpha1.Provider {
 	return view
 }
 
-// CheckRollback refuses to roll back to an artifact other than the one
-// installed: the last good version's tag now resolves elsewhere (a catalog
-// provider has no spec digest to pin it).
-func (u *Upgrade) CheckRollback(f Facts) error {
-	if !u.RollingBack || f.Refusal != nil || f.Artifact.Digest == "" {
-		return nil
-	}
-	if good := u.status.LastGood; f.Artifact.Digest != good.Digest {
-		return Refusal(v1alpha1.ArtifactResolvedCondition, v1alpha1.DigestMismatchReason, fmt.Sprintf(
-			"rolling back to %s needs the artifact it was installed from (%s), but %s now resolves to %s; nothing is rolled back until it resolves to the installed digest again, or spec.version changes",
-			good.Version, good.Digest, good.URL, f.Artifact.Digest), 0)
-	}
-	return nil
-}
-
 // NeedsDryRun tells whether d, which passed its checks, starts the
 // upgrade: nothing of spec.version has been written yet.
 func (u *Upgrade) NeedsDryRun(d Desired) bool {
@@ -149,7 +138,7 @@ func (u *Upgrade) NeedsDryRun(d Desired) bool {
 }
 
 // DryRunRefused is the refusal of an upgrade the dry run stopped.
-func (u *Upgrade) DryRunRefused(p v1alpha1.Provider, message string, retry time.Duration) error {
+func DryRunRefused(p v1alpha1.Provider, message string, retry time.Duration) error {
 	return incompatible(v1alpha1.DryRunFailedReason, fmt.Sprintf(
 		"the API server refused %s %s in a dry run, so nothing of it was applied and %s stays installed: %s",
 		p.GetName(), p.GetSpec().Version, p.GetStatus().InstalledVersion, message), retry)

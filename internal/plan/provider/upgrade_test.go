@@ -111,10 +111,17 @@ func TestAFailedUpgradeRollsBackToTheLastGoodDigest(t *testing.T) {
 	if p.Spec.Version != "v1.14.3" || p.Spec.Source.OCI.Digest != "" {
 		t.Fatal("the rollback changed the provider's own spec")
 	}
-	if err := u.CheckRollback(Facts{Artifact: Artifact{Digest: newDigest}}); err == nil {
+	// The checks of any install hold it to the installed artifact: the
+	// resolver refuses a pinned digest the tag no longer resolves to,
+	// and checkTag a tag that moved (a catalog provider, with no spec to
+	// pin).
+	catalog := view.DeepCopyObject().(v1alpha1.Provider)
+	catalog.GetSpec().Source = nil
+	good := view.GetStatus().Artifact
+	if err := checkTag(Facts{Provider: catalog, Artifact: Artifact{URL: good.URL, Digest: newDigest}}); err == nil {
 		t.Error("a rollback to another digest than the one installed is not refused")
 	}
-	if err := u.CheckRollback(Facts{Artifact: Artifact{Digest: goodDigest}}); err != nil {
+	if err := checkTag(Facts{Provider: catalog, Artifact: Artifact{URL: good.URL, Digest: goodDigest}}); err != nil {
 		t.Error(err)
 	}
 

@@ -4,25 +4,20 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/capwright/capwright/api/providers/v1alpha1"
-	"github.com/capwright/capwright/internal/controller/shell"
-	"github.com/capwright/capwright/internal/health"
 	"github.com/capwright/capwright/internal/plan"
 	providerplan "github.com/capwright/capwright/internal/plan/provider"
 	"github.com/capwright/capwright/internal/render"
 )
 
-// The upgrade gate and its watch (internal/plan/provider/upgrade.go
-// decides; this file asks the API server and turns the decision into the
-// shell's outcome): an upgrade's objects are dry-run before the first of
-// them is written, and a failed upgrade is rolled back by planning the
-// provider at its last good version.
+// The dry run of an upgrade (internal/plan/provider/upgrade.go decides
+// when one is due): before the first object of a new version is written,
+// the API server is asked whether it would take them all; the fold
+// (fold.go) records what it found in status.upgrade.
 
 // DryRunFunc dry-runs on the API server what Flux would apply from the
 // Kustomization ks over the source files (paths from the source's root),
@@ -41,10 +36,6 @@ type DryRunReport struct {
 	// installed now would not be safe.
 	RollbackBlocked []string
 }
-
-// rollbackRetry is how soon a provider whose upgrade just failed is
-// planned again, at its last good version.
-const rollbackRetry = 100 * time.Millisecond
 
 // dryRun runs the dry run of an upgrade about to start, and records what
 // it found in up; a refusal stops the upgrade before anything is written.
@@ -68,7 +59,7 @@ func (r *Reconciler) dryRun(ctx context.Context, up *providerplan.Upgrade, f pro
 		return plan.Failing(v1alpha1.CompatibleCondition, v1alpha1.DryRunFailedReason, fmt.Sprintf(
 			"cannot dry-run %s %s on the API server before upgrading, so nothing of it is applied yet: %v", p.GetName(), p.GetSpec().Version, err), f.Resync)
 	case report.Refused != "":
-		return up.DryRunRefused(p, report.Refused, f.Resync)
+		return providerplan.DryRunRefused(p, report.Refused, f.Resync)
 	}
 	up.DryRan, up.DryRun = true, report.Summary
 	up.RollbackBlocked = strings.Join(report.RollbackBlocked, "; ")
@@ -85,26 +76,4 @@ func componentsKustomization(d providerplan.Desired) *kustomizev1.Kustomization 
 		}
 	}
 	return nil
-}
-
-// foldUpgrade sets status.upgrade and turns the upgrade's state into the
-// shell's outcome: a failure just found is planned again at once (the
-// rollback), a rolled-back provider stalls, and the timeout of an upgrade
-// under way is looked at when it runs out.
-func (r *Reconciler) foldUpgrade(obj v1alpha1.Provider, up *providerplan.Upgrade, d providerplan.Desired, s synced, res *health.ProviderResult, out shell.Outcome) shell.Outcome {
-	u := providerplan.FoldUpgrade(obj, up, d, s.in, res, time.Now())
-	switch {
-	case u.Failed:
-		f := obj.GetStatus().Upgrade.Failed
-		// The shell's Warning event of Installed's transition says it
-		// (RollingBack, then RolledBack).
-		r.Metrics.ProviderRolledBack(r.Kind.Name, obj.GetNamespace(), obj.GetName(), f.Version)
-		out.Hold = false
-		out.Result = reconcile.Result{RequeueAfter: rollbackRetry}
-	case u.RolledBack:
-		out.Stalled = &shell.Stall{Reason: u.Stall, Message: u.StallMessage}
-	case u.Recheck > 0 && (out.Result.RequeueAfter == 0 || u.Recheck < out.Result.RequeueAfter):
-		out.Result.RequeueAfter = u.Recheck
-	}
-	return out
 }
