@@ -51,6 +51,13 @@ func incompatible(reason, message string, retry time.Duration) *plan.Refusal {
 	return Refusal(v1alpha1.CompatibleCondition, reason, message, retry)
 }
 
+// DryRunRefused is the refusal of an upgrade the dry run stopped.
+func DryRunRefused(p v1alpha1.Provider, message string, retry time.Duration) error {
+	return incompatible(v1alpha1.DryRunFailedReason, fmt.Sprintf(
+		"the API server refused %s %s in a dry run, so nothing of it was applied and %s stays installed: %s",
+		p.GetName(), p.GetSpec().Version, p.GetStatus().InstalledVersion, message), retry)
+}
+
 // Stage names the checks in their order; each reads facts the ones
 // before it do not: a controller gathers a stage's facts only once the
 // checks before it passed (Check), as a refused provider reads nothing

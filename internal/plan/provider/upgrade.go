@@ -137,13 +137,6 @@ func (u *Upgrade) NeedsDryRun(d Desired) bool {
 		(u.status.Version != u.version || u.status.StartedAt == nil)
 }
 
-// DryRunRefused is the refusal of an upgrade the dry run stopped.
-func DryRunRefused(p v1alpha1.Provider, message string, retry time.Duration) error {
-	return incompatible(v1alpha1.DryRunFailedReason, fmt.Sprintf(
-		"the API server refused %s %s in a dry run, so nothing of it was applied and %s stays installed: %s",
-		p.GetName(), p.GetSpec().Version, p.GetStatus().InstalledVersion, message), retry)
-}
-
 // UpgradeOutcome is what the upgrade's fold tells the controller.
 type UpgradeOutcome struct {
 	// Failed: the upgrade failed just now and is to be rolled back (a
