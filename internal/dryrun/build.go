@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/resource"
 )
 
 // maxFilesSize bounds the files Build writes out: the caller's artifact
@@ -93,14 +95,34 @@ func Build(ctx context.Context, secrets client.Reader, ks *kustomizev1.Kustomiza
 		return nil, maskError(newMasker(source.secretValues()), err)
 	}
 	always := ks.GetSubstituteStrategy() == kustomizev1.SubstituteStrategyAlways
-	for _, res := range resources.Resources() {
+	substitute := func(res *resource.Resource) error {
+		if _, err := fluxkustomize.SubstituteVariables(ctx, source, u, res, fluxkustomize.SubstituteWithAlways(always)); err != nil {
+			return fmt.Errorf("post build failed for '%s/%s': %w", res.GetGvk(), res.GetName(), err)
+		}
+		return nil
+	}
+	all := resources.Resources()
+	if ks.Spec.PostBuild != nil && len(all) > 0 {
+		// Flux reads the variables and checks their names for every
+		// object, and fails on the first; one small object fails the
+		// same way, named as Flux would name the first.
+		if err := substitute(probe()); err != nil {
+			return fail(fmt.Errorf("post build failed for '%s/%s': %w", all[0].GetGvk(), all[0].GetName(), errors.Unwrap(err)))
+		}
+	}
+	for _, res := range all {
 		// kustomize-controller's check that every object can be applied.
 		if res.GetName() == "" || res.GetKind() == "" || res.GetApiVersion() == "" {
 			return fail(fmt.Errorf("failed to decode Kubernetes apiVersion, kind and name from: %v", res.String()))
 		}
-		if ks.Spec.PostBuild != nil {
-			if _, err := fluxkustomize.SubstituteVariables(ctx, source, u, res, fluxkustomize.SubstituteWithAlways(always)); err != nil {
-				return fail(fmt.Errorf("post build failed for '%s/%s': %w", res.GetGvk(), res.GetName(), err))
+		// Flux prints every object as YAML, substitutes in the text and
+		// reads it back. Its envsubst changes text only at a "${" (a
+		// variable) or a "$$" (an escaped '$'); an object whose printed
+		// text has neither reads back as it was. Most of a provider's
+		// bytes are CRD schemas without one: half of a build's time.
+		if ks.Spec.PostBuild != nil && substitutable(res.YNode()) {
+			if err := substitute(res); err != nil {
+				return fail(err)
 			}
 		}
 		o, err := asUnstructured(&res.RNode)
@@ -129,6 +151,35 @@ func Build(ctx context.Context, secrets client.Reader, ks *kustomizev1.Kustomiza
 		}
 	}
 	return built, nil
+}
+
+// probe is a small object to substitute in before the build's objects
+// (Build).
+func probe() *resource.Resource {
+	return &resource.Resource{RNode: *kyaml.NewMapRNode(&map[string]string{})}
+}
+
+// substitutable tells whether the YAML printed of n holds "${" or "$$",
+// where Flux's envsubst (fluxcd/pkg/envsubst) changes text: in a key, a
+// value, a tag, an anchor or a comment. The printer never splits or
+// escapes either ('$' and '{' print as they are), nor writes them between
+// two nodes. An alias is not followed: its anchor is earlier in the same
+// document, walked there.
+func substitutable(n *kyaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	for _, s := range []string{n.Value, n.Tag, n.Anchor, n.HeadComment, n.LineComment, n.FootComment} {
+		if strings.Contains(s, "${") || strings.Contains(s, "$$") {
+			return true
+		}
+	}
+	for _, child := range n.Content {
+		if substitutable(child) {
+			return true
+		}
+	}
+	return false
 }
 
 // merged is base with every map of more laid over it in turn.

@@ -3,7 +3,9 @@ package dryrun
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,9 +13,11 @@ import (
 	"testing"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -301,4 +305,148 @@ func BenchmarkReadBack(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkBuildOfTheCoreProvider is Build of Cluster API's real core
+// components as Capwright renders its Kustomization: the first half of an
+// upgrade's dry run.
+func BenchmarkBuildOfTheCoreProvider(b *testing.B) {
+	components := coreComponents(b)
+	secrets := fake.NewClientBuilder().WithObjects(variablesSecret("capi-system", map[string]string{"CAPI_DIAGNOSTICS_ADDRESS": ":9443"})).Build()
+	files := map[string][]byte{"core-components.yaml": components}
+	ks := coreKustomization("./")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Build(context.Background(), secrets, ks, files); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// dollars are objects whose text Flux's substitution changes, and does
+// not, in every place a '$' can be.
+const dollars = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: dollars
+  # a comment naming ${CAPI_DIAGNOSTICS_ADDRESS}
+data:
+  variable: ${CAPI_DIAGNOSTICS_ADDRESS}
+  defaulted: ${UNSET:=fallback}
+  escaped: 'cost $$5'
+  regex: '^[a-z]+$'
+  lone: "$ {not a variable}"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: escaped-only
+data:
+  price: "$$10"
+  ${CAPI_INSECURE_DIAGNOSTICS}: key
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: no-variable
+data:
+  pattern: "^v[0-9]+$"
+  trailing: "a$"
+  number: 1e3
+  when: 2001-12-14
+`
+
+// fluxBuild is what kustomize-controller builds for ks over files, the
+// way it does: every object substituted in, and read back through JSON.
+func fluxBuild(t *testing.T, secrets client.Client, ks *kustomizev1.Kustomization, files map[string][]byte) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := unstructured.Unstructured{Object: obj}
+	if _, err := fluxkustomize.NewGenerator(dir, u).WriteFile(dir); err != nil {
+		t.Fatal(err)
+	}
+	resources, err := fluxkustomize.SecureBuild(dir, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, res := range resources.Resources() {
+		if _, err := fluxkustomize.SubstituteVariables(context.Background(), secrets, u, res, fluxkustomize.SubstituteWithAlways(true)); err != nil {
+			return nil, fmt.Errorf("post build failed for '%s/%s': %w", res.GetGvk(), res.GetName(), err)
+		}
+		data, err := res.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(data); err != nil {
+			t.Fatal(err)
+		}
+		o.SetLabels(merged(o.GetLabels(), map[string]string{
+			"kustomize.toolkit.fluxcd.io/name": ks.Name, "kustomize.toolkit.fluxcd.io/namespace": ks.Namespace,
+		}, ks.Spec.CommonMetadata.Labels))
+		o.SetAnnotations(merged(o.GetAnnotations(), ks.Spec.CommonMetadata.Annotations))
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// Build substitutes only in the objects whose text has a variable or an
+// escape, and builds what kustomize-controller builds, which substitutes
+// in every object: the same objects, value for value, over Cluster API's
+// core components and objects with a '$' in every place.
+func TestBuildSubstitutesAsFluxDoes(t *testing.T) {
+	secrets := fake.NewClientBuilder().WithObjects(variablesSecret("capi-system", map[string]string{"CAPI_DIAGNOSTICS_ADDRESS": ":9443"})).Build()
+	files := map[string][]byte{"core-components.yaml": coreComponents(t), "dollars.yaml": []byte(dollars)}
+	ks := coreKustomization("./")
+	built, err := Build(context.Background(), secrets, ks, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fluxBuild(t, secrets, ks, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(built.Objects) != len(want) {
+		t.Fatalf("built %d objects, Flux builds %d", len(built.Objects), len(want))
+	}
+	for i, o := range built.Objects {
+		if !reflect.DeepEqual(o.Object, want[i].Object) {
+			got, _ := json.Marshal(o.Object)
+			flux, _ := json.Marshal(want[i].Object)
+			t.Errorf("%s %s differs from Flux's build:\n got %s\nflux %s", o.GetKind(), o.GetName(), got, flux)
+		}
+	}
+	// The objects above did go through the substitution.
+	for name, want := range map[string]map[string]string{
+		"dollars":      {"variable": ":9443", "defaulted": "fallback", "escaped": "cost $5", "regex": "^[a-z]+$", "lone": "$ {not a variable}"},
+		"escaped-only": {"price": "$10", "true": "key"},
+	} {
+		got, _, _ := unstructured.NestedStringMap(findObject(t, built.Objects, "ConfigMap", name).Object, "data")
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("ConfigMap %s data = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// A variable Flux refuses fails the build as it fails Flux's, though no
+// object of the build has a variable to substitute.
+func TestBuildRefusesABadVariableAsFluxDoes(t *testing.T) {
+	secrets := fake.NewClientBuilder().WithObjects(variablesSecret("capi-system", map[string]string{"not-a-name": "x"})).Build()
+	files := map[string][]byte{"plain.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  pattern: \"^v$\"\n")}
+	ks := coreKustomization("./")
+	_, err := Build(context.Background(), secrets, ks, files)
+	_, want := fluxBuild(t, secrets, ks, files)
+	if err == nil || want == nil || err.Error() != want.Error() {
+		t.Errorf("Build: %v\nFlux:  %v", err, want)
+	}
 }
