@@ -35,7 +35,8 @@ import (
 // capwright-provider-dry-run, manifests/rbac/manager_admission.yaml).
 const DryRunUser = "capwright:provider-dry-run"
 
-// concurrency is how many requests one Run has in flight.
+// concurrency is how many requests a Runner has in flight, across all
+// its Runs (slots).
 const concurrency = 8
 
 // Runner dry-runs built objects against the API server.
@@ -48,6 +49,8 @@ type Runner struct {
 	// mapper tells each kind's resource and scope, and which kinds the
 	// cluster does not serve yet.
 	mapper meta.RESTMapper
+	// slots bound the requests in flight across Runs.
+	slots *slots
 }
 
 // NewRunner is a Runner that impersonates DryRunUser on a copy of cfg.
@@ -55,8 +58,8 @@ type Runner struct {
 func NewRunner(cfg *rest.Config, mapper meta.RESTMapper) (*Runner, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: DryRunUser}
-	// No client-side rate limit: a Run has at most concurrency requests in
-	// flight, which bounds its load (and the API server's priority and
+	// No client-side rate limit: a Runner has at most concurrency requests
+	// in flight, which bounds its load (and the API server's priority and
 	// fairness queues it); a token bucket would only make an upgrade wait,
 	// and the manager's own budget is not spent on it.
 	cfg.RateLimiter, cfg.QPS = nil, -1
@@ -75,7 +78,7 @@ func NewRunner(cfg *rest.Config, mapper meta.RESTMapper) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dry-run client: %w", err)
 	}
-	return &Runner{objects: objects, crds: crds.CustomResourceDefinitions(), mapper: mapper}, nil
+	return &Runner{objects: objects, crds: crds.CustomResourceDefinitions(), mapper: mapper, slots: newSlots(concurrency)}, nil
 }
 
 // Result is what a Run found.
@@ -152,7 +155,11 @@ func (r *Runner) Run(ctx context.Context, built *Built) (Result, error) {
 			namespaces = append(namespaces, c)
 		}
 	}
-	err = forEach(ctx, namespaces, func(ctx context.Context, c *check) error {
+	weight := 0
+	for _, c := range checks {
+		weight += len(c.body)
+	}
+	err = r.forEach(ctx, weight, namespaces, func(ctx context.Context, c *check) error {
 		_, err := c.resource.Get(ctx, c.obj.GetName(), metav1.GetOptions{})
 		c.absent = apierrors.IsNotFound(err)
 		if err != nil && !c.absent {
@@ -172,7 +179,7 @@ func (r *Runner) Run(ctx context.Context, built *Built) (Result, error) {
 	// (a CRD's schemas), and the run ends with its longest request.
 	bySize := slices.Clone(checks)
 	slices.SortStableFunc(bySize, func(a, b *check) int { return len(b.body) - len(a.body) })
-	err = forEach(ctx, bySize, func(ctx context.Context, c *check) error {
+	err = r.forEach(ctx, weight, bySize, func(ctx context.Context, c *check) error {
 		if c.skip != "" || c.refusal != "" {
 			return nil
 		}
@@ -336,15 +343,25 @@ func (r *Runner) unasked(c *check, err error, step string) error {
 	return fmt.Errorf("%s %s as %s: %w", step, c.ref, DryRunUser, err)
 }
 
-// forEach runs do for every check, concurrency at a time, and returns the
-// first error, which cancels the rest.
-func forEach(ctx context.Context, checks []*check, do func(context.Context, *check) error) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(concurrency)
+// forEach runs do for every check in order, each in one of the Runner's
+// slots (weight is the Run's claim to them), and returns the first error,
+// which cancels the rest.
+func (r *Runner) forEach(ctx context.Context, weight int, checks []*check, do func(context.Context, *check) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	var waited error
 	for _, c := range checks {
-		g.Go(func() error { return do(ctx, c) })
+		if waited = r.slots.acquire(gctx, weight); waited != nil {
+			break // a check failed, or ctx ended
+		}
+		g.Go(func() error {
+			defer r.slots.release()
+			return do(gctx, c)
+		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return waited
 }
 
 // ssaAnnotation and reconcileAnnotation are kustomize-controller's
