@@ -113,6 +113,18 @@ func TestConvertManager(t *testing.T) {
 	}
 }
 
+// A sync period under Capwright's floor (1m) is raised to it, saying so:
+// the API server would refuse the converted provider otherwise.
+func TestConvertRaisesAShortSyncPeriod(t *testing.T) {
+	c := convertOne(t, awsHead+"  manager:\n    syncPeriod: 30s\n")
+	if m := c.Object.GetSpec().Manager; m == nil || m.SyncPeriod == nil || m.SyncPeriod.Duration != time.Minute {
+		t.Fatalf("syncPeriod: want 1m, got %+v", m)
+	}
+	if !hasFinding(c, Note, "spec.manager.syncPeriod", "raised from 30s to 1m") {
+		t.Errorf("want a note on spec.manager.syncPeriod, got:\n%s", findingsText(c))
+	}
+}
+
 // TestConvertManagerWinsOverContainerArgs: the operator applies
 // spec.manager after spec.deployment; Capwright refuses a flag set twice.
 func TestConvertManagerWinsOverContainerArgs(t *testing.T) {

@@ -121,6 +121,10 @@ func convertManager(m *OperatorManager, field string, spec *v1alpha1.ProviderSpe
 	if m.SyncPeriod != nil {
 		if s := seconds(m.SyncPeriod.Duration); s > 0 {
 			out.SyncPeriod = &metav1.Duration{Duration: time.Duration(s) * time.Second}
+			if out.SyncPeriod.Duration < time.Minute {
+				fs.note(field+".syncPeriod", "raised from %ds to 1m, the shortest manager.syncPeriod Capwright takes (every object the provider watches is reconciled again at that period)", s)
+				out.SyncPeriod.Duration = time.Minute
+			}
 		}
 	}
 	if m.Verbosity != nil && *m.Verbosity != 1 {

@@ -367,10 +367,11 @@ type ManagerSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Verbosity *int32 `json:"verbosity,omitempty"`
-	// SyncPeriod becomes --sync-period, e.g. 10m.
+	// SyncPeriod becomes --sync-period, e.g. 10m; at least 1m.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('1m')",message="manager.syncPeriod must be at least 1m: the provider's manager reconciles every object it watches again at that period, and Cluster API's default is 10m"
 	SyncPeriod *metav1.Duration `json:"syncPeriod,omitempty"`
 	// MetricsBindAddress becomes --diagnostics-address: host:port or
 	// :port, e.g. :8443, or 0 to serve no diagnostics.

@@ -55,6 +55,7 @@ type RolloutSpec struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+([.][0-9]+)?(ms|s|m|h))+$') || duration(self) >= duration('10s')",message="rollout.bakeTime must be at least 10s: it is how long a wave's clusters must stay healthy before the next wave starts, and a shorter one proves nothing; leave it out for the default (5m)"
 	BakeTime *metav1.Duration `json:"bakeTime,omitempty"`
 
 	// FailureBudget is how many clusters of one wave may fail on the new

@@ -88,6 +88,21 @@ func TestCRDValidation(t *testing.T) {
 		{"a sync period that is no duration",
 			unstructuredProvider(map[string]any{"manager": map[string]any{"syncPeriod": "ten minutes"}}),
 			"spec.manager.syncPeriod in body should match"},
+		{"a sync period of 30s",
+			withSpec(func(s *v1alpha1.ProviderSpec) {
+				s.Manager = &v1alpha1.ManagerSpec{SyncPeriod: &metav1.Duration{Duration: 30 * time.Second}}
+			}),
+			"spec.manager.syncPeriod: Invalid value: \"30s\": manager.syncPeriod must be at least 1m"},
+		// Durations past what Go holds (about 2562047h) would be stored,
+		// and then no client could read any provider of the kind.
+		{"an interval past what a duration holds",
+			unstructuredProvider(map[string]any{"interval": "9999999999h"}), "spec.interval"},
+		{"a timeout past what a duration holds",
+			unstructuredProvider(map[string]any{"timeout": "9999999999h"}), "spec.timeout"},
+		{"an upgrade timeout past what a duration holds",
+			unstructuredProvider(map[string]any{"upgrade": map[string]any{"timeout": "9999999999h"}}), "spec.upgrade.timeout"},
+		{"a sync period past what a duration holds",
+			unstructuredProvider(map[string]any{"manager": map[string]any{"syncPeriod": "9999999999h"}}), "spec.manager.syncPeriod"},
 		{"a metrics address without a colon",
 			withSpec(func(s *v1alpha1.ProviderSpec) { s.Manager = &v1alpha1.ManagerSpec{MetricsBindAddress: "8443"} }),
 			"manager.metricsBindAddress must be host:port or :port"},
@@ -105,6 +120,7 @@ func TestCRDValidation(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %q does not say %q", err, tt.want)
 			}
+			t.Log(err)
 		})
 	}
 
@@ -113,7 +129,7 @@ func TestCRDValidation(t *testing.T) {
 	fine := withSpec(func(s *v1alpha1.ProviderSpec) {
 		s.Interval, s.Timeout = &metav1.Duration{Duration: time.Minute}, &metav1.Duration{Duration: 10 * time.Second}
 		s.Upgrade = &v1alpha1.UpgradePolicy{Timeout: &metav1.Duration{Duration: 10 * time.Second}}
-		s.Manager = &v1alpha1.ManagerSpec{SyncPeriod: &metav1.Duration{Duration: 90 * time.Second}, MetricsBindAddress: "0", HealthProbeBindAddress: "[::]:9440"}
+		s.Manager = &v1alpha1.ManagerSpec{SyncPeriod: &metav1.Duration{Duration: time.Minute}, MetricsBindAddress: "0", HealthProbeBindAddress: "[::]:9440"}
 	})
 	if err := c.Create(ctx, fine); err != nil {
 		t.Fatalf("the API server refused the floors themselves: %v", err)

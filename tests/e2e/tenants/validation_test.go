@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
@@ -44,6 +45,9 @@ func TestTenantsRefuseBadInput(t *testing.T) {
 		{"a stack timeout of a second", func(tn *tenancyv1alpha1.Tenant) {
 			tn.Spec.Stack.Timeout = &metav1.Duration{Duration: time.Second}
 		}, `spec.stack.timeout: Invalid value: "1s": stack.timeout must be at least 10s`},
+		{"a bake time of 5s", func(tn *tenancyv1alpha1.Tenant) {
+			tn.Spec.Rollout = &tenancyv1alpha1.RolloutSpec{BakeTime: &metav1.Duration{Duration: 5 * time.Second}}
+		}, `spec.rollout.bakeTime: Invalid value: "5s": rollout.bakeTime must be at least 10s`},
 		{"a wave label that is no label key", func(tn *tenancyv1alpha1.Tenant) {
 			tn.Spec.Rollout = &tenancyv1alpha1.RolloutSpec{WaveLabel: "rollout ring"}
 		}, "rollout.waveLabel must be a label key"},
@@ -64,6 +68,30 @@ func TestTenantsRefuseBadInput(t *testing.T) {
 			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %q does not say %q", err, tt.want)
 			}
+		})
+	}
+
+	// Durations past what Go holds (about 2562047h) would be stored, and
+	// then no client could read any Tenant.
+	for _, field := range [][]string{{"stack", "interval"}, {"stack", "timeout"}, {"rollout", "bakeTime"}} {
+		path := "spec." + strings.Join(field, ".")
+		t.Run(path+" past what a duration holds", func(t *testing.T) {
+			u, err := framework.ToUnstructured(tenant(func(*tenancyv1alpha1.Tenant) {}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unstructured.SetNestedField(u.Object, "9999999999h", append([]string{"spec"}, field...)...); err != nil {
+				t.Fatal(err)
+			}
+			err = c.Create(ctx, u)
+			if err == nil {
+				_ = c.Delete(context.Background(), u)
+				t.Fatalf("the API server accepted %s: 9999999999h", path)
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %q does not name %s", err, path)
+			}
+			t.Log(err)
 		})
 	}
 
