@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -78,9 +79,29 @@ func (p *Plane) audited(user string, since time.Time, verb func(string) bool) ([
 	}
 	defer f.Close()
 	var writes []Write
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
+	_, err = scanAudit(f, func(w Write) {
+		if (user == "" || w.User == user) && verb(w.Verb) && !w.Time.Before(since) {
+			writes = append(writes, w)
+		}
+	})
+	return writes, err
+}
+
+// scanAudit calls each with every complete entry of the audit log r
+// holds (a line without its newline is left for the next read), and
+// returns the bytes it read up to the end of the last complete line.
+func scanAudit(r io.Reader, each func(Write)) (int64, error) {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var read int64
+	for {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return read, nil
+		}
+		if err != nil {
+			return read, err
+		}
+		read += int64(len(line))
 		var e struct {
 			Verb string `json:"verb"`
 			User struct {
@@ -97,7 +118,7 @@ func (p *Plane) audited(user string, since time.Time, verb func(string) bool) ([
 			} `json:"responseStatus"`
 			StageTimestamp time.Time `json:"stageTimestamp"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+		if err := json.Unmarshal(line, &e); err != nil {
 			continue
 		}
 		by := ""
@@ -105,13 +126,50 @@ func (p *Plane) audited(user string, since time.Time, verb func(string) bool) ([
 			by = e.User.Username
 			e.User.Username = e.ImpersonatedUser.Username
 		}
-		if (user != "" && e.User.Username != user) || !verb(e.Verb) || e.StageTimestamp.Before(since) {
-			continue
-		}
-		writes = append(writes, Write{Time: e.StageTimestamp, User: e.User.Username, ImpersonatedBy: by, Verb: e.Verb, Resource: e.ObjectRef.Resource,
+		each(Write{Time: e.StageTimestamp, User: e.User.Username, ImpersonatedBy: by, Verb: e.Verb, Resource: e.ObjectRef.Resource,
 			Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, Subresource: e.ObjectRef.Subresource, Code: e.ResponseStatus.Code})
 	}
-	return writes, sc.Err()
+}
+
+// AuditTail reads the audit log (Options.AuditLog) a piece at a time: each
+// Next returns only what was logged since the one before, so a long run
+// (a soak) does not read the whole log again at every look.
+type AuditTail struct {
+	path   string
+	offset int64
+}
+
+// AuditTail starts a tail of the audit log at its current end.
+func (p *Plane) AuditTail() (*AuditTail, error) {
+	if !p.opts.AuditLog {
+		return nil, errors.New("the plane was started without Options.AuditLog")
+	}
+	t := &AuditTail{path: filepath.Join(p.RunDir, "audit.log")}
+	if fi, err := os.Stat(t.path); err == nil {
+		t.offset = fi.Size()
+	}
+	return t, nil
+}
+
+// Next returns the write requests (no watches) logged since the last
+// call, of every user.
+func (t *AuditTail) Next() ([]Write, error) {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var writes []Write
+	n, err := scanAudit(f, func(w Write) {
+		if w.Verb != "watch" {
+			writes = append(writes, w)
+		}
+	})
+	t.offset += n
+	return writes, err
 }
 
 // CountWrites counts writes by "verb resource[/subresource]", the keys
