@@ -29,7 +29,7 @@ E2E_PARALLEL   ?= 3
 # The e2e packages that take longest, started first (go test starts
 # packages in the order it is given them): with three at a time the long
 # ones overlap instead of the last of them running on its own at the end.
-E2E_FIRST      := providers install tenants clusters gitops faults
+E2E_FIRST      := soak providers install tenants clusters gitops faults
 # Iterations of the tenant benchmark on the plane.
 BENCH_TIME     ?= 3x
 # Runs per system of the side-by-side install benchmark (each on a fresh plane).
@@ -41,6 +41,15 @@ CLI_BENCH_RUNS ?= 7
 # run: make bench FLEET_TENANTS=50).
 FLEET_TENANTS  ?= 1000
 FLEET_CLUSTERS ?= 20
+# The soak (make soak, docs/reliability.md): how long its seeded churn and
+# chaos play, its seed (empty: drawn from the time and printed, so that
+# SOAK_SEED=N replays a run) and its fleet. make test runs a 3-minute smoke
+# of it instead (tests/e2e/soak; SOAK_DURATION in the environment
+# lengthens that too).
+SOAK_DURATION  ?= 60m
+SOAK_SEED      ?=
+SOAK_TENANTS   ?= 50
+SOAK_CLUSTERS  ?= 20
 # Time per fuzz target: make fuzz gives each a long run. make test gives each a
 # count (FUZZ_QUICK), not a duration: Go 1.26's fuzzer can fail a target with a
 # bare "context deadline exceeded" when a -fuzztime duration runs out under load
@@ -172,6 +181,10 @@ bench: tools $(BIN)/capwright ## Benchmarks: pure packages, the CLI (also as a p
 	$(GO) run ./tests/cmd/gitops-bench -runs $(BENCH_RUNS)
 	$(GO) run ./tests/cmd/fleet-bench -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)
 	$(GO) run ./tests/cmd/fleet-bench -rollout -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)
+
+.PHONY: soak
+soak: tools ## Soak Capwright on the local plane: SOAK_DURATION (default 60m) of seeded churn and chaos on SOAK_TENANTS × SOAK_CLUSTERS, checking the invariants of docs/reliability.md all along (SOAK_SEED=N replays a run); report.txt and report.svg in bin/runs/soak-*/, exit 1 on any violation.
+	$(GO) run ./tests/cmd/soak -duration $(SOAK_DURATION) $(if $(SOAK_SEED),-seed $(SOAK_SEED)) -tenants $(SOAK_TENANTS) -clusters $(SOAK_CLUSTERS)
 
 .PHONY: demo
 demo: tools $(BIN)/local-plane $(BIN)/capwright-manager ## Capwright the GitOps way on the local plane: flux bootstrap git (the real flux CLI), commit the example repository (Capwright, the real CAPI providers, a Tenant with its stack on two workload clusters), upgrade a provider by a commit, print, stop.
