@@ -116,8 +116,10 @@ runs with.
 Exit codes: 0 every custom resource builds; 2 the input cannot be read (not
 YAML, a field the kind does not have), or a Capwright kind or version this
 release does not know (named, skipped; the others are printed); 3, 4, 5 as
-for the registry commands when a registry fails the build itself; 8 the
-manager would refuse a custom resource (its objects are not printed).`,
+for the registry commands when a registry fails the build itself; 8 the API
+server would refuse a custom resource (its CRD's schema or CEL rules: it is
+left out, the rest built as if it were not there) or the manager would (its
+objects are not printed).`,
 		Example: `  # What a pull request's providers and Tenants would make the manager write
   capwright build -f clusters/management/ --cluster-file workload-clusters.yaml
 
@@ -187,7 +189,7 @@ func loadInput(files, clusterFiles []string, namespace string) (build.Loaded, er
 	if err := build.DefaultNamespaces(&in, namespace); err != nil {
 		return in, err
 	}
-	if len(in.CRs) == 0 && len(in.Unknown) == 0 {
+	if len(in.CRs) == 0 && len(in.Unknown) == 0 && len(in.Invalid) == 0 {
 		return in, usageErrorf("no Capwright custom resource (providers, Tenants, CapwrightControlPlanes, CapwrightClusters) in %s", strings.Join(files, ", "))
 	}
 	return in, nil
@@ -197,6 +199,9 @@ func loadInput(files, clusterFiles []string, namespace string) (build.Loaded, er
 func report(w io.Writer, in build.Loaded, items []build.Item) {
 	for _, u := range in.Unknown {
 		_, _ = fmt.Fprintln(w, "skipped:", u)
+	}
+	for _, u := range in.Invalid {
+		_, _ = fmt.Fprintln(w, "invalid:", u)
 	}
 	if in.Ignored > 0 {
 		_, _ = fmt.Fprintf(w, "note: %d objects of other kinds (kustomize files, other tools') read as the cluster's or skipped\n", in.Ignored)
@@ -259,6 +264,9 @@ func writeYAML(w io.Writer, o *unstructured.Unstructured) error {
 func buildOutcome(in build.Loaded, items []build.Item) error {
 	if len(in.Unknown) > 0 {
 		return usageErrorf("%d objects of Capwright's API groups are of kinds or versions this capwright does not know (listed above); they were skipped", len(in.Unknown))
+	}
+	if len(in.Invalid) > 0 {
+		return notReadyError{fmt.Errorf("the API server would refuse %d of the objects (listed above, in the words of Capwright's CustomResourceDefinitions); they were left out: fix them before merging", len(in.Invalid))}
 	}
 	var refused []string
 	for _, it := range items {

@@ -58,10 +58,17 @@ func TestBuildExitCodes(t *testing.T) {
 		t.Fatalf("build -o json: exit %d, %v, %d items:\n%s", code, err, len(list.Items), stdout)
 	}
 
-	forbidden := writeFile(t, dir, "forbidden.yaml", strings.Replace(tenantYAML, "clusters: {selector: {matchLabels: {env: prod}}}", "clusters: {namespaces: [cert-manager]}", 1))
+	forbidden := writeFile(t, dir, "forbidden.yaml", strings.Replace(tenantYAML, "clusters: {selector: {matchLabels: {env: prod}}}", "clusters: {namespaces: [cert-manager], selector: {}}", 1))
 	_, stderr, code = cliRun(t, "build", "-f", forbidden)
 	if code != exitNotReady || !strings.Contains(stderr, "refused: Tenant team-a: ClustersReady=False NamespaceNotAllowed") {
 		t.Errorf("a refused Tenant: exit %d, want %d:\n%s", code, exitNotReady, stderr)
+	}
+
+	// What the API server would refuse is left out, in its words.
+	invalid := writeFile(t, dir, "invalid.yaml", strings.Replace(tenantYAML, "clusters: {selector: {matchLabels: {env: prod}}}", "clusters: {namespaces: [team-a]}", 1))
+	stdout, stderr, code = cliRun(t, "build", "-f", invalid)
+	if code != exitNotReady || stdout != "" || !strings.Contains(stderr, "invalid: "+invalid+", document 1: the API server would refuse Tenant \"team-a\": it is invalid: spec.clusters: Invalid value: clusters: set a selector, names, or both") {
+		t.Errorf("an invalid Tenant: exit %d, want %d, stdout %q:\n%s", code, exitNotReady, stdout, stderr)
 	}
 
 	bad := writeFile(t, dir, "bad.yaml", "kind: [unclosed\n")

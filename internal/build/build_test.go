@@ -56,6 +56,9 @@ func buildDir(t *testing.T, o Options, paths ...string) ([]Item, Loaded) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, inv := range in.Invalid {
+		t.Errorf("the API server would refuse the test's own input: %s", inv)
+	}
 	if err := DefaultNamespaces(&in, "default"); err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +227,8 @@ metadata: {name: prod-1, namespace: tenant-team-a}
 spec:
   version: v1.34.0
   backend: {chart: {url: oci://ghcr.io/example/charts/hosted-control-plane, version: 1.2.0, values: {version: "${KUBERNETES_VERSION}"}}}
+  statusFrom: {apiVersion: example.com/v1, kind: HostedControlPlane, name: "${CLUSTER_NAME}"}
+  kubeconfig: {secretName: "${CLUSTER_NAME}-admin"}
 ---
 apiVersion: clusters.capwright.io/v1alpha1
 kind: CapwrightControlPlane
@@ -231,12 +236,14 @@ metadata: {name: orphan, namespace: tenant-team-a}
 spec:
   version: v1.34.0
   backend: {chart: {url: oci://ghcr.io/example/charts/hosted-control-plane, version: 1.2.0}}
+  statusFrom: {apiVersion: example.com/v1, kind: HostedControlPlane, name: "${CLUSTER_NAME}"}
+  kubeconfig: {secretName: "${CLUSTER_NAME}-admin"}
 `,
 		"forbidden.yaml": `apiVersion: tenancy.capwright.io/v1alpha1
 kind: Tenant
 metadata: {name: sneaky}
 spec:
-  clusters: {namespaces: [flux-system]}
+  clusters: {namespaces: [flux-system], selector: {}}
   stack: {kustomize: {url: oci://ghcr.io/example/stacks/baseline, tag: v1.0.0}}
 `,
 	})
@@ -367,5 +374,48 @@ spec: {version: v1.14.2, source: {oci: {url: %s, insecure: true}}}
 	var input *InputError
 	if _, err := Build(ctx, in.CRs, in.World, o); !errors.As(err, &input) || !strings.Contains(err.Error(), "is not an OCI image layout") {
 		t.Errorf("an empty directory as --layout: %v, want an InputError", err)
+	}
+}
+
+// Load leaves out, naming the file, the object and the field in the API
+// server's words, what the API server would refuse by the schema or the
+// CEL rules of Capwright's CRDs, and keeps the rest.
+func TestLoadLeavesOutWhatTheAPIServerWouldRefuse(t *testing.T) {
+	const provider = "apiVersion: providers.capwright.io/v1alpha1\nkind: InfrastructureProvider\nmetadata: {name: aws, namespace: capa-system}\nspec:\n  version: v2.8.0\n"
+	const tenant = "apiVersion: tenancy.capwright.io/v1alpha1\nkind: Tenant\nmetadata: {name: team-a}\nspec:\n  stack: {kustomize: {url: oci://ghcr.io/example/stacks/baseline, tag: v1.0.0}}\n"
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"an interval of a second", provider + "  interval: 1s\n",
+			`InfrastructureProvider "aws": it is invalid: spec.interval: Invalid value: "1s": interval must be at least 1m`},
+		{"a core provider with another name", strings.Replace(strings.Replace(provider, "InfrastructureProvider", "CoreProvider", 1), "name: aws", "name: capi", 1),
+			"the core provider must be named cluster-api"},
+		{"a version without its v", strings.Replace(provider, "v2.8.0", "2.8.0", 1),
+			`spec.version: Invalid value: "2.8.0": version must be a semantic version with a leading v`},
+		{"a tenant selecting no clusters", tenant + "  clusters: {namespaces: [team-a]}\n",
+			"spec.clusters: Invalid value: clusters: set a selector, names, or both"},
+		{"a bake time of 5s", tenant + "  clusters: {names: [prod-1]}\n  rollout: {waveLabel: ring, bakeTime: 5s}\n",
+			`spec.rollout.bakeTime: Invalid value: "5s": rollout.bakeTime must be at least 10s`},
+		{"two errors at once", provider + "  interval: 1s\n  timeout: 1s\n",
+			`[spec.interval: Invalid value: "1s": interval must be at least 1m`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := repository(t, map[string]string{"bad.yaml": tc.yaml, "good.yaml": strings.Replace(provider, "aws", "gcp", 1)})
+			in, err := Load([]string{dir}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(in.Invalid) != 1 || !strings.Contains(in.Invalid[0], "bad.yaml, document 1: the API server would refuse") || !strings.Contains(in.Invalid[0], tc.want) {
+				t.Fatalf("Invalid = %q, want one naming bad.yaml and saying %q", in.Invalid, tc.want)
+			}
+			if len(in.CRs) != 1 || in.CRs[0].GetName() != "gcp" {
+				t.Errorf("CRs = %d, want only the valid provider", len(in.CRs))
+			}
+		})
+	}
+	// What the cluster holds (--cluster-file) is not judged: it is there.
+	dir := repository(t, map[string]string{"live.yaml": provider + "  interval: 1s\n"})
+	if in, err := Load([]string{dir}, true); err != nil || len(in.Invalid) != 0 || len(in.World) != 1 {
+		t.Errorf("Load as the world: invalid %q, world %d, %v", in.Invalid, len(in.World), err)
 	}
 }

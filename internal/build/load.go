@@ -42,6 +42,10 @@ type Loaded struct {
 	// Ignored counts the objects of kinds no plan reads (kustomize's own
 	// kustomization.yaml files, kinds of other tools), skipped.
 	Ignored int
+	// Invalid are Capwright's objects the API server would refuse (their
+	// CRD's schema or CEL rules), each with where it is and the API
+	// server's answer: left out, as they would never reach the cluster.
+	Invalid []string
 }
 
 // InputError is input that cannot be read as Kubernetes objects (not
@@ -186,6 +190,16 @@ func add(s *runtime.Scheme, u *unstructured.Unstructured, where string, asWorld 
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	if u.GetName() == "" {
 		return &InputError{fmt.Errorf("%s: %s has no metadata.name", where, u.GetKind())}
+	}
+	if ours && !asWorld {
+		invalid, err := admit(u)
+		if err != nil {
+			return &InputError{fmt.Errorf("%s: %v", where, err)}
+		}
+		if invalid != "" {
+			out.Invalid = append(out.Invalid, where+": "+invalid)
+			return nil
+		}
 	}
 	if ours && planned(obj) && !asWorld {
 		out.CRs = append(out.CRs, obj)
