@@ -1,9 +1,11 @@
 package build
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 
@@ -30,14 +32,10 @@ import (
 // would take it, else the API server's message. The CRDs are those this
 // build was made with (manifests/crd).
 func admit(u *unstructured.Unstructured) (string, error) {
-	crds.once.Do(func() { crds.versions, crds.err = compileCRDs(crd.Bases) })
-	if crds.err != nil {
-		return "", crds.err
-	}
 	gvk := u.GroupVersionKind()
-	v, ok := crds.versions[gvk]
-	if !ok {
-		return "", fmt.Errorf("no CustomResourceDefinition serves %s in this build", gvk)
+	v, err := crds.version(gvk)
+	if err != nil {
+		return "", err
 	}
 	obj := runtime.DeepCopyJSON(u.Object)
 	delete(obj, "status")
@@ -54,11 +52,76 @@ func admit(u *unstructured.Unstructured) (string, error) {
 	return fmt.Sprintf("the API server would refuse %s %q: it is invalid: %s", gvk.Kind, u.GetName(), errorList(errs)), nil
 }
 
-// crds are Capwright's CRDs, compiled once, on first use.
-var crds struct {
-	once     sync.Once
-	err      error
+// crds are Capwright's CRDs, each read and compiled when an object of its
+// kind is first admitted (a build of Tenants compiles only theirs).
+var crds = &compiledCRDs{fsys: crd.Bases, versions: map[schema.GroupVersionKind]*admittedVersion{}, read: map[string]bool{}}
+
+type compiledCRDs struct {
+	fsys     fs.FS
+	mu       sync.Mutex
 	versions map[schema.GroupVersionKind]*admittedVersion
+	// read are the files compiled.
+	read map[string]bool
+}
+
+// version is gvk's compiled version: from the file controller-gen names
+// bases/<group>_<plural>.yaml, the plural the kind in lower case with an
+// s, as Capwright's kinds have it; else from every file.
+func (c *compiledCRDs) version(gvk schema.GroupVersionKind) (*admittedVersion, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.versions[gvk]; ok {
+		return v, nil
+	}
+	files, err := fs.Glob(c.fsys, "bases/*_*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	likely := "bases/" + gvk.Group + "_" + strings.ToLower(gvk.Kind) + "s.yaml"
+	slices.SortStableFunc(files, func(a, b string) int { return cmp.Compare(boolInt(b == likely), boolInt(a == likely)) })
+	for _, name := range files {
+		if c.read[name] {
+			continue
+		}
+		if err := c.compileFile(name); err != nil {
+			return nil, err
+		}
+		if v, ok := c.versions[gvk]; ok {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("no CustomResourceDefinition serves %s in this build", gvk)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// compileFile reads one CRD and compiles each served version.
+func (c *compiledCRDs) compileFile(name string) error {
+	c.read[name] = true
+	data, err := fs.ReadFile(c.fsys, name)
+	if err != nil {
+		return err
+	}
+	var def apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(data, &def); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	for _, ver := range def.Spec.Versions {
+		if !ver.Served || ver.Schema == nil || ver.Schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		v, err := compileVersion(ver.Schema.OpenAPIV3Schema)
+		if err != nil {
+			return fmt.Errorf("%s, version %s: %w", name, ver.Name, err)
+		}
+		c.versions[schema.GroupVersionKind{Group: def.Spec.Group, Version: ver.Name, Kind: def.Spec.Names.Kind}] = v
+	}
+	return nil
 }
 
 // admittedVersion is one served version of a CRD, compiled.
@@ -79,36 +142,6 @@ func errorList(errs field.ErrorList) string {
 		msgs[i] = e.Error()
 	}
 	return "[" + strings.Join(msgs, ", ") + "]"
-}
-
-// compileCRDs reads every CRD of fsys and compiles each served version.
-func compileCRDs(fsys fs.FS) (map[schema.GroupVersionKind]*admittedVersion, error) {
-	files, err := fs.Glob(fsys, "bases/*_*.yaml")
-	if err != nil {
-		return nil, err
-	}
-	out := map[schema.GroupVersionKind]*admittedVersion{}
-	for _, name := range files {
-		data, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		var def apiextensionsv1.CustomResourceDefinition
-		if err := yaml.Unmarshal(data, &def); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		for _, ver := range def.Spec.Versions {
-			if !ver.Served || ver.Schema == nil || ver.Schema.OpenAPIV3Schema == nil {
-				continue
-			}
-			v, err := compileVersion(ver.Schema.OpenAPIV3Schema)
-			if err != nil {
-				return nil, fmt.Errorf("%s, version %s: %w", name, ver.Name, err)
-			}
-			out[schema.GroupVersionKind{Group: def.Spec.Group, Version: ver.Name, Kind: def.Spec.Names.Kind}] = v
-		}
-	}
-	return out, nil
 }
 
 func compileVersion(s *apiextensionsv1.JSONSchemaProps) (*admittedVersion, error) {
