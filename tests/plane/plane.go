@@ -425,6 +425,16 @@ func (p *Plane) PIDs() []int {
 	return pids
 }
 
+// PID is the process id of the component process named name (as for
+// Kill), for a benchmark reading its CPU time and memory from /proc.
+func (p *Plane) PID(name string) (int, error) {
+	proc, err := p.tracker.find(name)
+	if err != nil {
+		return 0, err
+	}
+	return proc.pid(), nil
+}
+
 // LogPath returns the log file of a component.
 func (p *Plane) LogPath(component string) string {
 	return filepath.Join(p.RunDir, component+".log")

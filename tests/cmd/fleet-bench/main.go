@@ -44,6 +44,10 @@
 //     convergence (its /debug/pprof on the metrics endpoint), and
 //     `go tool pprof -top` of each.
 //
+// With -apply it measures Flux's share too (apply.go): kustomize-controller
+// runs, sharded with -shards, the clusters spread over -workload-servers
+// API servers, and each phase is timed until every stack is applied.
+//
 // A program rather than a Go benchmark: it is one long measurement with
 // several phases and a report, not an operation repeated b.N times.
 package main
@@ -103,6 +107,12 @@ type options struct {
 	timeout                    time.Duration
 	keep                       bool
 	rollout                    bool
+	// The -apply mode (apply.go).
+	apply               bool
+	shards              string
+	workloadServers     int
+	kustomizeConcurrent int
+	phaseTimeout        time.Duration
 }
 
 func main() {
@@ -116,12 +126,31 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 90*time.Minute, "Give up after this long.")
 	flag.BoolVar(&o.rollout, "rollout", false, "Give every Tenant spec.rollout (one wave, maxUpdating 100%: with kustomize-controller stopped no cluster turns healthy, so only a rollout that moves a whole wave at once gets anywhere): the cost of pinned sources and kept revisions.")
 	flag.BoolVar(&o.keep, "keep", false, "Leave the plane running at the end until interrupted (for a look with kubectl).")
+	flag.BoolVar(&o.apply, "apply", false, "Let Flux apply: kustomize-controller runs (sharded with -shards), the clusters spread over -workload-servers API servers, and each phase is timed until every stack is applied (apply.go); -tenants and -clusters default to 50 and 20.")
+	flag.StringVar(&o.shards, "shards", "1", "With -apply: kustomize-controller shards, a comma-separated list run one after the other on a fresh plane each (e.g. 1,2,4); 1 is no sharding.")
+	flag.IntVar(&o.workloadServers, "workload-servers", 4, "With -apply: workload API servers the clusters are spread over.")
+	flag.IntVar(&o.kustomizeConcurrent, "kustomize-concurrent", 0, "With -apply: kustomize-controller's --concurrent per instance (default: Flux's, 4).")
+	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 30*time.Minute, "With -apply: give up on a phase after this long.")
 	flag.Parse()
+	if o.apply {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["tenants"] {
+			o.tenants = envInt("FLEET_APPLY_TENANTS", 50)
+		}
+		if !set["clusters"] {
+			o.clusters = envInt("FLEET_APPLY_CLUSTERS", 20)
+		}
+	}
 	if o.tenants < 2 || o.clusters < 1 {
 		fmt.Fprintln(os.Stderr, "fleet-bench: -tenants must be at least 2 and -clusters at least 1")
 		os.Exit(2)
 	}
-	if err := run(o); err != nil {
+	measure := run
+	if o.apply {
+		measure = runApply
+	}
+	if err := measure(o); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet-bench:", err)
 		os.Exit(1)
 	}
@@ -199,7 +228,7 @@ func run(o options) error {
 			return err
 		}
 	}
-	if err := b.registerClusters(ctx, w); err != nil {
+	if err := b.registerClusters(ctx, []*plane.WorkloadCluster{w}); err != nil {
 		return err
 	}
 	// No artifact server (the last --artifact-storage-path wins over the
@@ -299,11 +328,12 @@ func parallel(ctx context.Context, n, workers int, do func(ctx context.Context, 
 
 // registerClusters writes what RegisterWorkloadCluster writes for every
 // tenant's clusters: the first through it (it installs the Cluster CRD),
-// the rest directly, side by side.
-func (b *bench) registerClusters(ctx context.Context, w *plane.WorkloadCluster) error {
+// the rest directly, side by side. The k-th (tenant, cluster) pair's
+// kubeconfig points at ws[k mod len(ws)].
+func (b *bench) registerClusters(ctx context.Context, ws []*plane.WorkloadCluster) error {
 	start := time.Now()
 	first := tenantName(0)
-	if _, err := b.p.RegisterWorkloadCluster(ctx, w, clusterNamespace(first), clusterName(0)); err != nil {
+	if _, err := b.p.RegisterWorkloadCluster(ctx, ws[0], clusterNamespace(first), clusterName(0)); err != nil {
 		return err
 	}
 	if err := parallel(ctx, b.o.tenants, b.o.workers/4+1, func(ctx context.Context, i int) error {
@@ -332,7 +362,7 @@ func (b *bench) registerClusters(ctx context.Context, w *plane.WorkloadCluster) 
 		if err := b.c.Status().Update(ctx, cluster); err != nil {
 			return fmt.Errorf("initializing Cluster %s/%s: %w", ns, name, err)
 		}
-		if err := b.c.Create(ctx, plane.KubeconfigSecret(ns, name, w.Kubeconfig)); err != nil {
+		if err := b.c.Create(ctx, plane.KubeconfigSecret(ns, name, ws[k%len(ws)].Kubeconfig)); err != nil {
 			return fmt.Errorf("writing the kubeconfig Secret of Cluster %s/%s: %w", ns, name, err)
 		}
 		if n := done.Add(1); n%2000 == 0 {
