@@ -467,7 +467,8 @@ func (f *fleet) tenant(name string) *tenant {
 }
 
 // unconverged lists what has not converged: a provider not Ready for its
-// generation at the version expected, a Tenant not Ready for its
+// generation at the version expected, or whose artifact is not resolved
+// (again, after an outage), a Tenant not Ready for its
 // generation with every cluster on the revision expected (or, after a bad
 // revision, not rolled back with every cluster on the last good one), a
 // removed Tenant still there.
@@ -529,6 +530,11 @@ func providerConverged(p providersv1alpha1.Provider, version string) string {
 		return fmt.Sprintf("%s: Ready %s", who, conditionString(ready))
 	case st.InstalledVersion != version:
 		return fmt.Sprintf("%s: installed %s, want %s", who, st.InstalledVersion, version)
+	}
+	// After an outage of its source the provider says so until the
+	// manager resolves it again: that is part of converging.
+	if resolved := apimeta.FindStatusCondition(st.Conditions, providersv1alpha1.ArtifactResolvedCondition); resolved != nil && resolved.Reason != providersv1alpha1.ResolvedReason {
+		return fmt.Sprintf("%s: ArtifactResolved %s", who, conditionString(resolved))
 	}
 	return ""
 }
