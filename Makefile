@@ -41,6 +41,13 @@ CLI_BENCH_RUNS ?= 7
 # run: make bench FLEET_TENANTS=50).
 FLEET_TENANTS  ?= 1000
 FLEET_CLUSTERS ?= 20
+# Size of the fleet benchmark with Flux applying (fleet-bench -apply), and
+# the kustomize-controller shard counts it runs, each on a fresh plane
+# (about 10 minutes each at 50 × 20; a quick run:
+# make bench FLEET_APPLY_TENANTS=5 FLEET_APPLY_CLUSTERS=4).
+FLEET_APPLY_TENANTS  ?= 50
+FLEET_APPLY_CLUSTERS ?= 20
+FLEET_APPLY_SHARDS   ?= 1,2,4
 # The soak (make soak, docs/reliability.md): how long its seeded churn and
 # chaos play, its seed (empty: drawn from the time and printed, so that
 # SOAK_SEED=N replays a run) and its fleet. make test runs a 3-minute smoke
@@ -172,7 +179,7 @@ fuzz: ## Fuzz every parser of untrusted input, FUZZ_TIME each (default 10m); fin
 	done
 
 .PHONY: bench
-bench: tools $(BIN)/capwright ## Benchmarks: pure packages, the CLI (also as a process: publish, inspect, and mirror beside sequential skopeo where installed, over 10 ms of registry latency), a Tenant change on 20 clusters, a fleet of 1,000 Tenants × 20 Clusters on one manager, the three CAPI providers installed by Capwright (from OCI and from release URLs), bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side, and a provider upgrade pushed to Git through Capwright and through hand-written Flux Kustomizations.
+bench: tools $(BIN)/capwright ## Benchmarks: pure packages, the CLI (also as a process: publish, inspect, and mirror beside sequential skopeo where installed, over 10 ms of registry latency), a Tenant change on 20 clusters, a fleet of 1,000 Tenants × 20 Clusters on one manager, and of 50 × 20 with Flux applying it in 1, 2 and 4 kustomize-controller shards, the three CAPI providers installed by Capwright (from OCI and from release URLs), bare Flux (also with the contract's settings, and with Capwright's own objects) and cluster-api-operator side by side, and a provider upgrade pushed to Git through Capwright and through hand-written Flux Kustomizations.
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/...
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./cmd/capwright/
 	$(GO) run ./tests/cmd/cli-bench -runs $(CLI_BENCH_RUNS) -capwright $(BIN)/capwright
@@ -181,6 +188,7 @@ bench: tools $(BIN)/capwright ## Benchmarks: pure packages, the CLI (also as a p
 	$(GO) run ./tests/cmd/gitops-bench -runs $(BENCH_RUNS)
 	$(GO) run ./tests/cmd/fleet-bench -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)
 	$(GO) run ./tests/cmd/fleet-bench -rollout -tenants $(FLEET_TENANTS) -clusters $(FLEET_CLUSTERS)
+	$(GO) run ./tests/cmd/fleet-bench -apply -shards $(FLEET_APPLY_SHARDS) -tenants $(FLEET_APPLY_TENANTS) -clusters $(FLEET_APPLY_CLUSTERS)
 
 .PHONY: soak
 soak: tools ## Soak Capwright on the local plane: SOAK_DURATION (default 60m) of seeded churn and chaos on SOAK_TENANTS × SOAK_CLUSTERS, checking the invariants of docs/reliability.md all along (SOAK_SEED=N replays a run); report.txt and report.svg in bin/runs/soak-*/, exit 1 on any violation.
