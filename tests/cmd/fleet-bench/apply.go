@@ -141,8 +141,8 @@ func applyRun(parent context.Context, o options, shards int) (string, error) {
 			kustomize = append(kustomize, plane.KustomizeShard(render.ShardName(i)))
 		}
 	}
-	if o.kustomizeConcurrent > 0 {
-		opts.ExtraArgs["kustomize-controller"] = []string{"--concurrent=" + strconv.Itoa(o.kustomizeConcurrent)}
+	if kargs := strings.Fields(o.kustomizeArgs); len(kargs) > 0 {
+		opts.ExtraArgs["kustomize-controller"] = kargs
 	}
 	p, err := plane.Start(ctx, opts)
 	if err != nil {
@@ -196,8 +196,8 @@ func applyRun(parent context.Context, o options, shards int) (string, error) {
 	if b.watch, err = watchFleet(ctx, cfg); err != nil {
 		return "", err
 	}
-	title := fmt.Sprintf("fleet-bench -apply: %d tenants × %d clusters = %d stack Kustomizations on %d workload API servers; kustomize-controller %s (--concurrent=%s); manager %s; load average before the run %s; run dir %s",
-		o.tenants, o.clusters, o.tenants*o.clusters, o.workloadServers, shardingText(shards), cmpOr(nonZero(o.kustomizeConcurrent), "4"), cmpOr(strings.Join(args[1:], " "), "at its defaults"), load, p.RunDir)
+	title := fmt.Sprintf("fleet-bench -apply: %d tenants × %d clusters = %d stack Kustomizations on %d workload API servers; kustomize-controller %s (%s); manager %s; load average before the run %s; run dir %s",
+		o.tenants, o.clusters, o.tenants*o.clusters, o.workloadServers, shardingText(shards), cmpOr(o.kustomizeArgs, "Flux's defaults"), cmpOr(strings.Join(args[1:], " "), "at its defaults"), load, p.RunDir)
 	b.printf("%s\n", title)
 
 	if err := b.cold(ctx); err != nil {
@@ -438,8 +438,12 @@ func (b *applyBench) managerRequests() map[string]float64 {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		labels, value, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "rest_client_requests_total{"), "} ")
-		if !ok || labels == sc.Text() {
+		rest, ok := strings.CutPrefix(sc.Text(), "rest_client_requests_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
 			continue
 		}
 		_, method, _ := strings.Cut(labels, `method="`)

@@ -108,11 +108,11 @@ type options struct {
 	keep                       bool
 	rollout                    bool
 	// The -apply mode (apply.go).
-	apply               bool
-	shards              string
-	workloadServers     int
-	kustomizeConcurrent int
-	phaseTimeout        time.Duration
+	apply           bool
+	shards          string
+	workloadServers int
+	kustomizeArgs   string
+	phaseTimeout    time.Duration
 }
 
 func main() {
@@ -129,7 +129,7 @@ func main() {
 	flag.BoolVar(&o.apply, "apply", false, "Let Flux apply: kustomize-controller runs (sharded with -shards), the clusters spread over -workload-servers API servers, and each phase is timed until every stack is applied (apply.go); -tenants and -clusters default to 50 and 20.")
 	flag.StringVar(&o.shards, "shards", "1", "With -apply: kustomize-controller shards, a comma-separated list run one after the other on a fresh plane each (e.g. 1,2,4); 1 is no sharding.")
 	flag.IntVar(&o.workloadServers, "workload-servers", 4, "With -apply: workload API servers the clusters are spread over.")
-	flag.IntVar(&o.kustomizeConcurrent, "kustomize-concurrent", 0, "With -apply: kustomize-controller's --concurrent per instance (default: Flux's, 4).")
+	flag.StringVar(&o.kustomizeArgs, "kustomize-args", "", "With -apply: further arguments of every kustomize-controller instance, space-separated (e.g. \"--concurrent=16\" or \"--kube-api-qps=200 --kube-api-burst=1200\"; default: Flux's defaults, --concurrent=4 --kube-api-qps=50 --kube-api-burst=300).")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 30*time.Minute, "With -apply: give up on a phase after this long.")
 	flag.Parse()
 	if o.apply {
