@@ -20,6 +20,10 @@ func TestFailedAttempt(t *testing.T) {
 		Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.SucceededReason, ObservedGeneration: 1}}}
 	failedSource := Observation{Kind: "OCIRepository", Name: "s", Namespace: "ns", Generation: 1, ObservedGeneration: 1,
 		Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "VerificationError", ObservedGeneration: 1}}}
+	unreachable := func(message string) Observation {
+		return Observation{Kind: "OCIRepository", Name: "s", Namespace: "ns", Generation: 1,
+			Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: "OCIArtifactPullFailed", Message: message, ObservedGeneration: 1}}}
+	}
 	for _, tt := range []struct {
 		name          string
 		apply, source Observation
@@ -36,6 +40,14 @@ func TestFailedAttempt(t *testing.T) {
 			o.AttemptedGeneration = 1
 			return o
 		}(), pending, false},
+		// A registry outage as a rollout starts: the new revision's
+		// pinned source cannot be pulled for now, which is no failure of
+		// the revision (the soak found it counted as one, and the revision
+		// rolled back for good).
+		{"the pinned source cannot reach its registry", notReady("Kustomization", "", 2), unreachable("failed to pull artifact from 'oci://registry.example.com/stacks/team-a': Get \"https://registry.example.com/v2/\": dial tcp 10.0.0.7:443: connect: connection refused"), false},
+		{"the pinned source's registry does not answer in time", notReady("HelmRelease", "", 2), unreachable("failed to pull artifact from 'oci://registry.example.com/stacks/team-a': Get \"https://registry.example.com/v2/\": net/http: request canceled (Client.Timeout exceeded while awaiting headers)"), false},
+		{"the pinned source's registry answers 503", notReady("Kustomization", "", 2), unreachable("failed to pull artifact from 'oci://registry.example.com/stacks/team-a': GET https://registry.example.com/v2/stacks/team-a/manifests/sha256:1111: unexpected status code 503 Service Unavailable"), false},
+		{"the pinned digest is not in the registry", notReady("Kustomization", "", 2), unreachable("failed to pull artifact from 'oci://registry.example.com/stacks/team-a': GET https://registry.example.com/v2/stacks/team-a/manifests/sha256:1111: MANIFEST_UNKNOWN: manifest unknown"), true},
 		{"a Kustomization of a substitution change waiting for its new source", func() Observation {
 			o := notReady("Kustomization", digest, 2)
 			o.Conditions[0].Reason = meta.ArtifactFailedReason

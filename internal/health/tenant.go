@@ -326,11 +326,13 @@ func truncate(s string, limit int) string {
 // (not its source's or a dependency's); or the source pinned to the
 // artifact failed for its current generation (a digest that cannot be
 // pulled or verified). Flux reports passing states — an applier waiting
-// for its new source — as Ready False too; those are no failure of the
-// revision. (Flux moves status.observedGeneration only on success; the
-// Ready condition carries the generation it is about.)
+// for its new source, a source whose registry cannot be reached for now
+// (registryUnreachable) — as Ready False too; those are no failure of the
+// revision, which waits for them. (Flux moves status.observedGeneration
+// only on success; the Ready condition carries the generation it is
+// about.)
 func FailedAttempt(apply, source Observation, digest string) bool {
-	if failedAtGeneration(source) {
+	if failedAtGeneration(source) && !registryUnreachable(source) {
 		return true
 	}
 	if revisionDigest(apply.LastAttemptedRevision) != digest || !failedAtGeneration(apply) {
