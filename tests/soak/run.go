@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -133,6 +134,9 @@ type runner struct {
 	failedRevisions map[string]map[string]bool
 	// servers are clients of the workload servers.
 	servers map[int]client.Client
+	// stuck are the objects that did not converge within a step's bound:
+	// reported then, left out of later steps' convergence.
+	stuck map[string]bool
 }
 
 // concerns are what a step touches.
@@ -179,7 +183,7 @@ func (e *Env) Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{e: e, f: e.fleet, o: o, rec: newRecorder(), tail: tail, failedRevisions: map[string]map[string]bool{},
+	r := &runner{e: e, f: e.fleet, o: o, rec: newRecorder(), tail: tail, failedRevisions: map[string]map[string]bool{}, stuck: map[string]bool{},
 		managerStarts: []time.Time{e.managerStarted}}
 	start := time.Now()
 	sampleCtx, stopSampler := context.WithCancel(ctx)
@@ -239,6 +243,10 @@ func (r *runner) play(ctx context.Context, st Step) {
 		for _, p := range pending {
 			who, what, _ := strings.Cut(p, ": ")
 			r.rec.violate(Converges, who, "not converged %s after the fault ended: %s", r.o.ConvergeBound, what)
+			// Reported once: later steps do not wait for it again, or one
+			// object stuck would cost every step its bound.
+			r.stuck[who] = true
+			res.Notes = append(res.Notes, who+" did not converge; later steps leave it out of convergence")
 		}
 	}
 	r.checkResumed(ctx)
@@ -252,7 +260,11 @@ func (r *runner) play(ctx context.Context, st Step) {
 	r.mu.Lock()
 	r.steps = append(r.steps, res)
 	r.mu.Unlock()
-	r.logf("step %d converged in %s", st.Index+1, res.Convergence.Round(100*time.Millisecond))
+	if res.Converged.IsZero() {
+		r.logf("step %d: NOT CONVERGED within %s: %s", st.Index+1, r.o.ConvergeBound, summarize(pending, 3))
+	} else {
+		r.logf("step %d converged in %s", st.Index+1, res.Convergence.Round(100*time.Millisecond))
+	}
 	r.checkIdle(ctx, st.Index == 0 && r.o.injects(InjectIdleWrite))
 }
 
@@ -298,6 +310,10 @@ func (r *runner) waitConverged(ctx context.Context, bound time.Duration) []strin
 	var pending []string
 	for {
 		p, err := r.f.unconverged(ctx)
+		p = slices.DeleteFunc(p, func(s string) bool {
+			who, _, _ := strings.Cut(s, ": ")
+			return r.stuck[who]
+		})
 		if err == nil {
 			if len(p) == 0 {
 				return nil
