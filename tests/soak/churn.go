@@ -77,6 +77,12 @@ func (r *runner) churn(ctx context.Context, st Step) (verify func(context.Contex
 		}); err != nil {
 			return nil, "values not changed: " + err.Error()
 		}
+		if t.rolledBack {
+			// A new value of a revision that failed is a new revision of
+			// the same broken stack: it fails and rolls back too, and
+			// the value never reaches the clusters.
+			return nil, "the tenant's last revision was rolled back: its new value is expected to roll back too"
+		}
 		key := "greeting"
 		if t.chart {
 			key = "tier"
@@ -281,21 +287,29 @@ func (r *runner) checkStackValue(ctx context.Context, t *tenant, key, value stri
 		servers[cl.server] = true
 	}
 	r.f.mu.Unlock()
-	for s := range servers {
-		r.rec.check(ChurnTakesEffect, 1)
-		var got string
-		ok := poll(ctx, time.Minute, func() bool {
+	// One minute for all of them.
+	got := map[int]string{}
+	poll(ctx, time.Minute, func() bool {
+		done := true
+		for s := range servers {
+			if got[s] == value {
+				continue
+			}
 			cm, err := r.stackObject(ctx, s, t.name)
 			if err != nil {
-				got = err.Error()
-				return false
+				got[s] = err.Error()
+			} else {
+				got[s] = cm.Data[key]
 			}
-			got = cm.Data[key]
-			return got == value
-		})
-		if !ok {
+			done = done && got[s] == value
+		}
+		return done
+	})
+	for s := range servers {
+		r.rec.check(ChurnTakesEffect, 1)
+		if got[s] != value {
 			r.rec.violate(ChurnTakesEffect, fmt.Sprintf("ConfigMap %s/soak-stack on %s", t.name, r.e.Servers[s].Name),
-				"%s is %q a minute after convergence, want the changed value %q", key, got, value)
+				"%s is %q a minute after convergence, want the changed value %q", key, got[s], value)
 		}
 	}
 }
