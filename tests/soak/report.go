@@ -2,9 +2,11 @@ package soak
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,7 +27,8 @@ type Report struct {
 	// RunDir holds the plane's logs.
 	RunDir string
 
-	series series
+	series  series
+	samples []Sample
 }
 
 // ViolationCount is the number of violations of every invariant.
@@ -68,7 +71,7 @@ func (r *runner) report(sched Schedule, start, end time.Time) *Report {
 		Invariants: r.rec.list(), Trends: tr, Bound: r.o.ConvergeBound, RunDir: r.e.RunDir(),
 		Fleet: fmt.Sprintf("%d tenants × %d clusters on %d workload servers (+1 for churn), kustomize-controller in %d shards besides its main instance",
 			r.e.opts.Tenants, r.e.opts.Clusters, r.e.opts.WorkloadServers, len(FluxShards)),
-		series: s,
+		series: s, samples: samples,
 	}
 }
 
@@ -178,5 +181,26 @@ func (r *Report) write(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(r.Text()), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "report.svg"), []byte(r.SVG()), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "report.svg"), []byte(r.SVG()), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "samples.csv"), []byte(r.samplesCSV()), 0o644)
+}
+
+// samplesCSV is every sample of the run, for a look of one's own: the
+// time, the manager's RSS (MiB) and goroutines, the API server's request
+// counter (empty where it could not be read).
+func (r *Report) samplesCSV() string {
+	var b strings.Builder
+	b.WriteString("time,manager_rss_mib,manager_goroutines,apiserver_requests_total\n")
+	field := func(v float64) string {
+		if math.IsNaN(v) {
+			return ""
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	for _, x := range r.samples {
+		fmt.Fprintf(&b, "%s,%s,%s,%s\n", x.Time.UTC().Format(time.RFC3339), field(x.RSS/(1<<20)), field(x.Goroutines), field(x.APIRequests))
+	}
+	return b.String()
 }

@@ -106,6 +106,21 @@ func TestSlopeAndQuantiles(t *testing.T) {
 	if s := slope(rising); s < 1.999 || s > 2.001 {
 		t.Errorf("slope of 2 a minute: %v", s)
 	}
+	if s := theilSen(rising); s < 1.999 || s > 2.001 {
+		t.Errorf("Theil–Sen slope of 2 a minute: %v", s)
+	}
+	// A spike near the end (a restart's relist) lifts a least-squares
+	// line, not the median slope.
+	spiked := append([]Point(nil), flat...)
+	for i := 50; i < 53; i++ {
+		spiked[i].Value = 5000
+	}
+	if s := theilSen(spiked); s > 0.1 {
+		t.Errorf("three spiked points make a flat series rise %v a minute", s)
+	}
+	if s := slope(spiked); s < 1 {
+		t.Errorf("the least-squares slope of the spiked series is %v; the spike should move it", s)
+	}
 	up := judge("rss", "MiB", rising, 40*time.Minute, 10*time.Minute, 16)
 	if !up.Judged || up.Rise <= up.Tolerance {
 		t.Errorf("a steady rise of 2 MiB a minute is not an upward trend: %s", up)

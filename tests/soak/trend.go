@@ -22,11 +22,15 @@ type Trend struct {
 	Points     int
 	Median     float64
 	P99        float64
-	// SlopePerHour is the least-squares slope; Rise is what it adds over
-	// the window, Tolerance what the invariant allows.
+	// SlopePerHour is the Theil–Sen slope (the median of the slopes
+	// between every pair of points); Rise is what it adds over the
+	// window, Tolerance what the invariant allows.
 	SlopePerHour float64
-	Rise         float64
-	Tolerance    float64
+	// LeastSquaresPerHour is the least-squares slope, reported beside it:
+	// a fault's spike late in the window moves it.
+	LeastSquaresPerHour float64
+	Rise                float64
+	Tolerance           float64
 	// Judged is false when the window was too short or too sparse for a
 	// slope to mean anything.
 	Judged bool
@@ -41,8 +45,8 @@ func (t Trend) String() string {
 	case t.Rise > t.Tolerance:
 		verdict = "UPWARD TREND"
 	}
-	return fmt.Sprintf("%-26s %4d points  median %10.1f %-6s p99 %10.1f  slope %+10.1f/h  rise over window %+9.1f (tolerance %.1f)  %s",
-		t.Name, t.Points, t.Median, t.Unit, t.P99, t.SlopePerHour, t.Rise, t.Tolerance, verdict)
+	return fmt.Sprintf("%-24s %4d points  median %9.1f %-5s p99 %9.1f  slope %+9.1f/h (least squares %+9.1f/h)  rise over window %+8.1f (tolerance %.1f)  %s",
+		t.Name, t.Points, t.Median, t.Unit, t.P99, t.SlopePerHour, t.LeastSquaresPerHour, t.Rise, t.Tolerance, verdict)
 }
 
 // Trend tolerances: a series may rise over the window by this fraction of
@@ -141,7 +145,8 @@ func judge(name, unit string, ps []Point, window, minWindow time.Duration, floor
 		values[i] = p.Value
 	}
 	t.Median, t.P99 = quantile(values, 0.5), quantile(values, 0.99)
-	t.SlopePerHour = slope(ps) * 60
+	t.SlopePerHour = theilSen(ps) * 60
+	t.LeastSquaresPerHour = slope(ps) * 60
 	t.Rise = t.SlopePerHour * window.Hours()
 	t.Tolerance = math.Max(trendFraction*t.Median, floor)
 	switch {
@@ -153,6 +158,31 @@ func judge(name, unit string, ps []Point, window, minWindow time.Duration, floor
 		t.Judged = true
 	}
 	return t
+}
+
+// theilSen is the Theil–Sen slope of the points, per minute: the median
+// of the slopes between every pair. A fault's spike (a restarted API
+// server's clients listing everything again) moves a least-squares line
+// but not this median, which follows what the series does between
+// faults.
+func theilSen(ps []Point) float64 {
+	var slopes []float64
+	for i := range ps {
+		for j := i + 1; j < len(ps); j++ {
+			if dx := ps[j].Time.Sub(ps[i].Time).Minutes(); dx > 0 {
+				slopes = append(slopes, (ps[j].Value-ps[i].Value)/dx)
+			}
+		}
+	}
+	if len(slopes) == 0 {
+		return 0
+	}
+	sort.Float64s(slopes)
+	n := len(slopes)
+	if n%2 == 1 {
+		return slopes[n/2]
+	}
+	return (slopes[n/2-1] + slopes[n/2]) / 2
 }
 
 // slope is the least-squares slope of the points, per minute.
