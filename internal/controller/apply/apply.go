@@ -11,12 +11,14 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capwright/capwright/internal/plan"
@@ -35,6 +37,39 @@ func Unchanged(want, existing *unstructured.Unstructured, hashAnnotation string)
 		}
 	}
 	return Subset(withoutFinalizers(want.Object), existing.Object)
+}
+
+// readBackoff is how a read the API server refuses for now is tried
+// again (about 4 s in all): just after it starts, the API server answers
+// 403 until its authorizer has read the RBAC objects, and 429 or 5xx while
+// it catches up. Failed on such an answer, a reconcile would mark a
+// healthy provider InstallFailed (found by the soak, docs/reliability.md).
+var readBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Steps: 5}
+
+// get reads key into obj, trying again, as readBackoff says, while the
+// API server answers that it cannot for now. A read goes through no
+// admission, so its 403 is the authorizer's: it lifts in a moment, or
+// stays and is returned as it was.
+func get(ctx context.Context, r ctrl.Reader, key ctrl.ObjectKey, obj ctrl.Object) error {
+	var err error
+	backoff := readBackoff
+	for {
+		if err = r.Get(ctx, key, obj); !notNow(err) || backoff.Steps <= 1 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff.Step()):
+		}
+	}
+}
+
+// notNow tells whether err is an API server's answer that may be another
+// in a moment.
+func notNow(err error) bool {
+	return err != nil && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err))
 }
 
 // withoutFinalizers is obj without metadata.finalizers, sharing the rest.
@@ -64,7 +99,7 @@ func IfChanged(ctx context.Context, r ctrl.Reader, w ctrl.Writer, desired ctrl.O
 		return err
 	}
 	current := desired.DeepCopyObject().(ctrl.Object)
-	err = r.Get(ctx, ctrl.ObjectKeyFromObject(want), current)
+	err = get(ctx, r, ctrl.ObjectKeyFromObject(want), current)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:

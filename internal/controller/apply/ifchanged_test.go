@@ -2,13 +2,18 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -198,5 +203,45 @@ func TestSyncerSkipsWhatTheCacheShowsUnchanged(t *testing.T) {
 	sync(Syncer{Client: cache, Reader: uncached, Cached: flux}, missing)
 	if applies != 2 || uncachedReads != 3 {
 		t.Fatalf("not in the cache: %d applies and %d uncached reads, want 2 and 3", applies, uncachedReads)
+	}
+}
+
+// Just after it starts, the API server answers 403 until its authorizer
+// has read the RBAC objects (the soak saw a healthy provider marked
+// InstallFailed by one such answer): IfChanged reads again a while, and
+// goes on once the answer changes; a 403 that stays is returned.
+func TestIfChangedReadsAgainWhileTheAPIServerRefusesForNow(t *testing.T) {
+	readBackoff.Duration = time.Millisecond
+	defer func() { readBackoff.Duration = 250 * time.Millisecond }()
+	desired, cached := appliedKustomization(t)
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: kustomizev1.GroupVersion.Group, Resource: "kustomizations"}, desired.Name, errors.New(`User "capwright-manager" cannot get resource`))
+	for _, tc := range []struct {
+		name      string
+		refusals  int
+		wantReads int
+		wantErr   bool
+	}{
+		{"refused twice, then read", 2, 3, false},
+		{"refused every time", 100, readBackoff.Steps, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			applies, reads := 0, 0
+			base := newClient(t, &applies, cached.DeepCopy())
+			c := interceptor.NewClient(base.(ctrl.WithWatch), interceptor.Funcs{
+				Get: func(ctx context.Context, c ctrl.WithWatch, key ctrl.ObjectKey, obj ctrl.Object, opts ...ctrl.GetOption) error {
+					if reads++; reads <= tc.refusals {
+						return forbidden
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			err := IfChanged(context.Background(), c, c, desired, testHash, plan.FieldOwner, func(*unstructured.Unstructured) error { return nil })
+			if (err != nil) != tc.wantErr || reads != tc.wantReads {
+				t.Errorf("IfChanged = %v after %d reads, want error %v after %d", err, reads, tc.wantErr, tc.wantReads)
+			}
+			if tc.wantErr && !apierrors.IsForbidden(err) {
+				t.Errorf("the error %v lost the API server's answer", err)
+			}
+		})
 	}
 }
