@@ -197,12 +197,12 @@ spec:
 	t.Run("capwright status on a cluster without Capwright", func(t *testing.T) { statusOnAWorkloadCluster(t, ctx) })
 }
 
-// TestTenantRolloutRefusesWhatCannotBeFollowed: a rollout whose bake time
-// is below the minimum, whose failure budget is not below a wave's size,
-// or which puts a cluster in two waves is refused with a condition naming
-// the field and the fix, and no cluster changes revision; a wave no
-// cluster is in says so; the API server refuses label waves without a
-// label key.
+// TestTenantRolloutRefusesWhatCannotBeFollowed: a rollout whose failure
+// budget is not below a wave's size, or which puts a cluster in two waves,
+// is refused with a condition naming the field and the fix, and no cluster
+// changes revision; a wave no cluster is in says so; the API server
+// refuses label waves without a label key (and a bake time below the
+// minimum: TestTenantsRefuseBadInput).
 func TestTenantRolloutRefusesWhatCannotBeFollowed(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -233,7 +233,6 @@ func TestTenantRolloutRefusesWhatCannotBeFollowed(t *testing.T) {
 		change func(*tenancyv1alpha1.RolloutSpec)
 		want   string
 	}{
-		{"bake time below the minimum", func(r *tenancyv1alpha1.RolloutSpec) { r.BakeTime = &metav1.Duration{Duration: time.Second} }, "bakeTime 1s is below the minimum of 10s"},
 		{"budget not below the wave", func(r *tenancyv1alpha1.RolloutSpec) { r.FailureBudget = 2 }, "failureBudget 2 is not below the size of wave canary (2 clusters)"},
 		{"a cluster in two waves", func(r *tenancyv1alpha1.RolloutSpec) {
 			r.Waves = append(r.Waves, tenancyv1alpha1.Wave{Name: "again", Clusters: []string{"check-2"}})
