@@ -2,14 +2,12 @@ package soak
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -207,13 +205,13 @@ func (f *fleet) planTenants(ctx context.Context) ([]*tenant, error) {
 		}
 		out = append(out, t)
 	}
-	err := parallel(ctx, len(out), 8, func(ctx context.Context, i int) error { return f.prepareTenant(ctx, out[i]) })
+	err := framework.Parallel(ctx, len(out), 8, func(ctx context.Context, i int) error { return f.prepareTenant(ctx, out[i]) })
 	return out, err
 }
 
 // createTenants creates the planned Tenants.
 func (f *fleet) createTenants(ctx context.Context, tenants []*tenant) error {
-	return parallel(ctx, len(tenants), 8, func(ctx context.Context, i int) error { return f.createTenant(ctx, tenants[i]) })
+	return framework.Parallel(ctx, len(tenants), 8, func(ctx context.Context, i int) error { return f.createTenant(ctx, tenants[i]) })
 }
 
 // addTenant is a Tenant churn adds: prepared and created at once.
@@ -244,7 +242,7 @@ func (f *fleet) prepareTenant(ctx context.Context, t *tenant) error {
 		return err
 	}
 	clusters := sortedClusters(t)
-	return parallel(ctx, len(clusters), 4, func(ctx context.Context, i int) error { return f.registerCluster(ctx, clusters[i]) })
+	return framework.Parallel(ctx, len(clusters), 4, func(ctx context.Context, i int) error { return f.registerCluster(ctx, clusters[i]) })
 }
 
 // createTenant creates the Tenant.
@@ -257,34 +255,6 @@ func (f *fleet) createTenant(ctx context.Context, t *tenant) error {
 	delete(f.gone, t.name)
 	f.mu.Unlock()
 	return nil
-}
-
-// parallel runs do(i) for i in [0, n) on workers goroutines and returns
-// the first error.
-func parallel(ctx context.Context, n, workers int, do func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := do(ctx, i); err != nil {
-					cancel(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return ctx.Err()
 }
 
 // pushRevision pushes the tenant's next revision and makes it the one

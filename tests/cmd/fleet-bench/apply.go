@@ -610,7 +610,7 @@ func (b *applyBench) perInstance(vs []float64, format func(float64) string) stri
 func (b *applyBench) cold(ctx context.Context) error {
 	cpu0 := b.sampleCPU()
 	start := time.Now()
-	if err := parallel(ctx, b.o.tenants, b.o.workers, func(ctx context.Context, i int) error {
+	if err := framework.Parallel(ctx, b.o.tenants, b.o.workers, func(ctx context.Context, i int) error {
 		return b.c.Create(ctx, b.tenant(i))
 	}); err != nil {
 		return fmt.Errorf("creating Tenants: %w", err)
@@ -631,7 +631,7 @@ func (b *applyBench) everyTenant(ctx context.Context) error {
 	}
 	b.art["fleet-a"] = next
 	token := start.UTC().Format(time.RFC3339Nano)
-	if err := parallel(ctx, b.o.tenants, b.o.workers, func(ctx context.Context, i int) error {
+	if err := framework.Parallel(ctx, b.o.tenants, b.o.workers, func(ctx context.Context, i int) error {
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			tn := &tenancyv1alpha1.Tenant{}
 			if err := b.c.Get(ctx, client.ObjectKey{Name: tenantName(i)}, tn); err != nil {

@@ -298,34 +298,6 @@ func newClient(cfg *rest.Config) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
-// parallel runs do(i) for i in [0, n) on workers goroutines and returns
-// the first error.
-func parallel(ctx context.Context, n, workers int, do func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if err := do(ctx, i); err != nil {
-					cancel(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return ctx.Err()
-}
-
 // registerClusters writes what RegisterWorkloadCluster writes for every
 // tenant's clusters: the first through it (it installs the Cluster CRD),
 // the rest directly, side by side. The k-th (tenant, cluster) pair's
@@ -336,7 +308,7 @@ func (b *bench) registerClusters(ctx context.Context, ws []*plane.WorkloadCluste
 	if _, err := b.p.RegisterWorkloadCluster(ctx, ws[0], clusterNamespace(first), clusterName(0)); err != nil {
 		return err
 	}
-	if err := parallel(ctx, b.o.tenants, b.o.workers/4+1, func(ctx context.Context, i int) error {
+	if err := framework.Parallel(ctx, b.o.tenants, b.o.workers/4+1, func(ctx context.Context, i int) error {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace(tenantName(i))}}
 		if err := b.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
@@ -347,7 +319,7 @@ func (b *bench) registerClusters(ctx context.Context, ws []*plane.WorkloadCluste
 	}
 	total := b.o.tenants * b.o.clusters
 	var done atomic.Int64
-	err := parallel(ctx, total, b.o.workers, func(ctx context.Context, k int) error {
+	err := framework.Parallel(ctx, total, b.o.workers, func(ctx context.Context, k int) error {
 		ns, name := clusterNamespace(tenantName(k/b.o.clusters)), clusterName(k%b.o.clusters)
 		if k == 0 {
 			return nil
@@ -410,7 +382,7 @@ func (b *bench) cold(ctx context.Context) error {
 	}
 	cpu0 := cpuSeconds(b.mgr.PID())
 	start := time.Now()
-	if err := parallel(ctx, b.o.tenants, b.o.workers, func(ctx context.Context, i int) error {
+	if err := framework.Parallel(ctx, b.o.tenants, b.o.workers, func(ctx context.Context, i int) error {
 		return b.c.Create(ctx, b.tenant(i))
 	}); err != nil {
 		return fmt.Errorf("creating Tenants: %w", err)
