@@ -49,8 +49,8 @@ type Runner struct {
 	// mapper tells each kind's resource and scope, and which kinds the
 	// cluster does not serve yet.
 	mapper meta.RESTMapper
-	// slots bound the requests in flight across Runs.
-	slots *slots
+	// slots bound the requests in flight across Runs: one token each.
+	slots chan struct{}
 }
 
 // NewRunner is a Runner that impersonates DryRunUser on a copy of cfg.
@@ -78,7 +78,7 @@ func NewRunner(cfg *rest.Config, mapper meta.RESTMapper) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dry-run client: %w", err)
 	}
-	return &Runner{objects: objects, crds: crds.CustomResourceDefinitions(), mapper: mapper, slots: newSlots(concurrency)}, nil
+	return &Runner{objects: objects, crds: crds.CustomResourceDefinitions(), mapper: mapper, slots: make(chan struct{}, concurrency)}, nil
 }
 
 // Result is what a Run found.
@@ -155,11 +155,7 @@ func (r *Runner) Run(ctx context.Context, built *Built) (Result, error) {
 			namespaces = append(namespaces, c)
 		}
 	}
-	weight := 0
-	for _, c := range checks {
-		weight += len(c.body)
-	}
-	err = r.forEach(ctx, weight, namespaces, func(ctx context.Context, c *check) error {
+	err = r.forEach(ctx, namespaces, func(ctx context.Context, c *check) error {
 		_, err := c.resource.Get(ctx, c.obj.GetName(), metav1.GetOptions{})
 		c.absent = apierrors.IsNotFound(err)
 		if err != nil && !c.absent {
@@ -179,7 +175,7 @@ func (r *Runner) Run(ctx context.Context, built *Built) (Result, error) {
 	// (a CRD's schemas), and the run ends with its longest request.
 	bySize := slices.Clone(checks)
 	slices.SortStableFunc(bySize, func(a, b *check) int { return len(b.body) - len(a.body) })
-	err = r.forEach(ctx, weight, bySize, func(ctx context.Context, c *check) error {
+	err = r.forEach(ctx, bySize, func(ctx context.Context, c *check) error {
 		if c.skip != "" || c.refusal != "" {
 			return nil
 		}
@@ -343,18 +339,22 @@ func (r *Runner) unasked(c *check, err error, step string) error {
 	return fmt.Errorf("%s %s as %s: %w", step, c.ref, DryRunUser, err)
 }
 
-// forEach runs do for every check in order, each in one of the Runner's
-// slots (weight is the Run's claim to them), and returns the first error,
-// which cancels the rest.
-func (r *Runner) forEach(ctx context.Context, weight int, checks []*check, do func(context.Context, *check) error) error {
+// forEach runs do for every check in order, each holding one of the
+// Runner's slots, and returns the first error, which cancels the rest.
+func (r *Runner) forEach(ctx context.Context, checks []*check, do func(context.Context, *check) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	var waited error
 	for _, c := range checks {
-		if waited = r.slots.acquire(gctx, weight); waited != nil {
+		select {
+		case r.slots <- struct{}{}:
+		case <-gctx.Done():
+			waited = gctx.Err()
+		}
+		if waited != nil {
 			break // a check failed, or ctx ended
 		}
 		g.Go(func() error {
-			defer r.slots.release()
+			defer func() { <-r.slots }()
 			return do(gctx, c)
 		})
 	}

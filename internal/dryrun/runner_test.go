@@ -146,7 +146,7 @@ func crdObject(t *testing.T, c *apiextensionsv1.CustomResourceDefinition) *unstr
 
 func run(t *testing.T, server *fakeServer, built *Built) (Result, error) {
 	t.Helper()
-	r := &Runner{objects: server, crds: server.crds.ApiextensionsV1().CustomResourceDefinitions(), mapper: mapper(), slots: newSlots(concurrency)}
+	r := &Runner{objects: server, crds: server.crds.ApiextensionsV1().CustomResourceDefinitions(), mapper: mapper(), slots: make(chan struct{}, concurrency)}
 	return r.Run(context.Background(), built)
 }
 
