@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -132,11 +133,15 @@ type admittedVersion struct {
 	rules *cel.Validator
 }
 
-// errorList is errs as the API server prints them in one message.
+// errorList is errs as the API server prints them in one message, in
+// the order of their fields: the CEL validator walks an object's fields
+// in a map's order, so a build would otherwise print them differently
+// from run to run.
 func errorList(errs field.ErrorList) string {
 	if len(errs) == 1 {
 		return errs[0].Error()
 	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
 	msgs := make([]string, len(errs))
 	for i, e := range errs {
 		msgs[i] = e.Error()

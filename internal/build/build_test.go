@@ -396,8 +396,9 @@ func TestLoadLeavesOutWhatTheAPIServerWouldRefuse(t *testing.T) {
 			"spec.clusters: Invalid value: clusters: set a selector, names, or both"},
 		{"a bake time of 5s", tenant + "  clusters: {names: [prod-1]}\n  rollout: {waveLabel: ring, bakeTime: 5s}\n",
 			`spec.rollout.bakeTime: Invalid value: "5s": rollout.bakeTime must be at least 10s`},
+		// In the order of their fields, whatever order the CEL validator met them in.
 		{"two errors at once", provider + "  interval: 1s\n  timeout: 1s\n",
-			`[spec.interval: Invalid value: "1s": interval must be at least 1m`},
+			`it is invalid: [spec.interval: Invalid value: "1s": interval must be at least 1m`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := repository(t, map[string]string{"bad.yaml": tc.yaml, "good.yaml": strings.Replace(provider, "aws", "gcp", 1)})
