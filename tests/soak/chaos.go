@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capwright/capwright/tests/plane"
 
 	tenancyv1alpha1 "github.com/capwright/capwright/api/tenancy/v1alpha1"
 )
@@ -38,6 +41,8 @@ func (r *runner) chaos(ctx context.Context, st Step) {
 		if rerr := r.restartManager(ctx); err == nil {
 			err = rerr
 		}
+	case LeaderFailover:
+		err = r.failover(ctx, st.Hold)
 	case CAPIManagerKill:
 		if err = p.Kill(capiManager); err == nil {
 			time.Sleep(st.Hold)
@@ -265,4 +270,96 @@ func waveState(w tenancyv1alpha1.WaveStatus) string {
 		return fmt.Sprintf("not completed (%d of %d updated)", w.Updated, w.Clusters)
 	}
 	return "completed at " + w.CompletedAt.UTC().Format(time.TimeOnly)
+}
+
+// The manager's leader election timings in the soak (the lease duration
+// and the retry period; the renew deadline is 8s).
+const (
+	leaseDuration = 10 * time.Second
+	leaseRetry    = 2 * time.Second
+)
+
+// failover runs a second replica of the manager beside the leader,
+// SIGKILLs the leader and checks that the standby takes the lease within
+// the lease duration and two retry periods. It holds, then brings the
+// first replica back, which follows, and stops the standby, which hands
+// the lease back: a rolling update of the chart's two replicas.
+func (r *runner) failover(ctx context.Context, hold time.Duration) error {
+	e := r.e
+	var err error
+	if e.standby == nil {
+		o := e.managerOptions
+		o.Name = "capwright-manager-standby"
+		e.standby, err = e.Plane.StartCapwright(ctx, o)
+	} else {
+		err = e.standby.Restart(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("starting the standby replica: %w", err)
+	}
+	e.Service.SetBackends(e.Manager.ArtifactAddr(), e.standby.ArtifactAddr())
+	leader, err := e.leaseHolder(ctx)
+	if err != nil {
+		return err
+	}
+	killed := time.Now()
+	e.Manager.Kill()
+	bound := leaseDuration + 2*leaseRetry + 5*time.Second
+	standby, err := e.waitLeaseHolder(ctx, leader, bound)
+	if err != nil {
+		r.rec.violate(Converges, "Lease "+plane.ManagerNamespace+"/"+leaseName,
+			"the standby replica did not take the lease within %s of the leader's SIGKILL (lease duration %s): %v", bound, leaseDuration, err)
+	} else {
+		r.logf("leader failover: the standby took the lease %s after the leader's SIGKILL", time.Since(killed).Round(100*time.Millisecond))
+	}
+	time.Sleep(hold)
+	if err := r.restartManager(ctx); err != nil {
+		return err
+	}
+	e.standby.Stop()
+	e.Service.SetBackends(e.Manager.ArtifactAddr())
+	if _, err := e.waitLeaseHolder(ctx, standby, bound); err != nil {
+		r.rec.violate(Converges, "Lease "+plane.ManagerNamespace+"/"+leaseName,
+			"the first replica did not take the lease back within %s of the standby's stop: %v", bound, err)
+	}
+	return nil
+}
+
+// leaseName is the manager's leader election lease
+// (cmd/manager's LeaderElectionID).
+const leaseName = "capwright-leader-election"
+
+// leaseHolder is the holder of the manager's lease.
+func (e *Env) leaseHolder(ctx context.Context) (string, error) {
+	var l coordinationv1.Lease
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: plane.ManagerNamespace, Name: leaseName}, &l); err != nil {
+		return "", fmt.Errorf("reading the manager's lease: %w", err)
+	}
+	if l.Spec.HolderIdentity == nil {
+		return "", nil
+	}
+	return *l.Spec.HolderIdentity, nil
+}
+
+// waitLeaseHolder waits until a replica other than was holds the lease,
+// and returns it.
+func (e *Env) waitLeaseHolder(ctx context.Context, was string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		holder, err := e.leaseHolder(ctx)
+		if err == nil && holder != "" && holder != was {
+			return holder, nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return "", err
+			}
+			return "", fmt.Errorf("the lease is still held by %q", holder)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -83,6 +83,14 @@ type Env struct {
 	Servers []*plane.WorkloadCluster
 	// CAPI is the real Cluster API core manager.
 	CAPI *plane.CAPIManager
+	// Service is the manager's artifact Service, in front of its
+	// replicas: the leader, and during a leader failover a standby.
+	Service *plane.Service
+
+	// managerOptions start the manager and its standby replica; standby
+	// is nil until the first leader failover.
+	managerOptions plane.CapwrightOptions
+	standby        *plane.Capwright
 
 	opts  EnvOptions
 	fleet *fleet
@@ -157,16 +165,31 @@ func (e *Env) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e.Manager, err = p.StartCapwright(ctx, plane.CapwrightOptions{Args: append([]string{
+	if e.Service, err = plane.StartService(); err != nil {
+		return err
+	}
+	if err := e.fleet.createNamespace(ctx, plane.ManagerNamespace); err != nil {
+		return err
+	}
+	// Leader election as the chart runs it with replicas: 2, on short
+	// timings so that a failover takes seconds; the artifacts are
+	// advertised at the Service, which any replica answers.
+	e.managerOptions = plane.CapwrightOptions{Args: append([]string{
 		"--resync-interval=" + e.opts.Resync.String(),
 		"--flux-sharding=" + strconv.Itoa(len(FluxShards)),
 		"--registry-timeout=5s",
 		"--registry-mirror=registry.k8s.io/cluster-api/manifests=" + p.Registry.Host + "/" + framework.CAPIRepository,
 		"--insecure-registry=" + p.Registry.Host,
-	}, releaseArgs...), Env: releaseEnv})
-	if err != nil {
+		"--enable-leader-election",
+		"--leader-election-lease-duration=" + leaseDuration.String(),
+		"--leader-election-renew-deadline=8s",
+		"--leader-election-retry-period=" + leaseRetry.String(),
+		"--artifact-advertise-url=" + e.Service.URL,
+	}, releaseArgs...), Env: releaseEnv}
+	if e.Manager, err = p.StartCapwright(ctx, e.managerOptions); err != nil {
 		return err
 	}
+	e.Service.SetBackends(e.Manager.ArtifactAddr())
 	e.managerStarted = time.Now()
 	if err := e.fleet.installProviders(ctx); err != nil {
 		return err
@@ -196,6 +219,9 @@ func (e *Env) Stop() {
 		_ = e.Releases.Close()
 	}
 	_ = e.Plane.Stop()
+	if e.Service != nil {
+		_ = e.Service.Close()
+	}
 }
 
 // RunDir is where the plane keeps its logs.

@@ -42,13 +42,14 @@ const (
 	WorkloadDown     Chaos = "workload-down"
 	StorageWipe      Chaos = "storage-wipe"
 	CAPIManagerKill  Chaos = "capi-manager-kill"
+	LeaderFailover   Chaos = "leader-failover"
 )
 
 // ChurnKinds and ChaosKinds are every kind, in the order the schedule
 // first covers them.
 var (
 	ChurnKinds = []Churn{ProviderUpgrade, ProviderDowngrade, TagBump, BadRevision, ValuesChange, TenantAdd, TenantRemove, ClusterAdd, ClusterRemove, BadInput, Mirror}
-	ChaosKinds = []Chaos{ManagerKill, FluxKill, APIServerRestart, EtcdRestart, RegistryDown, RegistryHang, ReleaseHostDown, WorkloadDown, StorageWipe, CAPIManagerKill}
+	ChaosKinds = []Chaos{ManagerKill, FluxKill, APIServerRestart, EtcdRestart, RegistryDown, RegistryHang, ReleaseHostDown, WorkloadDown, StorageWipe, CAPIManagerKill, LeaderFailover}
 )
 
 // FluxControllers are the Flux processes flux-kill picks from.
@@ -322,7 +323,7 @@ func (m *scheduleModel) fill(rng *rand.Rand, st *Step, midRollout bool) {
 		st.Server = rng.IntN(m.o.Servers)
 		// A workload cluster is away for minutes at a time.
 		st.Hold *= 2
-	case ManagerKill, APIServerRestart, EtcdRestart, StorageWipe, CAPIManagerKill:
+	case ManagerKill, APIServerRestart, EtcdRestart, StorageWipe, CAPIManagerKill, LeaderFailover:
 		// A process restarts in seconds; what matters is what happens
 		// around it.
 		st.Hold = min(st.Hold, 5*time.Second)
