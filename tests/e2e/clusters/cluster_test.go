@@ -112,7 +112,7 @@ func TestACommittedClusterGetsTheTeamsStack(t *testing.T) {
 	// Without a Cluster, both wait for one.
 	cpCondition(t, ctx, c, client.ObjectKeyFromObject(cp), clustersv1alpha1.BackendReadyCondition, metav1.ConditionFalse, clustersv1alpha1.WaitingForClusterReason, time.Minute)
 
-	cluster := newCluster(ns, "alpha", map[string]string{"team": "acme"})
+	cluster := framework.ContractCluster(ns, "alpha", map[string]string{"team": "acme"})
 	start := time.Now()
 	if err := framework.CreateWithRetry(ctx, c, cluster); err != nil {
 		t.Fatal(err)

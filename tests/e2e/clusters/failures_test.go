@@ -56,7 +56,7 @@ func TestBadInputAndFailingBackendsAreReported(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cluster := newCluster(ns, "gamma", nil)
+	cluster := framework.ContractCluster(ns, "gamma", nil)
 	if err := framework.CreateWithRetry(ctx, c, cluster); err != nil {
 		t.Fatal(err)
 	}

@@ -61,19 +61,6 @@ func controlPlane(namespace, name, version string, values map[string]any) *clust
 	}
 }
 
-// newCluster is a v1beta2 Cluster whose control plane and infrastructure
-// are the contract kinds named name.
-func newCluster(namespace, name string, labels map[string]string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(clusterGVK)
-	u.SetNamespace(namespace)
-	u.SetName(name)
-	u.SetLabels(labels)
-	_ = unstructured.SetNestedMap(u.Object, map[string]any{"apiGroup": clustersv1alpha1.GroupVersion.Group, "kind": clustersv1alpha1.ControlPlaneKind, "name": name}, "spec", "controlPlaneRef")
-	_ = unstructured.SetNestedMap(u.Object, map[string]any{"apiGroup": clustersv1alpha1.GroupVersion.Group, "kind": clustersv1alpha1.ClusterKind, "name": name}, "spec", "infrastructureRef")
-	return u
-}
-
 // eventually polls check until it says done, failing with its last word
 // after timeout.
 func eventually(t *testing.T, ctx context.Context, timeout time.Duration, what string, check func(ctx context.Context) (bool, string)) {
