@@ -38,6 +38,10 @@ type EnvOptions struct {
 	// Tenants are the Tenants the fleet starts with, each with Clusters
 	// Cluster API Clusters of its own (default 4 × 3).
 	Tenants, Clusters int
+	// Contracts are the contract Clusters (contract.go): Clusters whose
+	// control plane and infrastructure are Capwright's contract kinds
+	// (default 4; negative: none).
+	Contracts int
 	// WorkloadServers are the workload API servers the fleet's Clusters
 	// point at (default 2); one more, of its own, takes the Clusters and
 	// Tenants churn adds, so that removing them prunes nothing another
@@ -56,6 +60,9 @@ func (o EnvOptions) withDefaults() EnvOptions {
 	}
 	if o.Clusters <= 0 {
 		o.Clusters = 3
+	}
+	if o.Contracts == 0 {
+		o.Contracts = 4
 	}
 	if o.WorkloadServers <= 0 {
 		o.WorkloadServers = 2
@@ -204,6 +211,9 @@ func (e *Env) start(ctx context.Context) error {
 		return err
 	}
 	if e.CAPI, err = p.StartCAPIManager(ctx, plane.CAPIManagerOptions{Namespace: "capi-system"}); err != nil {
+		return err
+	}
+	if err := e.fleet.createContracts(ctx); err != nil {
 		return err
 	}
 	if err := e.waitConverged(ctx, 10*time.Minute); err != nil {

@@ -61,6 +61,9 @@ type fleet struct {
 	gone    map[string]bool
 	// providers by type.
 	providers map[string]*provider
+	// contracts are the contract Clusters by name (contract.go), made
+	// once at the start.
+	contracts []string
 	owned     *ownedSet
 }
 
@@ -418,6 +421,15 @@ func sortedClusters(t *tenant) []*cluster {
 	return out
 }
 
+// keptObjects counts what the manager keeps besides Flux's objects:
+// the providers, the Tenants, and each contract Cluster's two contract
+// objects and kubeconfig Secret.
+func (f *fleet) keptObjects() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.providers) + len(f.tenants) + 3*len(f.contracts)
+}
+
 // tenantNames are the tenants that exist, sorted.
 func (f *fleet) tenantNames() []string {
 	f.mu.Lock()
@@ -441,7 +453,8 @@ func (f *fleet) tenant(name string) *tenant {
 // (again, after an outage), a Tenant not Ready for its
 // generation with every cluster on the revision expected (or, after a bad
 // revision, not rolled back with every cluster on the last good one), a
-// removed Tenant still there.
+// removed Tenant still there, a contract Cluster's objects
+// (contractsUnconverged).
 func (f *fleet) unconverged(ctx context.Context) ([]string, error) {
 	c := f.e.Client
 	var pending []string
@@ -455,6 +468,11 @@ func (f *fleet) unconverged(ctx context.Context) ([]string, error) {
 			pending = append(pending, msg)
 		}
 	}
+	contracts, err := f.contractsUnconverged(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pending = append(pending, contracts...)
 	var list tenancyv1alpha1.TenantList
 	if err := c.List(ctx, &list); err != nil {
 		return nil, err

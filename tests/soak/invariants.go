@@ -25,17 +25,17 @@ const (
 // invariantMeanings are what each invariant holds, for the report; the
 // order is the report's.
 var invariantMeanings = []struct{ name, letter, meaning string }{
-	{Converges, "a", "after every step's fault ends, every provider and Tenant converges (Ready for its generation, on the version or revision expected) within the bound"},
+	{Converges, "a", "after every step's fault ends, every provider, Tenant and contract Cluster converges (Ready for its generation, on the version or revision expected; a contract Cluster's control plane initialized at its version and its infrastructure provisioned, both carried over to the Cluster) within the bound"},
 	{UnrelatedProviderReady, "b", "a provider's Ready never goes False during a step that does not concern it"},
 	{UnaffectedStackKept, "b", "a Tenant the step does not concern keeps its stack: each cluster's Kustomization or HelmRelease exists (and is not Ready=False unless something is broken), and the stack's objects stay on every reachable workload server"},
 	{IdleNoWrites, "c", "the manager writes nothing in an idle window (no churn, no chaos, after convergence)"},
 	{NoWriteStorm, "c", "the manager's writes from a fault's end until convergence stay within twice the objects it keeps, plus 50"},
-	{UserObjectsKept, "d", "every object the soak made and did not delete itself (providers, Tenants, Clusters, Secrets, ConfigMaps, Namespaces) still exists with the same UID"},
+	{UserObjectsKept, "d", "every object the soak made and did not delete itself (providers, Tenants, Clusters, CapwrightControlPlanes, CapwrightClusters, Secrets, ConfigMaps, Namespaces) still exists with the same UID"},
 	{NoOrphanFluxObjects, "d", "every OCIRepository, Kustomization, HelmRelease and ExternalArtifact on the management cluster has a controller owner that exists"},
-	{NoDuplicates, "d", "a Tenant's cluster has one stack object of each kind (and a namespace Kustomization at most), under its expected name, and one status line"},
+	{NoDuplicates, "d", "a Tenant's cluster has one stack object of each kind (and a namespace Kustomization at most), under its expected name, and one status line; a contract object has one OCIRepository and one HelmRelease or Kustomization, under their expected name"},
 	{RolloutResumes, "e", "a rollout interrupted by a manager restart resumes where it was: same target revision, completed waves keep their completion, no wave skipped, no failed revision tried again"},
 	{NoUpwardTrend, "f", "the manager's RSS and goroutines and the API server's requests per minute have no upward trend over the last two thirds of the run"},
-	{ChurnTakesEffect, "", "each churn does what it should: a downgrade is refused and changes nothing, bad input is refused, a mirror copies, a removal uninstalls, a changed value reaches the workload cluster"},
+	{ChurnTakesEffect, "", "each churn does what it should: a downgrade is refused and changes nothing, bad input is refused, a mirror copies, a removal uninstalls, a changed value reaches the workload cluster and a contract Cluster's backend"},
 }
 
 // Violation is one broken invariant: when, in which step (and the fault

@@ -69,8 +69,8 @@ func (r *runner) report(sched Schedule, start, end time.Time) *Report {
 	return &Report{
 		Seed: sched.Seed, Schedule: sched, Planned: r.o.Duration, Start: start, End: end, Steps: steps,
 		Invariants: r.rec.list(), Trends: tr, Bound: r.o.ConvergeBound, RunDir: r.e.RunDir(),
-		Fleet: fmt.Sprintf("%d tenants × %d clusters on %d workload servers (+1 for churn), kustomize-controller in %d shards besides its main instance",
-			r.e.opts.Tenants, r.e.opts.Clusters, r.e.opts.WorkloadServers, len(FluxShards)),
+		Fleet: fmt.Sprintf("%d tenants × %d clusters on %d workload servers (+1 for churn), %d contract clusters, kustomize-controller in %d shards besides its main instance",
+			r.e.opts.Tenants, r.e.opts.Clusters, r.e.opts.WorkloadServers, len(r.f.contractNames()), len(FluxShards)),
 		series: s, samples: samples,
 	}
 }

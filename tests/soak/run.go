@@ -224,6 +224,7 @@ func (r *runner) play(ctx context.Context, st Step) {
 	r.setConcerns(r.concernsOf(st))
 	r.logf("%s", st)
 	verify, note := r.churn(ctx, st)
+	verify = r.churnContract(ctx, st, verify)
 	if note != "" {
 		res.Notes = append(res.Notes, note)
 	}

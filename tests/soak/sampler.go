@@ -339,7 +339,8 @@ func (r *runner) checkOwnership(ctx context.Context) int {
 			r.rec.violate(NoDuplicates, key, "%d objects: %s", len(names), strings.Join(names, ", "))
 		}
 	}
-	return total + len(r.f.tenantNames()) + len(r.f.providers)
+	r.checkContractObjects(ctx)
+	return total + r.f.keptObjects()
 }
 
 // checkStorm counts the manager's writes from a step's fault end until
@@ -366,9 +367,9 @@ func (r *runner) checkStorm(ctx context.Context, st Step, from time.Time) int {
 }
 
 // countObjects is the number of Flux objects on the management cluster
-// plus the CRs the manager keeps.
+// plus the objects the manager keeps besides (fleet.keptObjects).
 func (r *runner) countObjects(ctx context.Context) int {
-	n := len(r.f.tenantNames()) + len(r.f.providers)
+	n := r.f.keptObjects()
 	for _, gvk := range fluxKinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))

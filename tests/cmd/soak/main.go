@@ -25,6 +25,7 @@ func main() {
 		duration                          time.Duration
 		seed                              int64
 		tenants, clusters, servers        int
+		contracts                         int
 		out                               string
 		idle, bound, sampleEvery, maxHold time.Duration
 	)
@@ -32,6 +33,7 @@ func main() {
 	flag.Int64Var(&seed, "seed", 0, "seed of the schedule (0: from the time; the report and the start of the run print it, for a replay)")
 	flag.IntVar(&tenants, "tenants", 50, "Tenants the fleet starts with")
 	flag.IntVar(&clusters, "clusters", 20, "Clusters of each Tenant")
+	flag.IntVar(&contracts, "contracts", 4, "Clusters whose control plane and infrastructure are Capwright's contract kinds (0: none)")
 	flag.IntVar(&servers, "servers", 3, "workload API servers the fleet's Clusters point at (one more takes what churn adds)")
 	flag.StringVar(&out, "out", "", "directory for report.txt, report.svg and the plane's logs (default bin/runs/soak-<time>)")
 	flag.DurationVar(&idle, "idle", 30*time.Second, "idle window after each step")
@@ -39,9 +41,12 @@ func main() {
 	flag.DurationVar(&sampleEvery, "sample-every", 10*time.Second, "how often the sampler reads metrics and checks invariant b")
 	flag.DurationVar(&maxHold, "max-hold", 45*time.Second, "longest chaos (a workload server is away twice as long)")
 	flag.Parse()
-	if duration <= 0 || tenants < 1 || clusters < 1 || servers < 1 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "soak: -duration, -tenants, -clusters and -servers must be positive, and no arguments follow the flags")
+	if duration <= 0 || tenants < 1 || clusters < 1 || servers < 1 || contracts < 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "soak: -duration, -tenants, -clusters and -servers must be positive, -contracts not negative, and no arguments follow the flags")
 		os.Exit(2)
+	}
+	if contracts == 0 {
+		contracts = -1 // none, where EnvOptions takes 0 for its default
 	}
 	if seed == 0 {
 		seed = time.Now().UnixNano() % 1_000_000_000
@@ -56,8 +61,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(os.Stderr, "soak: seed %d, %s, %d tenants × %d clusters on %d workload servers; report in %s\n", seed, duration, tenants, clusters, servers, out)
-	env, err := soak.Start(ctx, soak.EnvOptions{RunDir: filepath.Join(out, "plane"), Tenants: tenants, Clusters: clusters, WorkloadServers: servers, Log: os.Stderr})
+	fmt.Fprintf(os.Stderr, "soak: seed %d, %s, %d tenants × %d clusters on %d workload servers, %d contract clusters; report in %s\n",
+		seed, duration, tenants, clusters, servers, max(contracts, 0), out)
+	env, err := soak.Start(ctx, soak.EnvOptions{RunDir: filepath.Join(out, "plane"), Tenants: tenants, Clusters: clusters, Contracts: contracts, WorkloadServers: servers, Log: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(3)
