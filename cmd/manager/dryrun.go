@@ -41,7 +41,8 @@ func upgradeDryRun(cfg *rest.Config, mgr ctrlruntime.Manager) (provider.DryRunFu
 		case err != nil:
 			return provider.DryRunReport{}, err
 		}
-		summary := fmt.Sprintf("built in %s, %d objects accepted in %s", buildTook.Round(time.Millisecond), res.Checked, res.Took.Round(time.Millisecond))
+		summary := fmt.Sprintf("built in %s, %d objects accepted (%d CRDs validated as the API server does) in %s",
+			buildTook.Round(time.Millisecond), res.Checked, res.Validated, res.Took.Round(time.Millisecond))
 		if n := len(res.Skipped); n > 0 {
 			named := res.Skipped[:min(n, 3)]
 			more := ""

@@ -83,8 +83,9 @@ func NewRunner(cfg *rest.Config, mapper meta.RESTMapper) (*Runner, error) {
 
 // Result is what a Run found.
 type Result struct {
-	// Checked is how many objects were dry-run applied.
-	Checked int
+	// Checked is how many objects were dry-run applied, or, CRDs,
+	// validated (Validated of them).
+	Checked, Validated int
 	// Skipped says, one "Kind namespace/name: why" per object, what was
 	// not dry-run: objects of a kind the new objects introduce (its CRD
 	// is not served yet), in a namespace they create, or that Flux would
@@ -127,6 +128,9 @@ type check struct {
 	// Outcomes, each set by the one goroutine that handles the check.
 	skip, refusal, rollback string
 	absent, checked         bool
+	// validated: a CRD the manager validated as the API server does,
+	// without asking it.
+	validated bool
 }
 
 // Run server-side applies every object of built with dryRun=All, as
@@ -197,6 +201,9 @@ func (r *Runner) Run(ctx context.Context, built *Built) (Result, error) {
 	for _, c := range checks {
 		if c.checked {
 			res.Checked++
+		}
+		if c.validated {
+			res.Validated++
 		}
 		if c.skip != "" {
 			res.Skipped = append(res.Skipped, m.text(c.ref+": "+c.skip))
@@ -278,10 +285,21 @@ func (r *Runner) check(ctx context.Context, c *check) error {
 		live, err := r.crds.Get(ctx, c.obj.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
+			live = nil
 		case err != nil:
 			return r.unasked(c, err, "reading the installed")
 		default:
 			c.rollback = rollbackBlocked(versionsOf(live), c.crd)
+		}
+		// Validated here, as the API server would (crdvalidation.go); only
+		// what that refuses is asked of the API server.
+		invalid, err := validateCRD(ctx, c.body, live)
+		if err != nil {
+			return fmt.Errorf("validating %s: %w", c.ref, err)
+		}
+		if invalid == "" {
+			c.checked, c.validated = true, true
+			return nil
 		}
 	}
 	force := true

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,6 +180,12 @@ func TestCoreComponentsDryRunChangesNothing(t *testing.T) {
 	if len(before.versions) != len(built.Objects) {
 		t.Fatalf("%d of the %d built objects are installed; the plane installs them all", len(before.versions), len(built.Objects))
 	}
+	crds := 0
+	for _, o := range built.Objects {
+		if o.GetKind() == "CustomResourceDefinition" {
+			crds++
+		}
+	}
 	r := newRunner(t)
 	var took []time.Duration
 	for range 5 {
@@ -186,8 +193,8 @@ func TestCoreComponentsDryRunChangesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("dry run of the installed core components: %v", err)
 		}
-		if res.Checked != len(built.Objects) || len(res.Skipped) != 0 || len(res.RollbackBlocked) != 0 {
-			t.Fatalf("Result = %+v, want all %d objects checked and nothing else", res, len(built.Objects))
+		if res.Checked != len(built.Objects) || res.Validated != crds || len(res.Skipped) != 0 || len(res.RollbackBlocked) != 0 {
+			t.Fatalf("Result = %+v, want all %d objects checked, the %d CRDs by the manager, and nothing else", res, len(built.Objects), crds)
 		}
 		took = append(took, res.Took)
 	}
@@ -332,11 +339,69 @@ func TestStorageVersionMoveBlocksRollback(t *testing.T) {
 		"Gadget default/g: its kind is not served yet: the new CustomResourceDefinition gadgets.dryrun.capwright.io introduces it",
 		"ConfigMap dryrun-new/settings: its namespace dryrun-new is new: the new objects create it",
 	}
-	if !slices.Equal(res.Skipped, wantSkipped) || res.Checked != 3 {
+	if !slices.Equal(res.Skipped, wantSkipped) || res.Checked != 3 || res.Validated != 2 {
 		t.Errorf("Checked %d, Skipped %q; want the CRDs and the Namespace checked, and %q", res.Checked, res.Skipped, wantSkipped)
 	}
 	if err := adminClient(t).Get(ctx, client.ObjectKey{Name: "dryrun-new"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the dry run created Namespace dryrun-new (%v)", err)
+	}
+}
+
+// TestCRDsTheAPIServerRefusesAreRefused: the manager validates a new
+// CRD itself, as the API server does, and asks the API server only about
+// one that fails; the refusal is the API server's own, for a version
+// still stored that the new CRD drops, and for a CEL rule that does not
+// compile. A CRD that passes is not sent.
+func TestCRDsTheAPIServerRefusesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	applier, err := plane.NewApplier(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := applier.Apply(ctx, crd("sprockets", "Sprocket", "v1alpha1:sS")); err != nil {
+		t.Fatal(err)
+	}
+	badRule := crd("cogs", "Cog", "v1:sS")
+	versions, _, _ := unstructured.NestedSlice(badRule.Object, "spec", "versions")
+	versions[0].(map[string]any)["schema"] = map[string]any{"openAPIV3Schema": map[string]any{
+		"type":                                 "object",
+		"x-kubernetes-validations":             []any{map[string]any{"rule": "self.spec.size >"}},
+		"properties":                           map[string]any{"spec": map[string]any{"type": "object", "properties": map[string]any{"size": map[string]any{"type": "integer"}}}},
+		"x-kubernetes-preserve-unknown-fields": true,
+	}}
+	_ = unstructured.SetNestedSlice(badRule.Object, versions, "spec", "versions")
+	for _, tc := range []struct {
+		name string
+		crd  *unstructured.Unstructured
+		want string
+	}{
+		{"a stored version dropped", crd("sprockets", "Sprocket", "v1:sS"), "status.storedVersions[0]"},
+		{"a CEL rule that does not compile", badRule, "compilation failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// What the API server itself says of the CRD.
+			force := true
+			body, _ := tc.crd.MarshalJSON()
+			server := adminClient(t).Patch(ctx, tc.crd.DeepCopy(), client.RawPatch(types.ApplyPatchType, body),
+				&client.PatchOptions{FieldManager: "test", Force: &force, DryRun: []string{metav1.DryRunAll}})
+			if server == nil || !strings.Contains(server.Error(), tc.want) {
+				t.Fatalf("the API server's dry run: %v, want a refusal saying %q", server, tc.want)
+			}
+			_, err := newRunner(t).Run(ctx, &dryrun.Built{Objects: []*unstructured.Unstructured{tc.crd, crd("widgets2", "Widget2", "v1:sS")}})
+			var refusal *dryrun.Refusal
+			if !errors.As(err, &refusal) {
+				t.Fatalf("Run = %v, want a refusal", err)
+			}
+			t.Logf("refusal: %s", refusal.Message)
+			serverSays := server.Error()[strings.Index(server.Error(), "is invalid: ")+len("is invalid: "):]
+			if refusal.Object != "CustomResourceDefinition "+tc.crd.GetName() || !strings.Contains(refusal.Message, serverSays) {
+				t.Errorf("refusal = %+v, want the API server's %q", refusal, serverSays)
+			}
+		})
+	}
+	res, err := newRunner(t).Run(ctx, &dryrun.Built{Objects: []*unstructured.Unstructured{crd("sprockets", "Sprocket", "v1alpha1:sS", "v1:s")}})
+	if err != nil || res.Checked != 1 || res.Validated != 1 {
+		t.Errorf("a valid CRD: %+v, %v; want it validated by the manager, not sent", res, err)
 	}
 }
 
