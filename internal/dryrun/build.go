@@ -84,7 +84,7 @@ func Build(ctx context.Context, secrets client.Reader, ks *kustomizev1.Kustomiza
 	if err := overwrite(dir, files); err != nil {
 		return nil, err
 	}
-	resources, err := fluxkustomize.SecureBuild(dir, dirPath, false)
+	resources, err := kustomizeBuild(dir, dirPath, files)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build failed: %w", err)
 	}
