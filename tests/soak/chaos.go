@@ -30,16 +30,23 @@ func (r *runner) chaos(ctx context.Context, st Step) {
 				r.snapshotRollout(ctx, t)
 			}
 		}
+		leader, _ := r.e.leaseHolder(ctx)
 		r.e.Manager.Kill()
 		time.Sleep(st.Hold)
-		err = r.restartManager(ctx)
+		if err = r.restartManager(ctx); err == nil {
+			r.awaitLeader(ctx, leader)
+		}
 	case StorageWipe:
 		// A new pod of the manager starts with an empty emptyDir.
+		leader, _ := r.e.leaseHolder(ctx)
 		r.e.Manager.Kill()
 		err = wipe(r.e.Manager.ArtifactStorage())
 		time.Sleep(st.Hold)
 		if rerr := r.restartManager(ctx); err == nil {
 			err = rerr
+		}
+		if err == nil {
+			r.awaitLeader(ctx, leader)
 		}
 	case LeaderFailover:
 		err = r.failover(ctx, st.Hold)
@@ -323,6 +330,17 @@ func (r *runner) failover(ctx context.Context, hold time.Duration) error {
 			"the first replica did not take the lease back within %s of the standby's stop: %v", bound, err)
 	}
 	return nil
+}
+
+// awaitLeader waits until the restarted manager holds the lease the
+// killed one, was, held: it waits out the old lease first, as a restarted
+// pod does, and the fault is over only once it leads.
+func (r *runner) awaitLeader(ctx context.Context, was string) {
+	bound := leaseDuration + 2*leaseRetry + 5*time.Second
+	if _, err := r.e.waitLeaseHolder(ctx, was, bound); err != nil {
+		r.rec.violate(Converges, "Lease "+plane.ManagerNamespace+"/"+leaseName,
+			"the restarted manager did not take the lease within %s: %v", bound, err)
+	}
 }
 
 // leaseName is the manager's leader election lease

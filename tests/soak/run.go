@@ -345,15 +345,16 @@ func (r *runner) readWrites() {
 	}
 }
 
-// writesBetween are the manager's writes in [from, to), leases (leader
-// election) left out.
+// writesBetween are the manager's writes in [from, to), leader election
+// left out: its lease, and the Event a replica records when it takes it.
 func (r *runner) writesBetween(from, to time.Time) []plane.Write {
 	r.readWrites()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []plane.Write
 	for _, w := range r.writes {
-		if w.Resource != "leases" && !w.Time.Before(from) && w.Time.Before(to) {
+		election := w.Resource == "leases" || (w.Resource == "events" && strings.HasPrefix(w.Name, leaseName+"."))
+		if !election && !w.Time.Before(from) && w.Time.Before(to) {
 			out = append(out, w)
 		}
 	}
