@@ -72,6 +72,9 @@ type recorder struct {
 	invariants map[string]*Invariant
 	step       int
 	fault      string
+	// logf, when set, prints each violation as it is found, so a long
+	// run shows what fails before its report.
+	logf func(format string, args ...any)
 }
 
 func newRecorder() *recorder {
@@ -100,7 +103,11 @@ func (r *recorder) violate(name, object, format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	inv := r.invariants[name]
-	inv.Violations = append(inv.Violations, Violation{Time: time.Now(), Step: r.step, Fault: r.fault, Object: object, Detail: fmt.Sprintf(format, args...)})
+	v := Violation{Time: time.Now(), Step: r.step, Fault: r.fault, Object: object, Detail: fmt.Sprintf(format, args...)}
+	inv.Violations = append(inv.Violations, v)
+	if r.logf != nil {
+		r.logf("violation of %s in step %d (%s): %s: %s", name, v.Step, v.Fault, v.Object, v.Detail)
+	}
 }
 
 // list is the invariants in the report's order, copied.

@@ -185,6 +185,7 @@ func (e *Env) Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	r := &runner{e: e, f: e.fleet, o: o, rec: newRecorder(), tail: tail, failedRevisions: map[string]map[string]bool{}, stuck: map[string]bool{},
 		managerStarts: []time.Time{e.managerStarted}}
+	r.rec.logf = r.logf
 	start := time.Now()
 	sampleCtx, stopSampler := context.WithCancel(ctx)
 	var sampler sync.WaitGroup
