@@ -21,7 +21,7 @@ var env *soak.Env
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	var err error
-	env, err = soak.Start(ctx, soak.EnvOptions{Tenants: 4, Clusters: 3, WorkloadServers: 2, Log: os.Stderr})
+	env, err = soak.Start(ctx, soak.EnvOptions{Tenants: 4, Clusters: 3, WorkloadServers: 2, Contracts: 1, Log: os.Stderr})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
