@@ -23,17 +23,26 @@ type BackendResult struct {
 // Kustomization) of a backend: True when both are Ready for their current
 // generation, False with Flux's reason and message when either failed,
 // else Unknown with what Flux is doing. A source that failed explains a
-// failed applier (the applier only says it has no artifact).
-func FoldBackend(source, applier Observation) BackendResult {
+// failed applier (the applier only says it has no artifact). Flux's
+// routine reconcile of what it already applied keeps counting as Ready
+// (settledReadiness), and so do the health checks a Kustomization runs
+// again on the revision it applied while previous, the fold before,
+// records it Ready at that revision: otherwise every interval would
+// turn the backend Unknown and back, status writes and events that carry
+// no news.
+func FoldBackend(source, applier Observation, previous []clustersv1alpha1.BackendStatus) BackendResult {
 	var res BackendResult
-	for _, o := range []Observation{source, applier} {
-		st := clustersv1alpha1.BackendStatus{Kind: o.Kind, Name: o.Name, Ready: o.readiness().status, Revision: o.Revision}
-		if !o.readiness().current {
+	src, app := source.settledReadiness(), heldBackend(applier, previous)
+	for _, o := range []struct {
+		Observation
+		r readiness
+	}{{source, src}, {applier, app}} {
+		st := clustersv1alpha1.BackendStatus{Kind: o.Kind, Name: o.Name, Ready: o.r.status, Revision: o.Revision}
+		if !o.r.current {
 			st.Ready = metav1.ConditionUnknown
 		}
 		res.Objects = append(res.Objects, st)
 	}
-	src, app := source.readiness(), applier.readiness()
 	if app.status == metav1.ConditionFalse && waitsForSource(app) && src.status != metav1.ConditionFalse {
 		// Capwright writes the source and its applier together, and Flux
 		// says the applier fails until the source's first artifact:
@@ -62,6 +71,24 @@ func FoldBackend(source, applier Observation) BackendResult {
 		res.Reason = clustersv1alpha1.InstallingReason
 	}
 	return res
+}
+
+// heldBackend is the applier's settled readiness, also held as Ready
+// while kustomize-controller runs the health checks of the revision it
+// applied again, when the previous fold had the applier Ready at that
+// revision. A failure the re-check finds shows at once.
+func heldBackend(o Observation, previous []clustersv1alpha1.BackendStatus) readiness {
+	r := o.settledReadiness()
+	if r.status != metav1.ConditionUnknown || !o.rerunningHealthChecks() {
+		return r
+	}
+	for _, p := range previous {
+		if p.Kind == o.Kind && p.Name == o.Name && p.Ready == metav1.ConditionTrue && sameRevision(p.Revision, o.Revision) {
+			return readiness{status: metav1.ConditionTrue, reason: r.reason, current: true,
+				message: fmt.Sprintf("%s is re-checking revision %s, which it applied and found healthy", o.ref(), o.Revision)}
+		}
+	}
+	return r
 }
 
 // backendIdentityHint explains a backend refused because the

@@ -55,7 +55,7 @@ func (r *ClusterReconciler) syncCluster(ctx context.Context, c *clustersv1alpha1
 	if err := r.syncBackend(ctx, d, &o); err != nil || !o.Synced || c.Spec.StatusFrom == nil {
 		return o, err
 	}
-	if backend, _ := contractplan.BackendOf(d, o.Flux); backend.Status != metav1.ConditionTrue {
+	if backend, _ := contractplan.BackendOf(d, o.Flux, c.Status.Backend); backend.Status != metav1.ConditionTrue {
 		return o, nil
 	}
 	v := r.readView(ctx, f, d, exprs)

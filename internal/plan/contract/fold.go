@@ -68,10 +68,11 @@ type KubeconfigSeen struct {
 }
 
 // BackendOf folds the backend's Flux objects as the sync read them back
-// (health.FoldBackend). stale says the cache has not seen the applier
+// (health.FoldBackend), previous being the object's status.backend before
+// this fold. stale says the cache has not seen the applier
 // just written: its Ready would describe the previous spec (a version not
 // yet rendered), so BackendReady is Unknown until it has.
-func BackendOf(d Desired, flux plan.Observed) (res health.BackendResult, stale bool) {
+func BackendOf(d Desired, flux plan.Observed, previous []clustersv1alpha1.BackendStatus) (res health.BackendResult, stale bool) {
 	ns, name := d.Objects.Source.Namespace, d.Objects.Source.Name
 	source := health.Observe(flux.Get(sourcev1.OCIRepositoryKind, ns, name), sourcev1.OCIRepositoryKind, ns, name)
 	kind := kustomizev1.KustomizationKind
@@ -81,7 +82,7 @@ func BackendOf(d Desired, flux plan.Observed) (res health.BackendResult, stale b
 	obj := flux.Get(kind, ns, name)
 	applier := health.Observe(obj, kind, ns, name)
 	fresh := obj != nil && obj.GetAnnotations()[plan.HashAnnotation] == d.AppliedHash
-	res = health.FoldBackend(source, applier)
+	res = health.FoldBackend(source, applier, previous)
 	res.Message += pinHint(d, res)
 	if !fresh {
 		res.Status, res.Reason = metav1.ConditionUnknown, clustersv1alpha1.InstallingReason
@@ -163,7 +164,7 @@ func foldShared(obj plan.Owner, backendStatus *[]clustersv1alpha1.BackendStatus,
 		return folded{err: err, done: true}
 	}
 	res := folded{err: err}
-	res.backend, res.stale = BackendOf(*d, o.Flux)
+	res.backend, res.stale = BackendOf(*d, o.Flux, *backendStatus)
 	*backendStatus = res.backend.Objects
 	conditions.Set(obj, clustersv1alpha1.BackendReadyCondition, res.backend.Status, res.backend.Reason, res.backend.Message)
 	return res

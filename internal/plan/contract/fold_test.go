@@ -280,7 +280,7 @@ func TestBackendOfPinnedDigestMissing(t *testing.T) {
 			src := flux.Get(sourcev1.OCIRepositoryKind, d.Objects.Source.Namespace, d.Objects.Source.Name).(*sourcev1.OCIRepository)
 			src.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: sourcev1.OCIPullFailedReason,
 				Message: tc.message, ObservedGeneration: 1}}
-			res, _ := BackendOf(d, flux)
+			res, _ := BackendOf(d, flux, nil)
 			_, hint, found := strings.Cut(res.Message, tc.message)
 			if res.Status != metav1.ConditionFalse || res.Reason != sourcev1.OCIPullFailedReason || !found {
 				t.Fatalf("BackendOf = %+v", res)
