@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -48,7 +47,7 @@ func validateCRD(ctx context.Context, body []byte, live *apiextensionsv1.CustomR
 		// The registry's PrepareForCreate.
 		in.Status = apiextensions.CustomResourceDefinitionStatus{}
 		in.Generation = 1
-		if v := storageVersion(in); v != "" {
+		if v, err := apiextensions.GetCRDStorageVersion(in); err == nil {
 			in.Status.StoredVersions = []string{v}
 		}
 		errs = validation.ValidateCustomResourceDefinition(ctx, in)
@@ -65,7 +64,7 @@ func validateCRD(ctx context.Context, body []byte, live *apiextensionsv1.CustomR
 		if !apiequality.Semantic.DeepEqual(old.Spec, in.Spec) {
 			in.Generation = old.Generation + 1
 		}
-		if v := storageVersion(in); v != "" && !apiextensions.IsStoredVersion(in, v) {
+		if v, err := apiextensions.GetCRDStorageVersion(in); err == nil && !apiextensions.IsStoredVersion(in, v) {
 			in.Status.StoredVersions = append(in.Status.StoredVersions, v)
 		}
 		errs = validation.ValidateCustomResourceDefinitionUpdate(ctx, in, old)
@@ -73,11 +72,7 @@ func validateCRD(ctx context.Context, body []byte, live *apiextensionsv1.CustomR
 	if len(errs) == 0 {
 		return "", nil
 	}
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return strings.Join(msgs, ", "), nil
+	return errs.ToAggregate().Error(), nil
 }
 
 func internalCRD(crd *apiextensionsv1.CustomResourceDefinition) (*apiextensions.CustomResourceDefinition, error) {
@@ -86,13 +81,4 @@ func internalCRD(crd *apiextensionsv1.CustomResourceDefinition) (*apiextensions.
 		return nil, fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
 	}
 	return &out, nil
-}
-
-func storageVersion(crd *apiextensions.CustomResourceDefinition) string {
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			return v.Name
-		}
-	}
-	return ""
 }

@@ -175,8 +175,8 @@ func (r *Runner) Run(ctx context.Context, built *Built) (Result, error) {
 		created[c.obj.GetName()] = c.absent
 	}
 
-	// Largest first: the API server's time goes with an object's size
-	// (a CRD's schemas), and the run ends with its longest request.
+	// Largest first: a check's time goes with an object's size (a CRD's
+	// schemas, validated here), and the run ends with its longest.
 	bySize := slices.Clone(checks)
 	slices.SortStableFunc(bySize, func(a, b *check) int { return len(b.body) - len(a.body) })
 	err = r.forEach(ctx, bySize, func(ctx context.Context, c *check) error {

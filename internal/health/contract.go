@@ -73,22 +73,16 @@ func FoldBackend(source, applier Observation, previous []clustersv1alpha1.Backen
 	return res
 }
 
-// heldBackend is the applier's settled readiness, also held as Ready
-// while kustomize-controller runs the health checks of the revision it
-// applied again, when the previous fold had the applier Ready at that
-// revision. A failure the re-check finds shows at once.
+// heldBackend is the applier's readiness, held through the health checks
+// kustomize-controller runs again while previous records it Ready at the
+// revision it applied (heldThroughRecheck).
 func heldBackend(o Observation, previous []clustersv1alpha1.BackendStatus) readiness {
-	r := o.settledReadiness()
-	if r.status != metav1.ConditionUnknown || !o.rerunningHealthChecks() {
-		return r
-	}
 	for _, p := range previous {
 		if p.Kind == o.Kind && p.Name == o.Name && p.Ready == metav1.ConditionTrue && sameRevision(p.Revision, o.Revision) {
-			return readiness{status: metav1.ConditionTrue, reason: r.reason, current: true,
-				message: fmt.Sprintf("%s is re-checking revision %s, which it applied and found healthy", o.ref(), o.Revision)}
+			return o.heldThroughRecheck(true)
 		}
 	}
-	return r
+	return o.heldThroughRecheck(false)
 }
 
 // backendIdentityHint explains a backend refused because the

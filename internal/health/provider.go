@@ -110,20 +110,11 @@ func (in ProviderInput) previous(o Observation) *v1alpha1.FluxObjectStatus {
 	return nil
 }
 
-// held is an applier's settled readiness, also held as Ready while
-// kustomize-controller runs the health checks of the revision it applied
-// again, as it does on every run with wait: Ready and Healthy are Unknown
-// until they pass. The previous fold's Ready entry is then the only record
-// that the last check passed: without one (a first install, a provider
-// whose last check failed) nothing is held. A failure the re-check finds
-// shows at once.
+// held is the applier's readiness, held through the health checks
+// kustomize-controller runs again while the previous fold recorded it
+// Ready (heldThroughRecheck).
 func (in ProviderInput) held(o Observation) readiness {
-	r := o.settledReadiness()
-	if r.status != metav1.ConditionUnknown || !o.rerunningHealthChecks() || in.previous(o) == nil {
-		return r
-	}
-	return readiness{status: metav1.ConditionTrue, reason: r.reason, current: true,
-		message: fmt.Sprintf("%s is re-checking revision %s, which it applied and found healthy", o.ref(), o.Revision)}
+	return o.heldThroughRecheck(in.previous(o) != nil)
 }
 
 // installedCondition is Installed, and whether the desired version is

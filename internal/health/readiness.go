@@ -112,6 +112,22 @@ func (o Observation) settledReadiness() readiness {
 	return r
 }
 
+// heldThroughRecheck is settledReadiness, also held as Ready while
+// kustomize-controller runs the health checks of the revision it applied
+// again, as it does on every run with wait: Ready and Healthy are Unknown
+// until they pass. wasReady, the previous fold's record that the object
+// was Ready at that revision, is then the only record that the last
+// check passed: without it (a first install, a last check that failed)
+// nothing is held. A failure the re-check finds shows at once.
+func (o Observation) heldThroughRecheck(wasReady bool) readiness {
+	r := o.settledReadiness()
+	if r.status != metav1.ConditionUnknown || !o.rerunningHealthChecks() || !wasReady {
+		return r
+	}
+	return readiness{status: metav1.ConditionTrue, reason: r.reason, current: true,
+		message: fmt.Sprintf("%s is re-checking revision %s, which it applied and found healthy", o.ref(), o.Revision)}
+}
+
 // settled tells whether the object is Ready for its current spec or only
 // re-checks what it holds: an applier re-checking the revision it applied
 // and found healthy (settledReadiness), a source re-fetching after it
