@@ -137,6 +137,9 @@ type runner struct {
 	// stuck are the objects that did not converge within a step's bound:
 	// reported then, left out of later steps' convergence.
 	stuck map[string]bool
+	// faultEnd is when the last chaos ended: a Flux object a fault left
+	// failed is fallout until Flux's next retry (falloutGrace).
+	faultEnd time.Time
 }
 
 // concerns are what a step touches.
@@ -236,6 +239,11 @@ func (r *runner) play(ctx context.Context, st Step) {
 		r.chaos(ctx, st)
 	}
 	res.FaultEnd = time.Now()
+	if st.Chaos != NoChaos {
+		r.mu.Lock()
+		r.faultEnd = res.FaultEnd
+		r.mu.Unlock()
+	}
 	pending := r.waitConverged(ctx, r.o.ConvergeBound)
 	r.rec.check(Converges, 1)
 	if len(pending) == 0 {

@@ -209,7 +209,7 @@ func (r *runner) checkUnaffected(ctx context.Context) {
 			switch {
 			case !ok:
 				r.rec.violate(UnaffectedStackKept, ref, "gone, while nothing in the step concerns Tenant %s", name)
-			case st.ready != nil && st.ready.Status == metav1.ConditionFalse && con.chaos == NoChaos:
+			case st.ready != nil && st.ready.Status == metav1.ConditionFalse && con.chaos == NoChaos && !r.fallout(st.ready):
 				r.rec.violate(UnaffectedStackKept, ref, "Ready=False %s: %s, while nothing breaks and the step does not concern Tenant %s", st.ready.Reason, st.ready.Message, name)
 			}
 		}
@@ -225,6 +225,23 @@ func (r *runner) checkUnaffected(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// falloutGrace is how long after a fault ends a Flux object may still
+// show the failure the fault caused: a write kustomize-controller or
+// helm-controller lost to a restarting API server or etcd stays on the
+// object until the next attempt, which comes within the stack's
+// retryInterval (at most a minute), and that attempt takes a while.
+const falloutGrace = 90 * time.Second
+
+// fallout reports whether a Ready=False condition is what the last fault
+// left: it turned False before the fault ended, and Flux has not yet had
+// its retry since.
+func (r *runner) fallout(ready *metav1.Condition) bool {
+	r.mu.Lock()
+	end := r.faultEnd
+	r.mu.Unlock()
+	return !end.IsZero() && !ready.LastTransitionTime.After(end) && time.Since(end) < falloutGrace
 }
 
 // serverClient is a client of workload server s, made once (and again

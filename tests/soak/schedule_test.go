@@ -1,9 +1,16 @@
 package soak
 
 import (
+	"bytes"
+	"encoding/csv"
+	"math"
+	"os"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func scheduleOptions(seed int64) ScheduleOptions {
@@ -149,5 +156,94 @@ process_resident_memory_bytes 1.2e+08
 		if got := sumMetric(text, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// The API server's requests come in a wave each stack interval, and a
+// workload server down makes kustomize-controller retry its stacks: the
+// hour of seed 14 (its samples in testdata), judged point by point, read
+// as an upward trend although the fleet only grew by a few Tenants.
+// Averaged over the interval it does not, while requests that really
+// grow still do.
+func TestRequestsAreJudgedOverTheStacksInterval(t *testing.T) {
+	samples := readSamples(t, "testdata/samples-seed14.csv")
+	from, to := samples[0].Time, samples[len(samples)-1].Time
+	s := buildSeries(samples, nil, from, to)
+	windowStart := from.Add(to.Sub(from) / 3)
+	var window []Point
+	for _, p := range s.requests {
+		if !p.Time.Before(windowStart) {
+			window = append(window, p)
+		}
+	}
+	if raw := judge("requests", "/min", window, to.Sub(windowStart), 10*time.Minute, requestsFloorMin); raw.Rise <= raw.Tolerance {
+		t.Fatalf("the run's requests unaveraged do not rise, so this test shows nothing: %s", raw)
+	}
+	for _, tr := range trends(s, nil, from, to, 10*time.Minute) {
+		if !tr.Judged || tr.Rise > tr.Tolerance {
+			t.Errorf("the hour of seed 14: %s", tr)
+		}
+	}
+
+	var growing []Point
+	for i := range 360 { // an hour, every 10s, growing 150 a minute
+		at := from.Add(time.Duration(i) * 10 * time.Second)
+		growing = append(growing, Point{at, 2500 + float64(i%3)*100 + 150*at.Sub(from).Minutes()})
+	}
+	if got := judge("requests", "/min", averaged(growing, requestsPeriod)[120:], 40*time.Minute, 10*time.Minute, requestsFloorMin); !got.Judged || got.Rise <= got.Tolerance {
+		t.Errorf("requests growing 150 a minute, averaged, are not an upward trend: %s", got)
+	}
+	if a := averaged([]Point{{from, 10}, {from.Add(time.Minute), 20}}, requestsPeriod); a[1].Value != 15 {
+		t.Errorf("the average of a run shorter than the period is of every point so far: %v", a)
+	}
+}
+
+// readSamples reads a report's samples.csv.
+func readSamples(t *testing.T, path string) []Sample {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(raw)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	num := func(s string) float64 {
+		if v, err := strconv.ParseFloat(s, 64); err == nil {
+			return v
+		}
+		return math.NaN()
+	}
+	var out []Sample
+	for _, r := range rows[1:] {
+		at, err := time.Parse(time.RFC3339, r[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, Sample{Time: at, RSS: num(r[1]) * (1 << 20), Goroutines: num(r[2]), APIRequests: num(r[3])})
+	}
+	return out
+}
+
+// A Flux object a fault left failed (its status write lost to a
+// restarting etcd) is the fault's fallout until Flux's next retry, not a
+// stack an unrelated step broke.
+func TestFalloutLastsUntilFluxRetries(t *testing.T) {
+	r := &runner{}
+	before := &metav1.Condition{LastTransitionTime: metav1.NewTime(time.Now().Add(-30 * time.Second))}
+	if r.fallout(before) {
+		t.Error("with no fault yet, a failed stack is fallout")
+	}
+	r.faultEnd = time.Now().Add(-20 * time.Second)
+	if !r.fallout(before) {
+		t.Error("a stack that failed during the fault is not fallout 20s after it")
+	}
+	if r.fallout(&metav1.Condition{LastTransitionTime: metav1.NewTime(time.Now())}) {
+		t.Error("a stack that failed after the fault ended is fallout")
+	}
+	r.faultEnd = time.Now().Add(-falloutGrace - time.Second)
+	if r.fallout(&metav1.Condition{LastTransitionTime: metav1.NewTime(r.faultEnd.Add(-time.Minute))}) {
+		t.Error("a stack still failed past Flux's retry is fallout")
 	}
 }

@@ -129,7 +129,34 @@ func trends(s series, starts []time.Time, from, to time.Time, minWindow time.Dur
 	out := []Trend{
 		judge("manager RSS", "MiB", pick(s.rss, true), window, minWindow, rssFloorMiB),
 		judge("manager goroutines", "", pick(s.goroutines, true), window, minWindow, goroutinesFloor),
-		judge("API server requests/min", "/min", pick(s.requests, false), window, minWindow, requestsFloorMin),
+		judge("API server requests/min", "/min", pick(averaged(s.requests, requestsPeriod), false), window, minWindow, requestsFloorMin),
+	}
+	return out
+}
+
+// requestsPeriod is what the API server's requests a minute are averaged
+// over before they are judged: the stacks' interval (the Tenant default,
+// 10m). Every stack Kustomization reconciles once an interval, and the
+// fleet's were made together, so the requests come in a wave each
+// interval; a window that ends on a wave (or on a workload server down,
+// when kustomize-controller retries its stacks) reads as a rise although
+// nothing grows. Averaged over the interval, a wave is spread over its
+// period, and what grows (a hot loop, requeues piling up) still shows.
+const requestsPeriod = 10 * time.Minute
+
+// averaged is the series' moving average over period: at each point, the
+// mean of the points in the period before it (in a run shorter than the
+// period, of every point so far).
+func averaged(ps []Point, period time.Duration) []Point {
+	out := make([]Point, 0, len(ps))
+	from, sum := 0, 0.0
+	for i, p := range ps {
+		sum += p.Value
+		for p.Time.Sub(ps[from].Time) >= period {
+			sum -= ps[from].Value
+			from++
+		}
+		out = append(out, Point{p.Time, sum / float64(i-from+1)})
 	}
 	return out
 }
