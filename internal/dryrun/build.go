@@ -81,7 +81,8 @@ func Build(ctx context.Context, secrets client.Reader, ks *kustomizev1.Kustomiza
 	if _, err := fluxkustomize.NewGenerator(dir, u).WriteFile(dirPath); err != nil {
 		return nil, fmt.Errorf("generating kustomization.yaml: %w", err)
 	}
-	if err := overwrite(dir, files); err != nil {
+	forBuild, aside := setAside(files, ks)
+	if err := overwrite(dir, forBuild); err != nil {
 		return nil, err
 	}
 	resources, err := kustomizeBuild(dir, dirPath, files)
@@ -120,6 +121,9 @@ func Build(ctx context.Context, secrets client.Reader, ks *kustomizev1.Kustomiza
 		// variable) or a "$$" (an escaped '$'); an object whose printed
 		// text has neither reads back as it was. Most of a provider's
 		// bytes are CRD schemas without one: half of a build's time.
+		if ks.Spec.PostBuild != nil {
+			aside.putBackToSubstitute(&res.RNode)
+		}
 		if ks.Spec.PostBuild != nil && substitutable(res.YNode()) {
 			if err := substitute(res); err != nil {
 				return fail(err)
@@ -128,6 +132,9 @@ func Build(ctx context.Context, secrets client.Reader, ks *kustomizev1.Kustomiza
 		o, err := asUnstructured(&res.RNode)
 		if err != nil {
 			return fail(fmt.Errorf("reading %s %s after the build: %w", res.GetKind(), res.GetName(), err))
+		}
+		if err := aside.putBack(o); err != nil {
+			return fail(err)
 		}
 		built.Objects = append(built.Objects, o)
 	}
