@@ -100,13 +100,44 @@ func (r *recorder) check(name string, n int) {
 
 // violate records a violation of invariant name in the current step.
 func (r *recorder) violate(name, object, format string, args ...any) {
+	r.violateAt(time.Now(), name, object, format, args...)
+}
+
+func (r *recorder) violateAt(at time.Time, name, object, format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	inv := r.invariants[name]
-	v := Violation{Time: time.Now(), Step: r.step, Fault: r.fault, Object: object, Detail: fmt.Sprintf(format, args...)}
+	v := Violation{Time: at, Step: r.step, Fault: r.fault, Object: object, Detail: fmt.Sprintf(format, args...)}
 	inv.Violations = append(inv.Violations, v)
 	if r.logf != nil {
 		r.logf("violation of %s in step %d (%s): %s: %s", name, v.Step, v.Fault, v.Object, v.Detail)
+	}
+}
+
+// findings are checks and violations held before they are recorded.
+type findings struct {
+	checks map[string]int
+	found  []finding
+}
+
+type finding struct {
+	at                   time.Time
+	name, object, detail string
+}
+
+func (f *findings) check(name string, n int) { f.checks[name] += n }
+
+func (f *findings) violate(name, object, format string, args ...any) {
+	f.found = append(f.found, finding{time.Now(), name, object, fmt.Sprintf(format, args...)})
+}
+
+// record records f's checks and violations, in the current step.
+func (r *recorder) record(f *findings) {
+	for name, n := range f.checks {
+		r.check(name, n)
+	}
+	for _, x := range f.found {
+		r.violateAt(x.at, x.name, x.object, "%s", x.detail)
 	}
 }
 

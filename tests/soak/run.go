@@ -150,6 +150,9 @@ type concerns struct {
 	// chaos is the step's: with one, a Flux object may fail for a while
 	// for a reason that is not Capwright's (its source unreachable).
 	chaos Chaos
+	// seq counts the concerns set: a check that began under one seq and
+	// ends under another saw two steps.
+	seq int
 }
 
 // StepResult is a step played.
@@ -304,6 +307,7 @@ func (r *runner) concernsOf(st Step) concerns {
 func (r *runner) setConcerns(c concerns) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	c.seq = r.concerns.seq + 1
 	r.concerns = c
 }
 

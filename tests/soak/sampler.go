@@ -130,10 +130,20 @@ func sumMetric(text []byte, name string) float64 {
 
 // checkUnaffected holds what the current step does not concern to
 // invariant b, and the rollouts to invariant e. A read that fails (the
-// API server or etcd restarting) checks nothing.
+// API server or etcd restarting) checks nothing, nor does a check during
+// which the step changed.
 func (r *runner) checkUnaffected(ctx context.Context) {
 	c := r.e.Client
 	con := r.currentConcerns()
+	// Held until the end, and dropped if a new step began meanwhile: its
+	// churn (a Tenant added or removed) may have changed the fleet under
+	// a check made with the concerns of the step before.
+	out := &findings{checks: map[string]int{}}
+	defer func() {
+		if r.currentConcerns().seq == con.seq {
+			r.rec.record(out)
+		}
+	}()
 	for _, typ := range providerTypes() {
 		if con.providers[typ] {
 			continue
@@ -143,9 +153,9 @@ func (r *runner) checkUnaffected(ctx context.Context) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj.(client.Object)); err != nil {
 			continue
 		}
-		r.rec.check(UnrelatedProviderReady, 1)
+		out.check(UnrelatedProviderReady, 1)
 		if ready := apimeta.FindStatusCondition(obj.GetConditions(), providersv1alpha1.ReadyCondition); ready != nil && ready.Status == metav1.ConditionFalse {
-			r.rec.violate(UnrelatedProviderReady, providerName(obj), "Ready=False %s: %s", ready.Reason, ready.Message)
+			out.violate(UnrelatedProviderReady, providerName(obj), "Ready=False %s: %s", ready.Reason, ready.Message)
 		}
 	}
 	var tenants tenancyv1alpha1.TenantList
@@ -204,13 +214,13 @@ func (r *runner) checkUnaffected(ctx context.Context) {
 		for _, cl := range clusters {
 			servers[cl.server] = true
 			ref := kind + " " + cl.namespace + "/" + render.TenantClusterObjectName(name, types.NamespacedName{Namespace: cl.namespace, Name: cl.name})
-			r.rec.check(UnaffectedStackKept, 1)
+			out.check(UnaffectedStackKept, 1)
 			st, ok := flux[ref]
 			switch {
 			case !ok:
-				r.rec.violate(UnaffectedStackKept, ref, "gone, while nothing in the step concerns Tenant %s", name)
+				out.violate(UnaffectedStackKept, ref, "gone, while nothing in the step concerns Tenant %s", name)
 			case st.ready != nil && st.ready.Status == metav1.ConditionFalse && con.chaos == NoChaos && !r.fallout(st.ready):
-				r.rec.violate(UnaffectedStackKept, ref, "Ready=False %s: %s, while nothing breaks and the step does not concern Tenant %s", st.ready.Reason, st.ready.Message, name)
+				out.violate(UnaffectedStackKept, ref, "Ready=False %s: %s, while nothing breaks and the step does not concern Tenant %s", st.ready.Reason, st.ready.Message, name)
 			}
 		}
 		for s := range servers {
@@ -218,9 +228,9 @@ func (r *runner) checkUnaffected(ctx context.Context) {
 			if !ok {
 				continue
 			}
-			r.rec.check(UnaffectedStackKept, 1)
+			out.check(UnaffectedStackKept, 1)
 			if !seen[name] {
-				r.rec.violate(UnaffectedStackKept, fmt.Sprintf("ConfigMap %s/soak-stack on %s", name, r.e.Servers[s].Name),
+				out.violate(UnaffectedStackKept, fmt.Sprintf("ConfigMap %s/soak-stack on %s", name, r.e.Servers[s].Name),
 					"the stack's object is gone from the workload server, while nothing in the step concerns Tenant %s", name)
 			}
 		}

@@ -247,3 +247,25 @@ func TestFalloutLastsUntilFluxRetries(t *testing.T) {
 		t.Error("a stack still failed past Flux's retry is fallout")
 	}
 }
+
+// A sampler check records what it found only when the step did not
+// change under it: a Tenant the next step adds or removes is not one the
+// step before left alone.
+func TestAFindingOutlivesNoStepChange(t *testing.T) {
+	r := &runner{rec: newRecorder()}
+	r.setConcerns(concerns{})
+	before := r.currentConcerns()
+	r.setConcerns(concerns{tenants: map[string]bool{"soak-x02": true}})
+	if r.currentConcerns().seq == before.seq {
+		t.Fatal("setting the concerns left their seq as it was")
+	}
+	f := &findings{checks: map[string]int{}}
+	f.check(UnaffectedStackKept, 2)
+	f.violate(UnaffectedStackKept, "Kustomization a/b", "gone")
+	r.rec.record(f)
+	for _, inv := range r.rec.list() {
+		if inv.Name == UnaffectedStackKept && (inv.Checks != 2 || len(inv.Violations) != 1 || inv.Violations[0].Object != "Kustomization a/b") {
+			t.Errorf("recorded %+v", inv)
+		}
+	}
+}
