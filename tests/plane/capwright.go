@@ -103,6 +103,10 @@ func (c *Capwright) Stop() { c.proc.stop(10 * time.Second) }
 // Kill SIGKILLs the manager, as a crash or an OOM kill does.
 func (c *Capwright) Kill() { c.proc.kill() }
 
+// Exited reports whether the manager's process has exited: killed or
+// stopped, or by itself (a leader that loses its lease exits).
+func (c *Capwright) Exited() bool { return c.proc.exited() }
+
 // Restart starts a stopped or killed manager again with the same
 // arguments and returns once it is ready; a running one is killed first.
 func (c *Capwright) Restart(ctx context.Context) error {

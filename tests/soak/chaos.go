@@ -24,6 +24,13 @@ func (r *runner) chaos(ctx context.Context, st Step) {
 	p := r.e.Plane
 	var err error
 	switch st.Chaos {
+	case ManagerKill, StorageWipe, LeaderFailover:
+		// The manager is the soak's to stop and start here, not the
+		// kubelet's.
+		r.managerMu.Lock()
+		defer r.managerMu.Unlock()
+	}
+	switch st.Chaos {
 	case ManagerKill:
 		if st.Churn == TagBump {
 			if t := r.f.tenant(st.Tenant); t != nil && t.rollout {
@@ -96,6 +103,56 @@ func (r *runner) chaos(ctx context.Context, st Step) {
 		// goes on.
 		r.rec.violate(Converges, string(st.Chaos), "the soak could not play the chaos: %v", err)
 	}
+}
+
+// kubeletBackOff is how long the kubelet waits before it starts a
+// container that exited again (its first crash-loop back-off).
+const kubeletBackOff = 10 * time.Second
+
+// kubelet restarts the manager when it exits by itself, after the
+// kubelet's first back-off, as a Deployment's pod is: a leader that
+// cannot renew its lease within the renew deadline (etcd or the API
+// server down longer than that) exits, as every controller-runtime
+// manager does, and the kubelet starts it again. Each such exit is
+// logged and counted in the report.
+func (r *runner) kubelet(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !r.managerMu.TryLock() {
+			continue // a chaos has the manager
+		}
+		if r.e.Manager.Exited() {
+			r.logf("the manager exited by itself (%s); the kubelet starts it again in %s", lastLine(r.e.Manager.LogPath()), kubeletBackOff)
+			r.mu.Lock()
+			r.selfExits = append(r.selfExits, time.Now())
+			r.mu.Unlock()
+			time.Sleep(kubeletBackOff)
+			if err := r.restartManager(ctx); err != nil {
+				r.rec.violate(Converges, "the manager", "exited by itself and could not be started again: %v", err)
+			}
+		}
+		r.managerMu.Unlock()
+	}
+}
+
+// lastLine is the last line of a log file, at most 300 bytes of it.
+func lastLine(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	last := lines[len(lines)-1]
+	if len(last) > 300 {
+		last = last[:300] + "…"
+	}
+	return last
 }
 
 // capiManager is the plane's name of the Cluster API core manager's

@@ -26,6 +26,9 @@ type Report struct {
 	Fleet string
 	// RunDir holds the plane's logs.
 	RunDir string
+	// SelfExits are when the manager exited without the soak's doing
+	// (a lost lease), and the kubelet stand-in started it again.
+	SelfExits []time.Time
 
 	series  series
 	samples []Sample
@@ -56,6 +59,7 @@ func (r *runner) report(sched Schedule, start, end time.Time) *Report {
 	writes := append(r.writes[:0:0], r.writes...)
 	starts := append([]time.Time(nil), r.managerStarts...)
 	steps := append([]StepResult(nil), r.steps...)
+	exits := append([]time.Time(nil), r.selfExits...)
 	r.mu.Unlock()
 	s := buildSeries(samples, writes, start, end)
 	tr := trends(s, starts, start, end, r.o.TrendWindow)
@@ -68,7 +72,7 @@ func (r *runner) report(sched Schedule, start, end time.Time) *Report {
 	}
 	return &Report{
 		Seed: sched.Seed, Schedule: sched, Planned: r.o.Duration, Start: start, End: end, Steps: steps,
-		Invariants: r.rec.list(), Trends: tr, Bound: r.o.ConvergeBound, RunDir: r.e.RunDir(),
+		Invariants: r.rec.list(), Trends: tr, Bound: r.o.ConvergeBound, RunDir: r.e.RunDir(), SelfExits: exits,
 		Fleet: fmt.Sprintf("%d tenants × %d clusters on %d workload servers (+1 for churn), %d contract clusters, kustomize-controller in %d shards besides its main instance",
 			r.e.opts.Tenants, r.e.opts.Clusters, r.e.opts.WorkloadServers, len(r.f.contractNames()), len(FluxShards)),
 		series: s, samples: samples,
@@ -127,6 +131,12 @@ func (r *Report) Text() string {
 	fmt.Fprintf(&b, "  %s to %s: %s played of %s planned, %d of %d scheduled steps\n", r.Start.UTC().Format(time.RFC3339), r.End.UTC().Format(time.TimeOnly),
 		r.End.Sub(r.Start).Round(time.Second), r.Planned, len(r.Steps), len(r.Schedule.Steps))
 	fmt.Fprintf(&b, "  fleet: %s\n  logs: %s\n", r.Fleet, r.RunDir)
+	exits := make([]string, len(r.SelfExits))
+	for i, t := range r.SelfExits {
+		exits[i] = t.UTC().Format(time.TimeOnly)
+	}
+	fmt.Fprintf(&b, "  the manager exited by itself %d times (a leader that cannot renew its lease exits), started again after %s as the kubelet would: %s\n",
+		len(r.SelfExits), kubeletBackOff, strings.Join(exits, ", "))
 	fmt.Fprintf(&b, "Result: %s\n\n", verdict)
 
 	fmt.Fprintf(&b, "Invariants (checks, violations):\n")

@@ -137,6 +137,11 @@ type runner struct {
 	// stuck are the objects that did not converge within a step's bound:
 	// reported then, left out of later steps' convergence.
 	stuck map[string]bool
+	// managerMu is held by whoever stops and starts the manager: a
+	// chaos, or the kubelet stand-in.
+	managerMu sync.Mutex
+	// selfExits are when the manager exited without the soak's doing.
+	selfExits []time.Time
 	// faultEnd is when the last chaos ended: a Flux object a fault left
 	// failed is fallout until Flux's next retry (falloutGrace).
 	faultEnd time.Time
@@ -196,6 +201,7 @@ func (e *Env) Run(ctx context.Context, o Options) (*Report, error) {
 	sampleCtx, stopSampler := context.WithCancel(ctx)
 	var sampler sync.WaitGroup
 	sampler.Go(func() { r.sample(sampleCtx) })
+	sampler.Go(func() { r.kubelet(sampleCtx) })
 
 	// The fleet converged at Start: a first idle window, once what led
 	// there has landed.
