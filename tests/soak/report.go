@@ -131,12 +131,16 @@ func (r *Report) Text() string {
 	fmt.Fprintf(&b, "  %s to %s: %s played of %s planned, %d of %d scheduled steps\n", r.Start.UTC().Format(time.RFC3339), r.End.UTC().Format(time.TimeOnly),
 		r.End.Sub(r.Start).Round(time.Second), r.Planned, len(r.Steps), len(r.Schedule.Steps))
 	fmt.Fprintf(&b, "  fleet: %s\n  logs: %s\n", r.Fleet, r.RunDir)
-	exits := make([]string, len(r.SelfExits))
-	for i, t := range r.SelfExits {
-		exits[i] = t.UTC().Format(time.TimeOnly)
+	if len(r.SelfExits) > 0 {
+		exits := make([]string, len(r.SelfExits))
+		for i, t := range r.SelfExits {
+			exits[i] = t.UTC().Format(time.TimeOnly)
+		}
+		fmt.Fprintf(&b, "  the manager exited by itself %d times (a leader that cannot renew its lease exits), started again after %s as the kubelet would: %s\n",
+			len(r.SelfExits), kubeletBackOff, strings.Join(exits, ", "))
+	} else {
+		fmt.Fprintf(&b, "  the manager never exited by itself (a leader that cannot renew its lease exits)\n")
 	}
-	fmt.Fprintf(&b, "  the manager exited by itself %d times (a leader that cannot renew its lease exits), started again after %s as the kubelet would: %s\n",
-		len(r.SelfExits), kubeletBackOff, strings.Join(exits, ", "))
 	fmt.Fprintf(&b, "Result: %s\n\n", verdict)
 
 	fmt.Fprintf(&b, "Invariants (checks, violations):\n")
