@@ -48,8 +48,9 @@ type schemaAside struct {
 // tokens, and the schemas, when the build cannot touch them; files
 // themselves and no schemas otherwise. A schema stays in place when the
 // source has a kustomization of its own, when a patch or a component
-// could change a CRD beyond its metadata, and when its own text has a
-// variable or an escape Flux would substitute, an anchor or an alias.
+// could change a CRD beyond its metadata, and when it has an anchor, an
+// alias or a merge key. One with a variable or an escape is set aside
+// too, and put back before Flux's substitution (putBackToSubstitute).
 func setAside(files map[string][]byte, ks *kustomizev1.Kustomization) (map[string][]byte, schemasAside) {
 	if hasKustomization(files) || len(ks.Spec.Components) > 0 {
 		return files, nil
@@ -131,15 +132,16 @@ func (a schemasAside) take(data []byte) ([]byte, bool) {
 	return b.Bytes(), true
 }
 
-// putBack puts the schemas set aside back into the CRDs built. A token
-// found anywhere else, or twice, is an error: the build moved what it
-// should not have touched.
+// putBack puts the schemas set aside back into a CRD built, in place. A
+// token it does not hold (put back already, or never set aside) is an
+// error: the build copied what it should not have touched.
 func (a schemasAside) putBack(o *unstructured.Unstructured) error {
-	if o.GetKind() != "CustomResourceDefinition" {
+	if len(a) == 0 || o.GetKind() != "CustomResourceDefinition" {
 		return nil
 	}
-	versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
-	for i, v := range versions {
+	versions, _, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "versions")
+	list, _ := versions.([]any)
+	for i, v := range list {
 		version, _ := v.(map[string]any)
 		token, found, _ := unstructured.NestedString(version, "schema", "openAPIV3Schema")
 		if !found || !strings.HasPrefix(token, schemaToken) {
@@ -154,12 +156,9 @@ func (a schemasAside) putBack(o *unstructured.Unstructured) error {
 		if err != nil {
 			return fmt.Errorf("reading the schema of CustomResourceDefinition %s: %w", o.GetName(), err)
 		}
-		if err := unstructured.SetNestedField(version, schema.Object, "schema", "openAPIV3Schema"); err != nil {
-			return err
-		}
-		versions[i] = version
+		version["schema"].(map[string]any)["openAPIV3Schema"] = schema.Object
 	}
-	return unstructured.SetNestedSlice(o.Object, versions, "spec", "versions")
+	return nil
 }
 
 // substituteKey is the annotation or label that keeps Flux's

@@ -22,8 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/kustomize/kyaml/kio"
-
-	"github.com/capwright/capwright/tests/bindir"
 )
 
 // capiVersion is the Cluster API release whose real components `make
@@ -34,15 +32,7 @@ const capiVersion = "v1.14.2"
 // missing fixture fails the test: `make tools` builds it.
 func coreComponents(t testing.TB) []byte {
 	t.Helper()
-	bin, err := bindir.Default()
-	if err != nil {
-		t.Fatalf("locating bin/: %v; run `make tools` at the repository root", err)
-	}
-	data, err := os.ReadFile(filepath.Join(bin, "fixtures", "capi", capiVersion, "core-components.yaml"))
-	if err != nil {
-		t.Fatalf("reading the Cluster API %s fixture: %v; run `make tools` at the repository root", capiVersion, err)
-	}
-	return data
+	return fixture(t, "capi", capiVersion, "core-components.yaml")
 }
 
 // coreKustomization is a Kustomization of the core provider as Capwright
