@@ -282,7 +282,10 @@ func (r *Runner) check(ctx context.Context, c *check) error {
 		}
 	}
 	if c.crd != nil {
-		live, err := r.crds.Get(ctx, c.obj.GetName(), metav1.GetOptions{})
+		// From the API server's watch cache (resourceVersion 0), not etcd:
+		// a CRD is large, and a copy a moment old tells its versions and
+		// schemas as well; Flux's apply reads the current one.
+		live, err := r.crds.Get(ctx, c.obj.GetName(), metav1.GetOptions{ResourceVersion: "0"})
 		switch {
 		case apierrors.IsNotFound(err):
 			live = nil

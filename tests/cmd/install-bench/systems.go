@@ -182,6 +182,10 @@ func (*capwright) Apply(ctx context.Context, c client.Client, version string) er
 	return nil
 }
 
+func (*capwright) Watched(pt providerSpec) client.Object {
+	return capwrightObject(pt).(client.Object)
+}
+
 func (*capwright) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
 	obj := capwrightObject(pt)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj.(client.Object)), obj.(client.Object)); err != nil {
@@ -293,6 +297,10 @@ func (b bareFlux) Apply(ctx context.Context, c client.Client, version string) er
 	return nil
 }
 
+func (bareFlux) Watched(pt providerSpec) client.Object {
+	return &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: pt.Namespace, Name: fluxName(pt)}}
+}
+
 func (bareFlux) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
 	var ks kustomizev1.Kustomization
 	if err := c.Get(ctx, client.ObjectKey{Namespace: pt.Namespace, Name: fluxName(pt)}, &ks); err != nil {
@@ -372,6 +380,15 @@ func (o *operator) Apply(ctx context.Context, c client.Client, version string) e
 		}
 	}
 	return nil
+}
+
+func (o *operator) Watched(pt providerSpec) client.Object {
+	want := framework.ClusterAPIOperatorProvider(pt.Type, pt.Namespace, pt.Name, fromVersion, "")
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(want.GroupVersionKind())
+	obj.SetNamespace(want.GetNamespace())
+	obj.SetName(want.GetName())
+	return obj
 }
 
 func (o *operator) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
@@ -539,6 +556,10 @@ func (o *capwrightObjects) Apply(ctx context.Context, c client.Client, version s
 		o.applied[key] = string(data)
 	}
 	return nil
+}
+
+func (o *capwrightObjects) Watched(pt providerSpec) client.Object {
+	return &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: pt.Namespace, Name: render.ObjectName(pt.Type, pt.Name)}}
 }
 
 func (o *capwrightObjects) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
