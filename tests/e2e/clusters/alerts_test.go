@@ -13,7 +13,7 @@ import (
 
 // contractAlertsExample is the Alert the alerts guide gives for the
 // contract kinds.
-const contractAlertsExample = "docs/examples/repository/infrastructure/clusters/alerts.yaml"
+const contractAlertsExample = "docs/examples/repository/infrastructure/tenant-alerts/team-a-clusters.yaml"
 
 // applyContractAlert applies the guide's Alert for the contract kinds in
 // namespace, with a webhook as its address. notification-controller
@@ -21,7 +21,7 @@ const contractAlertsExample = "docs/examples/repository/infrastructure/clusters/
 // (framework.StartNotification builds the guide's flux-system folder).
 func applyContractAlert(t *testing.T, ctx context.Context, namespace string) *framework.Webhook {
 	t.Helper()
-	return framework.ApplyGuideAlert(t, ctx, env.Config, env.RepoRoot(), contractAlertsExample, namespace, "platform-webhook", nil)
+	return framework.ApplyGuideAlert(t, ctx, env.Config, env.RepoRoot(), contractAlertsExample, namespace, "team-a-on-call", nil)
 }
 
 // waitAlerted waits until the webhook received, through

@@ -36,6 +36,10 @@ const (
 	stackNamespace   = framework.ExampleStackNamespace
 )
 
+// clusterAlertsFile is the Alert of team A's contract kinds, in the
+// Tenant's namespace.
+const clusterAlertsFile = "infrastructure/tenant-alerts/team-a-clusters.yaml"
+
 // controlPlaneDeployment is the kubeadm control plane provider's manager.
 var controlPlaneDeployment = client.ObjectKey{Namespace: "capi-kubeadm-control-plane-system", Name: "capi-kubeadm-control-plane-controller-manager"}
 
@@ -387,6 +391,7 @@ func TestGitOps(t *testing.T) {
 	step(t, "deleting the Tenant's file uninstalls its stack from its clusters and keeps its Clusters", func(t *testing.T) {
 		w.Remove(tenantFile)
 		w.Remove(tenantAlertsFile)
+		w.Remove(clusterAlertsFile)
 		// They were the last files of their folders, and Flux refuses a
 		// Kustomization whose path is gone rather than prune all it
 		// applied: as docs/gitops.md says, the folders stay, empty.
