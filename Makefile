@@ -26,10 +26,12 @@ MANAGEMENT_B   ?= 0
 # package took longer than with two at a time).
 TEST_TIMEOUT   ?= 60m
 E2E_PARALLEL   ?= 3
-# The e2e packages that take longest, started first (go test starts
+# The e2e packages that take longest, longest first (go test starts
 # packages in the order it is given them): with three at a time the long
 # ones overlap instead of the last of them running on its own at the end.
-E2E_FIRST      := soak providers install tenants clusters gitops faults
+# The plane's own tests (tests/plane, about 2 minutes of starting planes)
+# run among them, after these, not before them with the unit tests.
+E2E_FIRST      := providers soak gitops install faults clusters tenants upgrades
 # Iterations of the tenant benchmark on the plane.
 BENCH_TIME     ?= 3x
 # Runs per system of the side-by-side install benchmark (each on a fresh plane).
@@ -164,12 +166,12 @@ $(GOLANGCI_LINT):
 test: tools ## Run unit, integration and e2e tests (builds the tools first).
 	$(GO) vet ./...
 	$(GO) -C api vet ./...
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests/e2e')
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e '/tests/e2e' -e '/tests/plane$$')
 	$(MAKE) --no-print-directory fuzz FUZZ_TIME=$(FUZZ_QUICK)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p $(E2E_PARALLEL) -v $(E2E_PACKAGES) 2>&1 | grep -E --line-buffered -v '^=== (RUN|PAUSE|CONT)'
 
-# Every e2e package, E2E_FIRST first.
-E2E_PACKAGES = $(addprefix ./tests/e2e/,$(E2E_FIRST)) $(filter-out $(addprefix ./tests/e2e/,$(E2E_FIRST)),$(shell $(GO) list -f '{{.Dir}}' ./tests/e2e/... | sed 's|^$(CURDIR)|.|'))
+# Every e2e package, E2E_FIRST first, then the plane's tests.
+E2E_PACKAGES = $(addprefix ./tests/e2e/,$(E2E_FIRST)) ./tests/plane $(filter-out $(addprefix ./tests/e2e/,$(E2E_FIRST)),$(shell $(GO) list -f '{{.Dir}}' ./tests/e2e/... | sed 's|^$(CURDIR)|.|'))
 
 .PHONY: fuzz
 fuzz: ## Fuzz every parser of untrusted input, FUZZ_TIME each (default 10m); findings land in testdata/fuzz.
