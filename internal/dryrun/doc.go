@@ -7,7 +7,8 @@
 // version's files, with Flux's own libraries (pkg/kustomize: generator,
 // secure build, post-build substitution), and the labels and annotations
 // it sets at apply time. Runner server-side applies the result with
-// dryRun=All as DryRunUser, an identity bound to the same role Flux
+// dryRun=All, as kustomize-controller's field manager, and as
+// DryRunUser, an identity bound to the same role Flux
 // installs providers with (capwright-provider-installer), which an
 // admission policy allows dry runs only: the manager may ask "would this
 // be accepted?", never write what the installer may.

@@ -35,6 +35,15 @@ import (
 // capwright-provider-dry-run, manifests/rbac/manager_admission.yaml).
 const DryRunUser = "capwright:provider-dry-run"
 
+// FluxFieldManager is the field manager kustomize-controller applies
+// with (its controller name). A dry run applies as it, so that the API
+// server merges the new objects into the live ones as it will merge
+// Flux's apply: the fields of the installed version that the new one
+// drops go, instead of staying beside the new ones under Flux's name (a
+// container port renumbered under the same name would otherwise read
+// as a duplicate name, and be refused).
+const FluxFieldManager = "kustomize-controller"
+
 // concurrency is how many requests a Runner has in flight, across all
 // its Runs (slots).
 const concurrency = 8
@@ -134,7 +143,8 @@ type check struct {
 }
 
 // Run server-side applies every object of built with dryRun=All, as
-// DryRunUser, with Capwright's field owner, forcing conflicts, and
+// DryRunUser, with kustomize-controller's field manager, forcing
+// conflicts (as kustomize-controller applies), and
 // compares the new CRDs with the installed ones. It returns a *Refusal for
 // the first object (in built order) the API server refused, or another
 // error when the API server could not be asked; the Result is complete
@@ -307,7 +317,7 @@ func (r *Runner) check(ctx context.Context, c *check) error {
 	}
 	force := true
 	_, err := c.resource.Patch(ctx, c.obj.GetName(), types.ApplyPatchType, c.body, metav1.PatchOptions{
-		FieldManager: plan.FieldOwner,
+		FieldManager: FluxFieldManager,
 		Force:        &force,
 		DryRun:       []string{metav1.DryRunAll},
 	})

@@ -19,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
-
-	"github.com/capwright/capwright/internal/plan"
 )
 
 // The Runner against a fake API server: what it asks, in which cases it
@@ -184,8 +182,8 @@ func TestRunChecksWhatFluxWouldApply(t *testing.T) {
 		t.Errorf("applied %v (Checked %d), want %v", server.applied, res.Checked, wantApplied)
 	}
 	for _, o := range server.options {
-		if !slices.Equal(o.DryRun, []string{metav1.DryRunAll}) || o.Force == nil || !*o.Force || o.FieldManager != plan.FieldOwner {
-			t.Errorf("applied with %+v, want a forced dry run as %s", o, plan.FieldOwner)
+		if !slices.Equal(o.DryRun, []string{metav1.DryRunAll}) || o.Force == nil || !*o.Force || o.FieldManager != FluxFieldManager {
+			t.Errorf("applied with %+v, want a forced dry run as %s", o, FluxFieldManager)
 		}
 	}
 	wantSkipped := []string{

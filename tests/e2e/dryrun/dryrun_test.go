@@ -13,6 +13,7 @@ import (
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -94,7 +95,8 @@ func newRunner(t testing.TB) *dryrun.Runner {
 type live struct {
 	// versions is the resourceVersion of each object that exists.
 	versions map[string]string
-	// owned are the objects Capwright's field owner manages.
+	// owned are the objects the dry run's field manager (Flux's) manages:
+	// none, as the plane installs them as its own.
 	owned []string
 	// migrated says Cluster API's manager has marked the Cluster CRD
 	// migrated (crd-migration.cluster.x-k8s.io/observed-generation): it
@@ -137,7 +139,7 @@ func liveState(t testing.TB, objects []*unstructured.Unstructured) live {
 		ref := o.GetKind() + " " + plan.ObjectRef(o)
 		state.versions[ref] = obj.GetResourceVersion()
 		for _, f := range obj.GetManagedFields() {
-			if f.Manager == plan.FieldOwner {
+			if f.Manager == dryrun.FluxFieldManager {
 				state.owned = append(state.owned, ref)
 			}
 		}
@@ -221,7 +223,7 @@ func TestCoreComponentsDryRunChangesNothing(t *testing.T) {
 		}
 	}
 	if len(after.owned) > 0 {
-		t.Errorf("the dry run left %s managing %v", plan.FieldOwner, after.owned)
+		t.Errorf("the dry run left %s managing %v", dryrun.FluxFieldManager, after.owned)
 	}
 }
 
@@ -403,6 +405,77 @@ func TestCRDsTheAPIServerRefusesAreRefused(t *testing.T) {
 	res, err := newRunner(t).Run(ctx, &dryrun.Built{Objects: []*unstructured.Unstructured{crd("sprockets", "Sprocket", "v1alpha1:sS", "v1:s")}})
 	if err != nil || res.Checked != 1 || res.Validated != 1 {
 		t.Errorf("a valid CRD: %+v, %v; want it validated by the manager, not sent", res, err)
+	}
+}
+
+// TestRenumberedPortIsAccepted: a new version that renumbers a container
+// port under the same name (here Cluster API's metrics port) is accepted
+// over the Deployment Flux applied. The dry run applies as
+// kustomize-controller, so the old port goes, as it goes in Flux's apply;
+// under another field manager it would stay beside the new one as Flux's,
+// and the API server would refuse the name as a duplicate.
+func TestRenumberedPortIsAccepted(t *testing.T) {
+	ctx := context.Background()
+	const namespace = "dryrun-ports"
+	var deploy *unstructured.Unstructured
+	for _, o := range buildCore(t).Objects {
+		if o.GetKind() == "Deployment" {
+			deploy = o.DeepCopy()
+		}
+	}
+	if deploy == nil {
+		t.Fatal("the core components have no Deployment")
+	}
+	deploy.SetNamespace(namespace)
+	if err := adminClient(t).Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	// Installed as kustomize-controller applies: server-side, forced, as
+	// its field manager.
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployments := dyn.Resource(appsv1.SchemeGroupVersion.WithResource("deployments")).Namespace(namespace)
+	body, err := deploy.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	force := true
+	installed, err := deployments.Patch(ctx, deploy.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: dryrun.FluxFieldManager, Force: &force})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	container := containers[0].(map[string]any)
+	renumbered := ""
+	for _, p := range container["ports"].([]any) {
+		if port := p.(map[string]any); port["name"] == "metrics" {
+			port["containerPort"] = port["containerPort"].(int64) + 1
+			renumbered = fmt.Sprint(port["containerPort"])
+		}
+	}
+	if renumbered == "" {
+		t.Fatalf("the core Deployment has no port named metrics: %v", container["ports"])
+	}
+	if err := unstructured.SetNestedSlice(deploy.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := newRunner(t).Run(ctx, &dryrun.Built{Objects: []*unstructured.Unstructured{deploy}})
+	if err != nil {
+		t.Fatalf("the metrics port renumbered to %s: %v, want it accepted as Flux's apply will accept it", renumbered, err)
+	}
+	if res.Checked != 1 {
+		t.Errorf("Checked %d, want the Deployment checked", res.Checked)
+	}
+	after, err := deployments.Get(ctx, deploy.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its status moves on (the Deployment controller's), its spec not.
+	if after.GetGeneration() != installed.GetGeneration() {
+		t.Errorf("the dry run changed the Deployment: generation %d → %d", installed.GetGeneration(), after.GetGeneration())
 	}
 }
 
