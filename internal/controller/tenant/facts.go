@@ -10,8 +10,6 @@ import (
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -179,33 +177,25 @@ func isKubeconfigSecret(name string) bool {
 
 // tenantObjects lists what carries the tenant's label, of the kinds
 // Capwright writes for tenants: the management objects in the tenant's
-// namespace (read uncached: they are not watched) and the Flux objects in
-// every namespace (from the cache). Kinds not served are skipped.
+// namespace, as metadata (all that pruning them needs), and the Flux
+// objects in every namespace, all from the cache (which holds the
+// labelled management objects as metadata: CacheByObject). Kinds not
+// served are skipped.
 func (r *Reconciler) tenantObjects(ctx context.Context, t *tenancyv1alpha1.Tenant, fluxOnly bool) ([]render.ExistingObject, error) {
 	selector := ctrl.MatchingLabels{tenancyv1alpha1.TenantLabel: t.Name}
 	var out []render.ExistingObject
 	if !fluxOnly {
 		ns := ctrl.InNamespace(t.ManagementNamespace())
-		var sas corev1.ServiceAccountList
-		if err := r.Reader.List(ctx, &sas, ns, selector); err != nil {
-			return nil, fmt.Errorf("listing the tenant's ServiceAccounts: %w", err)
-		}
-		for i := range sas.Items {
-			out = append(out, render.ExistingObject{Kind: "ServiceAccount", Object: &sas.Items[i]})
-		}
-		var rbs rbacv1.RoleBindingList
-		if err := r.Reader.List(ctx, &rbs, ns, selector); err != nil {
-			return nil, fmt.Errorf("listing the tenant's RoleBindings: %w", err)
-		}
-		for i := range rbs.Items {
-			out = append(out, render.ExistingObject{Kind: "RoleBinding", Object: &rbs.Items[i]})
-		}
-		var quotas corev1.ResourceQuotaList
-		if err := r.Reader.List(ctx, &quotas, ns, selector); err != nil {
-			return nil, fmt.Errorf("listing the tenant's ResourceQuotas: %w", err)
-		}
-		for i := range quotas.Items {
-			out = append(out, render.ExistingObject{Kind: "ResourceQuota", Object: &quotas.Items[i]})
+		for _, gvk := range inNamespaceKinds {
+			var list metav1.PartialObjectMetadataList
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := r.Client.List(ctx, &list, ns, selector); err != nil {
+				return nil, fmt.Errorf("listing the tenant's %ss: %w", gvk.Kind, err)
+			}
+			for i := range list.Items {
+				list.Items[i].SetGroupVersionKind(gvk)
+				out = append(out, render.ExistingObject{Kind: gvk.Kind, Object: &list.Items[i]})
+			}
 		}
 	}
 	// Appliers first: deleting them makes Flux uninstall, which does not

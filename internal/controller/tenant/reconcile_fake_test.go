@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -220,5 +221,47 @@ func TestReconcileRequestAndStall(t *testing.T) {
 	}
 	if apimeta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.ReconcilingCondition) != nil {
 		t.Error("a stalled tenant is also Reconciling")
+	}
+}
+
+// The management objects in the tenant's namespace are listed from the
+// cache, as metadata, not read again from the API server on every
+// reconcile; pruning works from that metadata: a labelled ServiceAccount
+// the tenant no longer renders is deleted, the one it renders kept.
+func TestManagementObjectsListedFromTheCache(t *testing.T) {
+	ctx := context.Background()
+	tn := testTenant()
+	tn.Finalizers = []string{tenancyv1alpha1.Finalizer}
+	c := indexed(fake.NewClientBuilder().WithScheme(testScheme(t))).WithObjects(tn).WithStatusSubresource(&tenancyv1alpha1.Tenant{}).
+		WithInterceptorFuncs(fluxFinalizes()).Build()
+	uncached := interceptor.NewClient(c, interceptor.Funcs{List: func(ctx context.Context, cl ctrl.WithWatch, list ctrl.ObjectList, opts ...ctrl.ListOption) error {
+		switch l := list.(type) {
+		case *corev1.ServiceAccountList, *rbacv1.RoleBindingList, *corev1.ResourceQuotaList:
+			t.Errorf("listed %T uncached", l)
+		case *metav1.PartialObjectMetadataList:
+			t.Errorf("listed %s uncached", l.GroupVersionKind())
+		}
+		return cl.List(ctx, list, opts...)
+	}})
+	r := &Reconciler{Client: c, Reader: uncached, Clusters: c, WatchClusters: true}
+	req := reconcile.Request{NamespacedName: ctrl.ObjectKey{Name: tn.Name}}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	var sas corev1.ServiceAccountList
+	if err := c.List(ctx, &sas, ctrl.InNamespace(tn.ManagementNamespace())); err != nil || len(sas.Items) != 1 {
+		t.Fatalf("ServiceAccounts in %s: %d (%v), want the tenant's one", tn.ManagementNamespace(), len(sas.Items), err)
+	}
+	rendered := sas.Items[0]
+	stale := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: rendered.Namespace, Name: "no-longer-rendered",
+		Labels: rendered.Labels, OwnerReferences: rendered.OwnerReferences}}
+	if err := c.Create(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, &sas, ctrl.InNamespace(tn.ManagementNamespace())); err != nil || len(sas.Items) != 1 || sas.Items[0].Name != rendered.Name {
+		t.Errorf("ServiceAccounts after the second reconcile: %v (%v), want only %s", sas.Items, err, rendered.Name)
 	}
 }

@@ -42,9 +42,8 @@ type Reconciler struct {
 	// Client reads Tenants and Flux objects from the cache and writes.
 	Client ctrl.Client
 	// Reader reads without the cache: the objects the controller writes
-	// before it writes them, and the management objects (namespaces,
-	// ServiceAccounts, RoleBindings, quotas) it lists, which it does not
-	// watch.
+	// before it writes them, and the revisions of a stack kept as
+	// ControllerRevisions, which it does not watch.
 	Reader ctrl.Reader
 	// Clusters reads Cluster API Clusters (typed, v1beta2) and the
 	// metadata of kubeconfig Secrets: the manager's cache when

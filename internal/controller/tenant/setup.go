@@ -204,12 +204,16 @@ func withoutTenantInventory(obj any) (any, error) {
 	return ks, nil
 }
 
-// managementKinds are the kinds of the tenant's management objects.
-var managementKinds = []schema.GroupVersionKind{
-	corev1.SchemeGroupVersion.WithKind("Namespace"),
+// managementKinds are the kinds of the tenant's management objects: its
+// namespace, and what Capwright writes in it.
+var managementKinds = append([]schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Namespace")}, inNamespaceKinds...)
+
+// inNamespaceKinds are the kinds of what Capwright writes in a tenant's
+// namespace.
+var inNamespaceKinds = []schema.GroupVersionKind{
 	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
-	corev1.SchemeGroupVersion.WithKind("ResourceQuota"),
 	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+	corev1.SchemeGroupVersion.WithKind("ResourceQuota"),
 }
 
 // fluxUpdates enqueues the tenant of a Flux object (by m) whenever it
