@@ -152,25 +152,13 @@ func liveState(t testing.TB, objects []*unstructured.Unstructured) live {
 
 // settled is the live state of objects once nothing is writing them:
 // Cluster API's manager marks its CRDs migrated a few seconds after it
-// starts, which is no change of the dry run's; then three reads a second
-// apart agree.
+// starts, which is no change of the dry run's.
 func settled(t testing.TB, objects []*unstructured.Unstructured) live {
 	t.Helper()
-	last, same := liveState(t, objects), 0
-	for range 60 {
-		time.Sleep(time.Second)
-		now := liveState(t, objects)
-		if now.migrated && maps.Equal(now.versions, last.versions) {
-			if same++; same == 2 {
-				return now
-			}
-		} else {
-			same = 0
-		}
-		last = now
-	}
-	t.Fatalf("the installed core components kept changing for a minute (Cluster CRD migrated: %v)", last.migrated)
-	return live{}
+	return framework.Settled(t, "the installed core components", func() (live, bool) {
+		s := liveState(t, objects)
+		return s, s.migrated
+	}, func(a, b live) bool { return maps.Equal(a.versions, b.versions) })
 }
 
 // TestCoreComponentsDryRunChangesNothing dry-runs the real Cluster API

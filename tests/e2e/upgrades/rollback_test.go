@@ -452,27 +452,13 @@ func snapshot(t *testing.T, ctx context.Context, c client.Client) string {
 	return b.String()
 }
 
-// settledSnapshot is snapshot once nothing writes what it records: the
-// Cluster API manager's CRD migrator marks its CRDs, one at a time, in
-// the seconds after the manager starts (and later on a loaded machine),
-// which is no change of an upgrade's. Three reads a second apart agree.
+// settledSnapshot is snapshot once nothing writes what it records
+// (framework.Settled): Cluster API's CRD migrator marking its CRDs is no
+// change of an upgrade's.
 func settledSnapshot(t *testing.T, ctx context.Context, c client.Client) string {
 	t.Helper()
-	last, same := snapshot(t, ctx, c), 0
-	for range 60 {
-		time.Sleep(time.Second)
-		now := snapshot(t, ctx, c)
-		if now == last {
-			if same++; same == 2 {
-				return now
-			}
-		} else {
-			same = 0
-		}
-		last = now
-	}
-	t.Fatalf("the installed core provider kept changing for a minute: %s", last)
-	return ""
+	return framework.Settled(t, "the installed core provider", func() (string, bool) { return snapshot(t, ctx, c), true },
+		func(a, b string) bool { return a == b })
 }
 
 // rollbacksMetric is capwright_provider_rollbacks_total of the core
