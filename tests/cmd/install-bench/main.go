@@ -377,18 +377,15 @@ func runOnce(ctx context.Context, s system) (result, error) {
 func waitReady(ctx context.Context, c client.WithWatch, s system, version string, start time.Time) (map[string]time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// changed[i] says that providers[i]'s object changed since Ready last
-	// read it.
-	changed := make([]chan struct{}, len(providers))
-	// some says that one of them did.
-	some := make(chan struct{}, 1)
-	for i, pt := range providers {
+	// changed says that one of the objects changed since Ready last read
+	// them.
+	changed := make(chan struct{}, 1)
+	for _, pt := range providers {
 		list, opts, err := watchOf(c, s.Watched(pt))
 		if err != nil {
 			return nil, err
 		}
-		changed[i] = make(chan struct{}, 1)
-		go watchChanges(ctx, c, list, opts, changed[i], some)
+		go watchChanges(ctx, c, list, opts, changed)
 	}
 	ready := map[string]time.Duration{}
 	deadline := time.NewTimer(5 * time.Minute)
@@ -398,17 +395,10 @@ func waitReady(ctx context.Context, c client.WithWatch, s system, version string
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	last := map[string]string{}
-	check := func(all bool) {
-		for i, pt := range providers {
+	for {
+		for _, pt := range providers {
 			if _, done := ready[pt.Type]; done {
 				continue
-			}
-			select {
-			case <-changed[i]:
-			default:
-				if !all {
-					continue
-				}
 			}
 			ok, msg := s.Ready(ctx, c, pt, version)
 			if ok {
@@ -416,21 +406,18 @@ func waitReady(ctx context.Context, c client.WithWatch, s system, version string
 			}
 			last[pt.Type] = msg
 		}
-	}
-	check(true)
-	for len(ready) < len(providers) {
+		if len(ready) == len(providers) {
+			return ready, nil
+		}
 		select {
-		case <-some:
-			check(false)
+		case <-changed:
 		case <-tick.C:
-			check(true)
 		case <-deadline.C:
 			return nil, fmt.Errorf("not all providers Ready at %s after 5m: %v", version, last)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
-	return ready, nil
 }
 
 // watchOf is a watch of obj alone: its kind's list and its name.
@@ -451,10 +438,10 @@ func watchOf(c client.Client, obj client.Object) (client.ObjectList, []client.Li
 	return list, []client.ListOption{client.InNamespace(obj.GetNamespace()), client.MatchingFields{"metadata.name": obj.GetName()}}, nil
 }
 
-// watchChanges signals each of signals (without waiting) on every event
-// of the watch, which it opens again when the API server ends it, until
-// ctx ends.
-func watchChanges(ctx context.Context, c client.WithWatch, list client.ObjectList, opts []client.ListOption, signals ...chan<- struct{}) {
+// watchChanges signals changed (without waiting) on every event of the
+// watch, which it opens again when the API server ends it, until ctx
+// ends.
+func watchChanges(ctx context.Context, c client.WithWatch, list client.ObjectList, opts []client.ListOption, changed chan<- struct{}) {
 	for ctx.Err() == nil {
 		w, err := c.Watch(ctx, list, opts...)
 		if err != nil {
@@ -462,11 +449,9 @@ func watchChanges(ctx context.Context, c client.WithWatch, list client.ObjectLis
 			continue
 		}
 		for range w.ResultChan() {
-			for _, s := range signals {
-				select {
-				case s <- struct{}{}:
-				default:
-				}
+			select {
+			case changed <- struct{}{}:
+			default:
 			}
 		}
 		w.Stop()

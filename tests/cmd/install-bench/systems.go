@@ -301,9 +301,9 @@ func (bareFlux) Watched(pt providerSpec) client.Object {
 	return &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: pt.Namespace, Name: fluxName(pt)}}
 }
 
-func (bareFlux) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
+func (b bareFlux) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
 	var ks kustomizev1.Kustomization
-	if err := c.Get(ctx, client.ObjectKey{Namespace: pt.Namespace, Name: fluxName(pt)}, &ks); err != nil {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(b.Watched(pt)), &ks); err != nil {
 		return false, err.Error()
 	}
 	ok, msg := conditionTrue(ks.Status.Conditions, "Ready", ks.Generation)
@@ -382,7 +382,11 @@ func (o *operator) Apply(ctx context.Context, c client.Client, version string) e
 	return nil
 }
 
-func (o *operator) Watched(pt providerSpec) client.Object {
+func (o *operator) Watched(pt providerSpec) client.Object { return operatorObject(pt) }
+
+// operatorObject is the operator's provider object for pt, empty but for
+// its kind and key.
+func operatorObject(pt providerSpec) *unstructured.Unstructured {
 	want := framework.ClusterAPIOperatorProvider(pt.Type, pt.Namespace, pt.Name, fromVersion, "")
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(want.GroupVersionKind())
@@ -392,10 +396,8 @@ func (o *operator) Watched(pt providerSpec) client.Object {
 }
 
 func (o *operator) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
-	want := framework.ClusterAPIOperatorProvider(pt.Type, pt.Namespace, pt.Name, version, "")
-	current := &unstructured.Unstructured{}
-	current.SetGroupVersionKind(want.GroupVersionKind())
-	if err := c.Get(ctx, client.ObjectKeyFromObject(want), current); err != nil {
+	current := operatorObject(pt)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(current), current); err != nil {
 		return false, err.Error()
 	}
 	return framework.ClusterAPIOperatorProviderReady(current, version)
@@ -403,12 +405,7 @@ func (o *operator) Ready(ctx context.Context, c client.Client, pt providerSpec, 
 
 func (o *operator) RequestReconcile(ctx context.Context, c client.Client) error {
 	for _, pt := range providers {
-		u := framework.ClusterAPIOperatorProvider(pt.Type, pt.Namespace, pt.Name, fromVersion, "")
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(u.GroupVersionKind())
-		obj.SetNamespace(u.GetNamespace())
-		obj.SetName(u.GetName())
-		if err := requestAnnotation(ctx, c, obj); err != nil {
+		if err := requestAnnotation(ctx, c, operatorObject(pt)); err != nil {
 			return err
 		}
 	}
@@ -564,7 +561,7 @@ func (o *capwrightObjects) Watched(pt providerSpec) client.Object {
 
 func (o *capwrightObjects) Ready(ctx context.Context, c client.Client, pt providerSpec, version string) (bool, string) {
 	var ks kustomizev1.Kustomization
-	if err := c.Get(ctx, client.ObjectKey{Namespace: pt.Namespace, Name: render.ObjectName(pt.Type, pt.Name)}, &ks); err != nil {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(o.Watched(pt)), &ks); err != nil {
 		return false, err.Error()
 	}
 	ok, msg := conditionTrue(ks.Status.Conditions, "Ready", ks.Generation)
